@@ -1,0 +1,35 @@
+// What the CPU we run on can do, read once from CPUID and XGETBV (instruction set and OS state
+// support both). Kernels pick their variant from this at start-up.
+#pragma once
+
+#include <string>
+
+namespace hymoe {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512_bf16 = false;  // vdpbf16ps, vcvtne2ps2bf16
+  bool amx_tile = false;     // CPU has AMX tiles and the OS saves their state (XCR0 bits 17/18)
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
+
+  // All of AVX-512 F/BW/VL/DQ with OS support for ZMM state.
+  bool avx512() const { return avx512f && avx512bw && avx512vl && avx512dq; }
+  // "avx2 fma avx512f ... amx-bf16": the flags that are set, for logs.
+  std::string describe() const;
+};
+
+// Detected once, then cached. HYMOE_CPU_FEATURES_MASK (debug only) may switch features off by
+// name, comma separated, e.g. "avx512_bf16,amx_bf16", to test fallbacks on a capable machine.
+const CpuFeatures& cpu_features();
+
+// Reads the CPU directly, ignoring the cache and the mask.
+CpuFeatures detect_cpu_features();
+
+}  // namespace hymoe

@@ -1,0 +1,14 @@
+// hymoe-cli command groups. Each adds its subcommands to the app; the callback of a subcommand
+// runs it and sets the exit code through the returned reference.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace hymoe::cli {
+
+// Exit status set by the subcommand that ran.
+int& exit_code();
+
+void register_info_commands(CLI::App& app);  // cpu-info
+
+}  // namespace hymoe::cli
