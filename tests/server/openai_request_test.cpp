@@ -1,0 +1,126 @@
+#include "hymoe/server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace hymoe::server {
+namespace {
+
+// Expects parsing to fail with status 400 naming `param`.
+template <typename F>
+void expect_param_error(F&& parse, const std::string& body, const std::string& param) {
+  try {
+    parse(body);
+    ADD_FAILURE() << "accepted: " << body;
+  } catch (const ApiException& e) {
+    EXPECT_EQ(e.error().status, 400) << body;
+    ASSERT_TRUE(e.error().param.has_value()) << body;
+    EXPECT_EQ(*e.error().param, param) << body << " -> " << e.error().message;
+  }
+}
+
+auto chat = [](const std::string& b) { return parse_chat_request(b); };
+auto completion = [](const std::string& b) { return parse_completion_request(b); };
+
+TEST(ChatRequest, ParsesFullRequest) {
+  auto r = parse_chat_request(R"({
+    "model": "tiny", "messages": [
+      {"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "42"}],
+    "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 11,
+    "max_completion_tokens": 33, "max_tokens": 5, "stop": ["\n\n", "END"], "stream": true,
+    "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 3})");
+  EXPECT_EQ(r.model, "tiny");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "hi there");
+  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_DOUBLE_EQ(r.sampling.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(r.sampling.top_p, 0.9);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.05);
+  EXPECT_EQ(r.sampling.seed, 11u);
+  EXPECT_EQ(r.sampling.max_tokens, 33);
+  EXPECT_EQ(r.sampling.stop.size(), 2u);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.sampling.logprobs);
+  EXPECT_EQ(r.sampling.top_logprobs, 3);
+}
+
+TEST(ChatRequest, RejectsBadInputNamingTheField) {
+  expect_param_error(chat, "{not json", "body");
+  expect_param_error(chat, "[1,2]", "body");
+  expect_param_error(chat, "\xff\xfe", "body");
+  expect_param_error(chat, R"({"messages":[{"role":"user","content":"x"}]})", "model");
+  expect_param_error(chat, R"({"model":"m"})", "messages");
+  expect_param_error(chat, R"({"model":"m","messages":"hi"})", "messages");
+  expect_param_error(chat, R"({"model":"m","messages":[]})", "messages");
+  expect_param_error(chat, R"({"model":"m","messages":[{"role":"robot","content":"x"}]})", "messages[0].role");
+  expect_param_error(chat, R"({"model":"m","messages":[{"role":"user"}]})", "messages[0].content");
+  expect_param_error(chat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+                     "messages[0].content");
+  const std::string ok = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  expect_param_error(chat, "{" + ok + R"(,"temperature":"hot"})", "temperature");
+  expect_param_error(chat, "{" + ok + R"(,"temperature":2.5})", "temperature");
+  expect_param_error(chat, "{" + ok + R"(,"top_p":0})", "top_p");
+  expect_param_error(chat, "{" + ok + R"(,"top_k":1.5})", "top_k");
+  expect_param_error(chat, "{" + ok + R"(,"max_tokens":0})", "max_tokens");
+  expect_param_error(chat, "{" + ok + R"(,"max_tokens":-3})", "max_tokens");
+  expect_param_error(chat, "{" + ok + R"(,"max_completion_tokens":"9"})", "max_completion_tokens");
+  expect_param_error(chat, "{" + ok + R"(,"stop":[1]})", "stop");
+  expect_param_error(chat, "{" + ok + R"(,"stop":["a","b","c","d","e"]})", "stop");
+  expect_param_error(chat, "{" + ok + R"(,"n":2})", "n");
+  expect_param_error(chat, "{" + ok + R"(,"stream":"yes"})", "stream");
+  expect_param_error(chat, "{" + ok + R"(,"stream_options":{"include_usage":true}})", "stream_options");
+  expect_param_error(chat, "{" + ok + R"(,"top_logprobs":2})", "top_logprobs");
+  expect_param_error(chat, "{" + ok + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs");
+  expect_param_error(chat, "{" + ok + R"(,"response_format":{"type":"json_object"}})", "response_format");
+}
+
+TEST(ChatRequest, DefaultsAndNulls) {
+  auto r = parse_chat_request(
+      R"({"model":"m","messages":[{"role":"user","content":"x"}],"temperature":null,"top_k":-1})");
+  EXPECT_DOUBLE_EQ(r.sampling.temperature, 1.0);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_EQ(r.sampling.max_tokens, 0);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.sampling.seed.has_value());
+}
+
+TEST(CompletionRequest, PromptForms) {
+  auto a = parse_completion_request(R"({"model":"m","prompt":"Hello"})");
+  EXPECT_EQ(a.prompt, "Hello");
+  EXPECT_EQ(a.sampling.max_tokens, 16);
+  auto b = parse_completion_request(R"({"model":"m","prompt":[5,6,7],"max_tokens":3,"logprobs":2})");
+  EXPECT_TRUE(b.prompt_is_tokens);
+  EXPECT_EQ(b.prompt_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(b.sampling.max_tokens, 3);
+  EXPECT_TRUE(b.sampling.logprobs);
+  EXPECT_EQ(b.sampling.top_logprobs, 2);
+  auto c = parse_completion_request(R"({"model":"m","prompt":["one"]})");
+  EXPECT_EQ(c.prompt, "one");
+  expect_param_error(completion, R"({"model":"m"})", "prompt");
+  expect_param_error(completion, R"({"model":"m","prompt":""})", "prompt");
+  expect_param_error(completion, R"({"model":"m","prompt":["a","b"]})", "prompt");
+  expect_param_error(completion, R"({"model":"m","prompt":[1,-2]})", "prompt");
+  expect_param_error(completion, R"({"model":"m","prompt":{"t":1}})", "prompt");
+  expect_param_error(completion, R"({"model":"m","prompt":"x","suffix":"y"})", "suffix");
+}
+
+TEST(Utf8, Validation) {
+  EXPECT_TRUE(is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(is_valid_utf8("\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80"));  // 你好 😀
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("\xe4\xbd"));          // truncated
+  EXPECT_FALSE(is_valid_utf8("a\x80"));             // stray continuation
+}
+
+}  // namespace
+}  // namespace hymoe::server
