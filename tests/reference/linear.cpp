@@ -76,12 +76,38 @@ void linear(const Fp8Matrix& w, std::span<const float> x, std::span<float> y) {
   }
 }
 
+namespace {
+
+// y = W x with W's elements decoded by `decode` (one dtype per instantiation, so the lm_head of a
+// 129K vocabulary stays quick enough for tests).
+template <typename Elem, typename Decode>
+void dense_linear(const Elem* w, int64_t rows, int64_t cols, Decode decode,
+                  std::span<const float> x, std::span<float> y) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const Elem* row = w + i * cols;
+    double acc = 0.0;
+    for (int64_t j = 0; j < cols; ++j) acc += static_cast<double>(decode(row[j])) * x[j];
+    y[i] = static_cast<float>(acc);
+  }
+}
+
+}  // namespace
+
 void linear(const DenseMatrix& w, std::span<const float> x, std::span<float> y) {
   check_shape("dense", w.data, w.rows, w.cols, x.size(), y.size());
-  for (int64_t i = 0; i < w.rows; ++i) {
-    double acc = 0.0;
-    for (int64_t j = 0; j < w.cols; ++j) acc += dense_at(w, i, j) * static_cast<double>(x[j]);
-    y[i] = static_cast<float>(acc);
+  switch (w.dtype) {
+    case DType::kBF16:
+      return dense_linear(static_cast<const uint16_t*>(w.data), w.rows, w.cols,
+                          [](uint16_t b) { return bf16_to_float(b); }, x, y);
+    case DType::kF16:
+      return dense_linear(static_cast<const uint16_t*>(w.data), w.rows, w.cols,
+                          [](uint16_t b) { return f16_to_float(b); }, x, y);
+    case DType::kF32:
+      return dense_linear(static_cast<const float*>(w.data), w.rows, w.cols,
+                          [](float v) { return v; }, x, y);
+    default:
+      HYMOE_THROW(kUnsupported, "dense tensor of dtype {} is not a float type",
+                  static_cast<int>(w.dtype));
   }
 }
 

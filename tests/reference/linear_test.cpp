@@ -54,6 +54,31 @@ TEST(ReferenceLinear, DenseBf16MatchesHand) {
   EXPECT_LT(rel_error(y, expect), 1e-6);
 }
 
+TEST(ReferenceLinear, DenseF32AndF16MatchHand) {
+  testing::RandomWeights store(testing::tiny_test_config(), 17);
+  const DenseMatrix w = store.f32(21, 130, 0.0, 0.5);
+  std::mt19937_64 rng(18);
+  const std::vector<float> x = random_vector(130, rng);
+  const auto* v = static_cast<const float*>(w.data);
+  std::vector<uint16_t> halves(21 * 130);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = float_to_f16(v[i]);
+  const DenseMatrix h{DType::kF16, halves.data(), 21, 130};
+  std::vector<double> expect32(21, 0.0), expect16(21, 0.0);
+  for (int i = 0; i < 21; ++i) {
+    for (int j = 0; j < 130; ++j) {
+      expect32[i] += double{v[i * 130 + j]} * x[j];
+      expect16[i] += double{f16_to_float(halves[i * 130 + j])} * x[j];
+    }
+  }
+  std::vector<float> y = nan_vector(21);
+  linear(w, x, y);
+  EXPECT_LT(rel_error(y, expect32), 1e-6);
+  y = nan_vector(21);
+  linear(h, x, y);
+  EXPECT_LT(rel_error(y, expect16), 1e-6);
+  EXPECT_GT(rel_error(y, expect32), 1e-6);  // the F16 rounding is visible: F16 was really read
+}
+
 TEST(ReferenceLinear, ShapeMismatchIsAnError) {
   testing::RandomWeights store(testing::tiny_test_config(), 9);
   const Fp8Matrix w = store.fp8(10, 20, 1.0);
