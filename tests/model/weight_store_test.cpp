@@ -13,6 +13,7 @@
 #include "hymoe/model/safetensors.h"
 #include "hymoe/model/weight_store.h"
 #include "indexed_store.h"
+#include "posix_file.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -97,6 +98,21 @@ TEST_F(WeightStoreTest, OpenErrors) {
   std::filesystem::remove(shard);
   expect_error([&] { WeightStore::open(bad.path()); }, ErrorKind::kNotFound,
                {"model-00003-of-00005.safetensors"});
+}
+
+// A shard that shrinks between its header read and the data read (kLoad's pread path).
+TEST(PosixFile, ShortReadNamesFileAndTensor) {
+  TempDir dir;
+  test::write_bytes(dir / "f.bin", std::string(100, 'x'));
+  PosixFile f(dir / "f.bin");
+  EXPECT_EQ(f.size(), 100u);
+  std::vector<char> buf(64, 0);
+  f.read_exact(buf.data(), 64, 36, "ok.tensor");
+  EXPECT_EQ(buf[63], 'x');
+  expect_error([&] { f.read_exact(buf.data(), 64, 40, "late.tensor"); }, ErrorKind::kCorruptData,
+               {"f.bin", "late.tensor", "truncated"});
+  expect_error([&] { PosixFile missing(dir / "missing.bin"); }, ErrorKind::kNotFound, {"missing.bin"});
+  expect_error([&] { PosixFile folder(dir.path()); }, ErrorKind::kIo, {"not a regular file"});
 }
 
 TEST(Placement, ContiguousBalancedRanges) {
