@@ -31,6 +31,7 @@
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
+#include "hymoe/gpu/sampling.h"
 #include "hymoe/gpu/stream.h"
 
 namespace hymoe::gpu {
@@ -237,6 +238,23 @@ void bench_gemv(Bench& bench, const Ceilings& c) {
       bench.add({fmt::format("fp8_gemv/{} tokens={}", l.name, tokens), bytes / (ms * 1e-3) / 1e9,
                  "GB/s", c.copy_gbs, "d2d copy"});
     }
+  }
+}
+
+void bench_sampling(Bench& bench, const Ceilings& c) {
+  cudaStream_t s = bench.stream();
+  const int vocab = 129280;
+  for (const auto& [rows, top_p] : {std::pair{1, 0.9f}, std::pair{8, 0.9f}, std::pair{8, 1.0f}}) {
+    DeviceBuffer logits = random_f32(size_t(rows) * vocab, -8.0f, 8.0f, s);
+    std::vector<SamplingRow> opts(rows, SamplingRow{0.8f, 0, top_p, 0.02f, 7, 0});
+    DeviceBuffer dopt(opts.size() * sizeof(SamplingRow)), tok(size_t(rows) * 4);
+    dopt.copy_from_host(opts.data(), dopt.bytes(), s);
+    const SamplingParams p{logits.as<float>(), dopt.as<SamplingRow>(), tok.as<int32_t>(), rows,
+                           vocab, vocab};
+    const double ms = bench.time_ms([&] { sample_tokens(p, s); });
+    bench.add({fmt::format("sampling/{} rows x 129280 top_p={} (us per call)", rows, top_p),
+               ms * 1e3, "us", 0, ""});
+    (void)c;
   }
 }
 
@@ -448,6 +466,7 @@ int run(int argc, char** argv) {
   bench_quant(bench, c);
   bench_rowwise(bench, c);
   bench_mla_decode(bench, c, info);
+  bench_sampling(bench, c);
   bench_block_gemm(bench, lt, c, max_tokens);
   bench_moe(bench, lt, c, max_tokens);
   if (!out_path.empty()) {

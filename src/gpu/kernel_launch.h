@@ -15,6 +15,7 @@
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
+#include "hymoe/gpu/sampling.h"
 
 namespace hymoe::gpu::launch {
 
@@ -30,5 +31,6 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
+cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

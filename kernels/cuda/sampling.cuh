@@ -1,0 +1,204 @@
+// Sampling: one 1024-thread block per row. Selection thresholds are found by bisection over the
+// order-preserving integer image of FP32 values (32 block-wide counting passes), so no sort is
+// needed; the draw is a block-wide prefix sum over ids.
+#pragma once
+
+#include "common.cuh"
+#include "hymoe/gpu/sampling.h"
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kSampleThreads = 1024;
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Monotone map float -> uint32 (a < b  <=>  key(a) < key(b)); -inf is the smallest real key.
+__device__ __forceinline__ uint32_t order_key(float v) {
+  const uint32_t u = __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float key_value(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+__device__ __forceinline__ float clean(float v) { return v != v ? -INFINITY : v; }
+
+__device__ int block_count(int v, float* scratch) {
+  return static_cast<int>(block_sum(static_cast<float>(v), scratch) + 0.5f);
+}
+
+// Largest key K such that count(key(x_i) >= K) >= want (x = logits): the want-th largest value.
+template <typename Fn>
+__device__ uint32_t bisect_kth(Fn&& count_at_least, int want) {
+  uint32_t lo = 0, hi = 0xffffffffu;  // invariant: count(lo) >= want, answer in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    if (count_at_least(mid) >= want) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+__global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p) {
+  __shared__ float scratch[32];
+  __shared__ float s_val;
+  __shared__ int s_idx;
+  const int row = blockIdx.x;
+  const float* logits = p.logits + row * p.ld;
+  const SamplingRow opt = p.options[row];
+  const int tid = threadIdx.x;
+
+  // Max logit and its lowest id (greedy answer; also the softmax shift).
+  float best = -INFINITY;
+  int best_idx = 0x7fffffff;
+  for (int i = tid; i < p.vocab; i += blockDim.x) {
+    const float v = clean(logits[i]);
+    if (v > best || (v == best && i < best_idx)) { best = v; best_idx = i; }
+  }
+  {
+    const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float v = __shfl_xor_sync(0xffffffffu, best, o);
+      const int i = __shfl_xor_sync(0xffffffffu, best_idx, o);
+      if (v > best || (v == best && i < best_idx)) { best = v; best_idx = i; }
+    }
+    __shared__ float w_val[32];
+    __shared__ int w_idx[32];
+    if (lane == 0) { w_val[warp] = best; w_idx[warp] = best_idx; }
+    __syncthreads();
+    if (warp == 0) {
+      best = w_val[lane];
+      best_idx = w_idx[lane];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float v = __shfl_xor_sync(0xffffffffu, best, o);
+        const int i = __shfl_xor_sync(0xffffffffu, best_idx, o);
+        if (v > best || (v == best && i < best_idx)) { best = v; best_idx = i; }
+      }
+      if (lane == 0) { s_val = best; s_idx = best_idx; }
+    }
+    __syncthreads();
+  }
+  const float mx = s_val;
+  if (opt.temperature == 0.0f || opt.top_k == 1) {
+    if (tid == 0) p.tokens[row] = s_idx;
+    return;
+  }
+
+  // top_k: logit threshold key kk; ties at kk are kept in id order up to k.
+  uint32_t kk = 0;
+  int ties_allowed = 0x7fffffff;
+  if (opt.top_k > 0 && opt.top_k < p.vocab) {
+    kk = bisect_kth([&](uint32_t key) {
+      int c = 0;
+      for (int i = tid; i < p.vocab; i += blockDim.x) c += order_key(clean(logits[i])) >= key;
+      return block_count(c, scratch);
+    }, opt.top_k);
+    int above = 0;
+    for (int i = tid; i < p.vocab; i += blockDim.x) above += order_key(clean(logits[i])) > kk;
+    ties_allowed = opt.top_k - block_count(above, scratch);
+  }
+  const float inv_t = 1.0f / opt.temperature;
+  // Candidate test for id i (top_k with id-ordered ties) is done in the draw pass below; the
+  // tie rank needs a prefix count, computed per thread over contiguous id segments.
+  const int seg = (p.vocab + blockDim.x - 1) / blockDim.x;
+  const int begin = min(p.vocab, tid * seg), end = min(p.vocab, begin + seg);
+  __shared__ int tie_prefix[kSampleThreads];
+  int my_ties = 0;
+  for (int i = begin; i < end; ++i) my_ties += order_key(clean(logits[i])) == kk;
+  tie_prefix[tid] = my_ties;
+  __syncthreads();
+  if (tid == 0) {
+    int run = 0;
+    for (int t = 0; t < blockDim.x; ++t) { const int c = tie_prefix[t]; tie_prefix[t] = run; run += c; }
+  }
+  __syncthreads();
+  // prob(i) for candidates, 0 otherwise. Candidates form a fixed set, so recompute on demand.
+  auto prob = [&](int i, int& tie_rank) -> float {
+    const uint32_t key = order_key(clean(logits[i]));
+    if (key < kk) return 0.0f;
+    if (key == kk && ties_allowed != 0x7fffffff) {
+      if (tie_rank++ >= ties_allowed) return 0.0f;
+    }
+    return expf((clean(logits[i]) - mx) * inv_t);
+  };
+
+  // Candidate mass (for top_p) and the p-threshold by bisection on probability keys.
+  float total = 0.0f;
+  {
+    int rank = tie_prefix[tid];
+    for (int i = begin; i < end; ++i) total += prob(i, rank);
+  }
+  total = block_sum(total, scratch);
+  uint32_t pk = 0;  // keep p with key >= pk
+  if (opt.top_p < 1.0f) {
+    const float target = opt.top_p * total;
+    uint32_t lo = 0, hi = 0xffffffffu;  // largest key whose mass(>= key) >= target
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo + 1) / 2;
+      float m = 0.0f;
+      int rank = tie_prefix[tid];
+      for (int i = begin; i < end; ++i) {
+        const float pi = prob(i, rank);
+        if (order_key(pi) >= mid) m += pi;
+      }
+      if (block_sum(m, scratch) >= target) lo = mid; else hi = mid - 1;
+    }
+    pk = lo;
+  }
+  // min_p relative to p_max = 1 (the best logit is always a candidate): exp(0) = 1.
+  const float cut = opt.min_p > 0.0f ? opt.min_p : 0.0f;
+  auto kept = [&](int i, int& rank) -> float {
+    const float pi = prob(i, rank);
+    return (pi > 0.0f && order_key(pi) >= pk && pi >= cut) ? pi : 0.0f;
+  };
+
+  // Draw: prefix sums of the kept mass over contiguous id segments.
+  __shared__ float seg_mass[kSampleThreads];
+  float mine = 0.0f;
+  {
+    int rank = tie_prefix[tid];
+    for (int i = begin; i < end; ++i) mine += kept(i, rank);
+  }
+  seg_mass[tid] = mine;
+  __syncthreads();
+  if (tid == 0) {
+    float run = 0.0f;
+    for (int t = 0; t < blockDim.x; ++t) { const float m = seg_mass[t]; seg_mass[t] = run; run += m; }
+    s_val = run;  // total kept mass
+    const uint64_t r = splitmix64(splitmix64(opt.seed) ^ (opt.step * 0xD1B54A32D192ED03ull));
+    const double u = static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
+    float target = static_cast<float>(u * run);
+    if (target >= run) target = nextafterf(run, 0.0f);  // u < 1, but the float product may round up
+    scratch[0] = target;
+    s_idx = -1;
+  }
+  __syncthreads();
+  const float target = scratch[0];
+  const float lo_mass = seg_mass[tid];
+  if (mine > 0.0f && target >= lo_mass && target < lo_mass + mine) {
+    float cum = lo_mass;
+    int rank = tie_prefix[tid];
+    int chosen = -1, last = -1;
+    for (int i = begin; i < end; ++i) {
+      const float pi = kept(i, rank);
+      if (pi <= 0.0f) continue;
+      last = i;
+      cum += pi;
+      if (target < cum) { chosen = i; break; }
+    }
+    s_idx = chosen >= 0 ? chosen : last;
+  }
+  __syncthreads();
+  // The segments' intervals [lo_mass, lo_mass + mine) tile [0, run) with the same float sums
+  // thread 0 formed, so exactly one thread chose (at worst its last kept token, when the running
+  // sum inside the segment rounds below the target).
+  if (tid == 0) p.tokens[row] = s_idx;
+}
+
+}  // namespace hymoe::gpu::kernels
