@@ -1,10 +1,10 @@
 // Internal, for TUs compiled with AVX-512 BW: FP8 E4M3FN -> BF16 / FP32 in registers.
 //
-// Normal codes: the 7 magnitude bits shifted into the BF16 (FP32) exponent/mantissa position give
-// the value times 2^-120; adding 120 to the exponent field makes it exact. Exponent-0 codes
-// (subnormals, which vdpbf16ps would flush as BF16 denormals) and the NaN magnitude 0x7F are the
-// "special" codes: a permute looks them up in a small table indexed by the magnitude's low bits.
-// Special <=> (mag - 8) mod 2^16 >= 119, i.e. mag in [0, 8) or mag == 127: one subtract, one compare.
+// FP32 (Fp8F32Decoder): the 7 magnitude bits shifted into the exponent/mantissa position give the
+// value times 2^-120; adding 120 to the exponent field makes normal codes exact. Exponent-0 codes
+// (subnormals) and the NaN magnitude 0x7F are "special": a permute looks them up in a small table
+// indexed by the magnitude's low bits. Special <=> (mag - 8) mod 2^32 >= 119: one subtract, one
+// compare. BF16 (Fp8Bf16Decoder, needs AVX512-VBMI): a full table lookup, see below.
 #pragma once
 
 #include <immintrin.h>
@@ -16,13 +16,6 @@
 
 namespace hymoe::kernels::detail {
 
-// Index = magnitude & 31 (BF16) : [0, 8) subnormals, 31 = magnitude 127 = NaN.
-inline constexpr std::array<uint16_t, 32> kFp8SpecialBf16 = [] {
-  std::array<uint16_t, 32> t{};
-  for (int m = 0; m < 8; ++m) t[m] = float_to_bf16(fp8_e4m3_to_float(static_cast<uint8_t>(m)));
-  t[31] = 0x7FC0;
-  return t;
-}();
 // Index = magnitude & 15 (FP32): [0, 8) subnormals, 15 = NaN.
 inline constexpr std::array<uint32_t, 16> kFp8SpecialF32 = [] {
   std::array<uint32_t, 16> t{};
@@ -31,23 +24,62 @@ inline constexpr std::array<uint32_t, 16> kFp8SpecialF32 = [] {
   return t;
 }();
 
-struct Fp8Bf16Decoder {
-  __m512i table = _mm512_loadu_si512(kFp8SpecialBf16.data());
-  __m512i mag_mask = _mm512_set1_epi16(0x7F);
-  __m512i bias = _mm512_set1_epi16(120 << 7);
-  __m512i eight = _mm512_set1_epi16(8);
-  __m512i limit = _mm512_set1_epi16(119);
-  __m512i sign_bit = _mm512_set1_epi16(static_cast<short>(0x8000));
+// Every magnitude 0..127 as BF16 (127 = NaN), split into low and high bytes for vpermi2b.
+inline constexpr std::array<uint16_t, 128> kFp8MagnitudeBf16 = [] {
+  std::array<uint16_t, 128> t{};
+  for (int m = 0; m < 127; ++m) t[m] = float_to_bf16(fp8_e4m3_to_float(static_cast<uint8_t>(m)));
+  t[127] = 0x7FC0;
+  return t;
+}();
+inline constexpr std::array<uint8_t, 128> kFp8Bf16LowByte = [] {
+  std::array<uint8_t, 128> t{};
+  for (int m = 0; m < 128; ++m) t[m] = static_cast<uint8_t>(kFp8MagnitudeBf16[m] & 0xFF);
+  return t;
+}();
+inline constexpr std::array<uint8_t, 128> kFp8Bf16HighByte = [] {
+  std::array<uint8_t, 128> t{};
+  for (int m = 0; m < 128; ++m) t[m] = static_cast<uint8_t>(kFp8MagnitudeBf16[m] >> 8);
+  return t;
+}();
+// Byte indexes that interleave (low, high) byte vectors into 16-bit words: words 0..31, 32..63.
+inline constexpr std::array<uint8_t, 64> kInterleaveFirst = [] {
+  std::array<uint8_t, 64> t{};
+  for (int i = 0; i < 32; ++i) {
+    t[2 * i] = static_cast<uint8_t>(i);
+    t[2 * i + 1] = static_cast<uint8_t>(64 + i);
+  }
+  return t;
+}();
+inline constexpr std::array<uint8_t, 64> kInterleaveSecond = [] {
+  std::array<uint8_t, 64> t{};
+  for (int i = 0; i < 32; ++i) {
+    t[2 * i] = static_cast<uint8_t>(32 + i);
+    t[2 * i + 1] = static_cast<uint8_t>(96 + i);
+  }
+  return t;
+}();
 
-  // 32 codes -> 32 BF16.
-  __m512i operator()(__m256i codes) const {
-    const __m512i w = _mm512_cvtepu8_epi16(codes);
-    const __m512i mag = _mm512_and_si512(w, mag_mask);
-    const __m512i normal = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), bias);
-    const __mmask32 special = _mm512_cmpge_epu16_mask(_mm512_sub_epi16(mag, eight), limit);
-    const __m512i v = _mm512_mask_permutexvar_epi16(normal, special, mag, table);
-    // v | (w << 8 & 0x8000): ternary logic A | (B & C) = 0xF8.
-    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(w, 8), sign_bit, 0xF8);
+// FP8 -> BF16 by table lookup with AVX512-VBMI byte permutes, 64 codes at a time: the 7-bit
+// magnitude indexes a 128-entry table of low bytes and one of high bytes (vpermi2b ignores the
+// sign bit), the sign is ORed into the high bytes, and two more byte permutes interleave them
+// into 2 x 32 BF16 in natural order. 5 instructions per 64 codes, every code exact (subnormals,
+// which vdpbf16ps would flush as BF16 denormals, are ordinary table entries; 0x7F/0xFF -> NaN).
+struct Fp8Bf16Decoder {
+  __m512i lo_a = _mm512_loadu_si512(kFp8Bf16LowByte.data());
+  __m512i lo_b = _mm512_loadu_si512(kFp8Bf16LowByte.data() + 64);
+  __m512i hi_a = _mm512_loadu_si512(kFp8Bf16HighByte.data());
+  __m512i hi_b = _mm512_loadu_si512(kFp8Bf16HighByte.data() + 64);
+  __m512i first_idx = _mm512_loadu_si512(kInterleaveFirst.data());
+  __m512i second_idx = _mm512_loadu_si512(kInterleaveSecond.data());
+  __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+
+  // 64 codes -> BF16 of codes 0..31 (first) and 32..63 (second).
+  void operator()(__m512i codes, __m512i& first, __m512i& second) const {
+    const __m512i lo = _mm512_permutex2var_epi8(lo_a, codes, lo_b);
+    __m512i hi = _mm512_permutex2var_epi8(hi_a, codes, hi_b);
+    hi = _mm512_ternarylogic_epi32(hi, codes, sign_bit, 0xF8);  // hi | (codes & 0x80)
+    first = _mm512_permutex2var_epi8(lo, first_idx, hi);
+    second = _mm512_permutex2var_epi8(lo, second_idx, hi);
   }
 };
 

@@ -72,35 +72,47 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8F32Decoder8& dec, int64_t i0) {
   const int64_t scale_cols = p.w.scale_cols();
   const uint8_t* wrow[R];
   const float* srow[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     wrow[r] = p.w.data + (i0 + r) * k_total;
     srow[r] = p.w.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * scale_cols;
   }
   __m256 tot[R][B];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) tot[r][b] = _mm256_setzero_ps();
 
   for (int64_t kb = 0; kb < scale_cols; ++kb) {
     const int64_t k0 = kb * Fp8Matrix::kBlock;
     const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
     __m256 acc[R][B];
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[r][b] = _mm256_setzero_ps();
     for (int64_t k = k0; k < k1; k += 8) {
       const int64_t n = k1 - k;
       __m256 xv[B];
+      #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) xv[b] = load_bf16x8(p.x[b] + k, n);
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256 wv = dec(load8(wrow[r] + k, n));
+        #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) acc[r][b] = _mm256_fmadd_ps(wv, xv[b], acc[r][b]);
       }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 s = _mm256_set1_ps(srow[r][kb]);
+      #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) tot[r][b] = _mm256_fmadd_ps(acc[r][b], s, tot[r][b]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) {
       p.y[b][i0 + r] = hsum(tot[r][b]) * p.out_scale[b];
     }

@@ -29,9 +29,13 @@ inline void pack_panel(const Fp8Matrix& w, int64_t n0, int64_t k0, int64_t k1,
   alignas(64) uint32_t row[kGemmPanelPairs];
   for (int64_t n = 0; n < rows; ++n) {
     const uint8_t* src = w.data + (n0 + n) * w.cols + k0;
-    for (int64_t k = 0; k < len; k += 32) {
-      const __mmask32 m = k + 32 <= len ? ~__mmask32{0} : _cvtu32_mask32((1u << (len - k)) - 1u);
-      _mm512_store_si512(row + k / 2, dec(_mm256_maskz_loadu_epi8(m, src + k)));
+    for (int64_t k = 0; k < len; k += 64) {
+      const int64_t left = len - k;
+      const __mmask64 m = _cvtu64_mask64(left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1);
+      __m512i w0, w1;
+      dec(_mm512_maskz_loadu_epi8(m, src + k), w0, w1);
+      _mm512_store_si512(row + k / 2, w0);
+      _mm512_store_si512(row + k / 2 + 16, w1);
     }
     for (int64_t kp = 0; kp < (len + 1) / 2; ++kp) panel[kp * kGemmPanelN + n] = row[kp];
   }

@@ -26,7 +26,9 @@ bool isa_supported(Isa isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return f.avx2 && f.fma && f.f16c;
     case Isa::kAvx512: return f.avx512();
-    case Isa::kAvx512Bf16: return f.avx512() && f.avx512_bf16;
+    // The BF16 decode also needs VBMI byte permutes (Zen 4, Sapphire Rapids; not Cooper Lake,
+    // which falls back to the AVX-512 FP32 variant).
+    case Isa::kAvx512Bf16: return f.avx512() && f.avx512_bf16 && __builtin_cpu_supports("avx512vbmi");
   }
   return false;
 }

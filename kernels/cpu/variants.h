@@ -24,8 +24,11 @@ void fp8_gemm_reference(const Fp8GemmParams& p);
 void fp8_gemm_avx512bf16(const Fp8GemmParams& p);
 void fp8_gemm_amx(const Fp8GemmParams& p);
 
-// The GEMV row-group height for a batch size: more rows per pass at small batches keeps several
-// weight streams in flight while the accumulators still fit in registers (R * B <= 8).
-constexpr int gemv_rows_per_pass(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
+// GEMV rows per pass for a batch size with R x B ZMM accumulators (the block totals live in L1):
+// more rows per pass at small batches keep several weight streams in flight and reuse each
+// activation load R times, while R * B <= 16 accumulators leave room for the decoder's tables.
+constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
+// The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
+constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
 
 }  // namespace hymoe::kernels::detail

@@ -12,7 +12,7 @@ enum class Isa {
   kScalar,      // plain C++, no -m flags beyond the baseline: runs anywhere
   kAvx2,        // AVX2 + FMA + F16C
   kAvx512,      // AVX-512 F/BW/VL/DQ without BF16 dot products
-  kAvx512Bf16,  // AVX-512 with vdpbf16ps (Zen 4, Cooper Lake, Sapphire Rapids, ...)
+  kAvx512Bf16,  // AVX-512 with vdpbf16ps and VBMI byte permutes (Zen 4, Sapphire Rapids, ...)
 };
 
 std::string_view isa_name(Isa isa);

@@ -1,0 +1,81 @@
+#include "bench_context.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "hymoe/common/error.h"
+
+namespace hymoe::bench {
+
+HugeBuffer::HugeBuffer(size_t bytes) : bytes_(bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  HYMOE_CHECK(p != MAP_FAILED, kResourceExhausted, "bench: mmap of {} bytes failed", bytes);
+  madvise(p, bytes, MADV_HUGEPAGE);
+  data_ = static_cast<std::byte*>(p);
+}
+
+HugeBuffer::~HugeBuffer() { munmap(data_, bytes_); }
+
+BenchContext::BenchContext() : topology_(cpu::Topology::detect()) {
+  const int cores = topology_.num_cores();
+  for (int t = 1; t <= 16 && t <= cores; t *= 2) thread_counts_.push_back(t);
+  if (cores > 16 || thread_counts_.back() != cores) {
+    if (cores <= 16) thread_counts_.push_back(cores);
+  }
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  l3_bytes_ = l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
+}
+
+cpu::ThreadPool& BenchContext::pool(int threads) {
+  auto& p = pools_[threads];
+  if (!p) p = std::make_unique<cpu::ThreadPool>(topology_, cpu::ThreadPoolOptions{.threads = threads});
+  return *p;
+}
+
+double BenchContext::probe_gbps(int threads) const {
+  auto it = probe_.find(threads);
+  return it == probe_.end() ? 0.0 : it->second;
+}
+
+size_t BenchContext::mem_available_bytes() const {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return size_t{8} << 30;
+}
+
+size_t BenchContext::streaming_bytes() const { return std::max(size_t{1} << 30, 4 * l3_bytes_); }
+
+void BenchContext::put(Record r) {
+  for (Record& old : records_) {
+    if (old.name == r.name && old.threads == r.threads) {
+      old = std::move(r);
+      return;
+    }
+  }
+  records_.push_back(std::move(r));
+}
+
+void fill_random_fp8(std::byte* p, size_t n, uint64_t seed) {
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    // Clear bit 0 of each byte's magnitude field whenever it would make 0x7F: simpler to clear
+    // bit 6 of every byte (exponent < 8: values up to 1.875, no NaN code possible).
+    uint64_t v = s & 0xBFBFBFBFBFBFBFBFull;
+    __builtin_memcpy(p + i, &v, 8);
+  }
+  for (; i < n; ++i) p[i] = std::byte{0x38};
+}
+
+}  // namespace hymoe::bench

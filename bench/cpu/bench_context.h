@@ -1,0 +1,103 @@
+// Shared state of the CPU benchmarks: thread pools per thread count, the read-bandwidth probe's
+// results (the ceiling of every memory-bound figure), big huge-page buffers, and the summary
+// records that scripts/bench-cpu prints and writes as JSON.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/cpu/topology.h"
+
+namespace hymoe::bench {
+
+// One line of the summary: value against its ceiling measured in the same run.
+struct Record {
+  std::string name;
+  int threads = 0;
+  double value = 0;
+  std::string unit;
+  double ceiling = 0;
+  double ratio = 0;  // value / ceiling, or as the record's name says
+  std::string note;
+};
+
+// Anonymous memory with transparent huge pages, unmapped on destruction. Untouched on return:
+// the first thread to write a page places it on its NUMA node.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(size_t bytes);
+  ~HugeBuffer();
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  std::byte* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class BenchContext {
+ public:
+  BenchContext();
+  const cpu::Topology& topology() const { return topology_; }
+  // 1, 2, 4, 8, 16 up to the number of cores (and the core count itself when not a power of 2).
+  const std::vector<int>& thread_counts() const { return thread_counts_; }
+  int max_threads() const { return thread_counts_.back(); }
+  cpu::ThreadPool& pool(int threads);
+
+  // Set by the probe benchmark, read by the others (GB/s; 0 when the probe has not run).
+  void set_probe_gbps(int threads, double gbps) { probe_[threads] = gbps; }
+  double probe_gbps(int threads) const;
+
+  size_t l3_bytes() const { return l3_bytes_; }
+  size_t mem_available_bytes() const;
+  // Bytes that defeat the last-level cache: max(1 GiB, 4 x L3).
+  size_t streaming_bytes() const;
+
+  // One object per family, kept across the repeated calls Google Benchmark makes; asking for
+  // another key of the same family frees the old object first (bounds the memory held).
+  template <typename T, typename Make>
+  T& cached(const std::string& family, const std::string& key, Make&& make) {
+    Slot& slot = cache_[family];
+    if (slot.key != key || !slot.object) {
+      slot.object.reset();
+      slot.object = std::shared_ptr<T>(make());
+      slot.key = key;
+    }
+    return *static_cast<T*>(slot.object.get());
+  }
+  void drop(const std::string& family) { cache_.erase(family); }
+
+  void put(Record r);
+  const std::vector<Record>& records() const { return records_; }
+
+ private:
+  cpu::Topology topology_;
+  std::vector<int> thread_counts_;
+  std::map<int, std::unique_ptr<cpu::ThreadPool>> pools_;
+  std::map<int, double> probe_;
+  size_t l3_bytes_ = 0;
+  std::vector<Record> records_;
+  struct Slot {
+    std::string key;
+    std::shared_ptr<void> object;
+  };
+  std::map<std::string, Slot> cache_;
+};
+
+// Registration of each benchmark family (in this order: the probe first).
+void register_bandwidth(BenchContext& ctx);
+void register_gemv(BenchContext& ctx);
+void register_openblas(BenchContext& ctx);
+void register_moe(BenchContext& ctx);
+void register_gemm(BenchContext& ctx);
+
+// Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
+void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);
+
+}  // namespace hymoe::bench

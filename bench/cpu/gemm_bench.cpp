@@ -1,0 +1,147 @@
+// CPU prefill GEMM: TFLOP/s of the FP8 GEMM for 512..4096 tokens at the gate/up shape
+// (X [M, 7168] x W^T, W 2048 x 7168), each implementation against its compute ceiling measured
+// in the same run on the same threads (a register-only vdpbf16ps or tdpbf16ps loop).
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <chrono>
+#include <random>
+
+#include "bench_context.h"
+#include "fp8_matrix_set.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/kernels/fp8_gemm.h"
+
+namespace hymoe::bench {
+namespace {
+
+constexpr int64_t kN = 2048, kK = 7168;
+constexpr int64_t kPeakIters = 1 << 20;
+
+// 12 independent vdpbf16ps chains: 12 x 64 flops per step.
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16_peak_flops(int64_t iters) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = a;
+  for (int64_t i = 0; i < iters; ++i) {
+    for (auto& c : acc) c = _mm512_dpbf16_ps(c, a, b);
+    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]),
+                     "+v"(acc[5]), "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]),
+                     "+v"(acc[10]), "+v"(acc[11]));
+  }
+  alignas(64) float lanes[16];
+  float sink = 0;
+  for (auto& c : acc) {
+    _mm512_store_ps(lanes, c);
+    sink += lanes[0];
+  }
+  benchmark::DoNotOptimize(sink);
+  return static_cast<double>(iters) * 12 * 64;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Four independent 16x16x32 tdpbf16ps per step: 4 x 16384 flops.
+__attribute__((target("amx-tile,amx-bf16"))) double amx_peak_flops(int64_t iters) {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  alignas(64) static thread_local uint16_t src[16 * 32];
+  alignas(64) static thread_local float dst[16 * 16];
+  for (auto& v : src) v = 0x3F80;
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, dst, 64);
+  _tile_release();
+  benchmark::DoNotOptimize(dst[0]);
+  return static_cast<double>(iters) * 4 * 16384;
+}
+
+double peak_tflops(BenchContext* ctx, kernels::GemmImpl impl) {
+  cpu::ThreadPool& pool = ctx->pool(ctx->max_threads());
+  const int64_t iters = impl == kernels::GemmImpl::kAmxBf16 ? kPeakIters / 16 : kPeakIters;
+  std::vector<double> flops(pool.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run([&](const cpu::WorkerInfo& w) {
+    flops[w.index] = impl == kernels::GemmImpl::kAmxBf16 ? amx_peak_flops(iters)
+                                                          : dpbf16_peak_flops(iters);
+  });
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double total = 0;
+  for (double f : flops) total += f;
+  return total / dt / 1e12;
+}
+
+void bm_gemm(benchmark::State& state, BenchContext* ctx, kernels::GemmImpl impl, int64_t m) {
+  cpu::ThreadPool& pool = ctx->pool(ctx->max_threads());
+  Fp8MatrixSet& w = ctx->cached<Fp8MatrixSet>("gemm_w", "w", [&] {
+    return new Fp8MatrixSet(kN, kK, 1, pool);
+  });
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(m * kK));
+  for (auto& v : x) v = float_to_bf16(d(rng));
+  std::vector<float> c(static_cast<size_t>(m * kN));
+  double seconds = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](const cpu::WorkerInfo& wi) {
+      const int64_t panels = kN / 32;
+      kernels::Fp8GemmParams p{w.matrices()[0], x.data(), kK, m, c.data(), kN,
+                               panels * wi.index / pool.size() * 32,
+                               panels * (wi.index + 1) / pool.size() * 32};
+      kernels::fp8_gemm(impl, p);
+    });
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    seconds += dt;
+    ++n;
+  }
+  const double tflops = 2.0 * m * kN * kK * static_cast<double>(n) / seconds / 1e12;
+  const double peak = ctx->cached<double>("gemm_peak", kernels::gemm_impl_name(impl),
+                                          [&] { return new double(peak_tflops(ctx, impl)); });
+  state.counters["TFLOPs"] = tflops;
+  ctx->put({std::string("fp8_gemm_") + kernels::gemm_impl_name(impl) + "_m" + std::to_string(m),
+            pool.size(), tflops, "TFLOP/s", peak, tflops / peak,
+            "W 2048x7168 FP8; ceiling = register-only dot-product loop"});
+}
+
+}  // namespace
+
+void register_gemm(BenchContext& ctx) {
+  for (kernels::GemmImpl impl : {kernels::GemmImpl::kAvx512Bf16, kernels::GemmImpl::kAmxBf16}) {
+    if (!kernels::gemm_impl_supported(impl)) continue;
+    for (int64_t m : {512, 1024, 2048, 4096}) {
+      benchmark::RegisterBenchmark(
+          (std::string("fp8_gemm/") + kernels::gemm_impl_name(impl) + "/m:" + std::to_string(m)).c_str(),
+          bm_gemm, &ctx, impl, m)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+    }
+  }
+}
+
+}  // namespace hymoe::bench

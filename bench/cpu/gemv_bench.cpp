@@ -1,0 +1,117 @@
+// FP8 GEMV at the DeepSeek-V3 expert shapes (gate/up 2048x7168, down 7168x2048): GB/s of weights
+// read against the probe on the same thread count. Enough distinct matrices to exceed the L3
+// several times; each iteration runs every matrix once, each thread its share of rows.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+
+#include "bench_context.h"
+#include "fp8_matrix_set.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/kernels/fp8_gemv.h"
+
+namespace hymoe::bench {
+
+Fp8MatrixSet::Fp8MatrixSet(int64_t rows, int64_t cols, size_t count, cpu::ThreadPool& pool)
+    : rows_(rows), cols_(cols), buf_(static_cast<size_t>(rows * cols) * count) {
+  Fp8Matrix proto;
+  proto.rows = rows;
+  proto.cols = cols;
+  scales_.resize(static_cast<size_t>(proto.scale_rows() * proto.scale_cols()) * count);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> d(1e-3f, 4e-3f);
+  for (float& s : scales_) s = d(rng);
+  for (size_t i = 0; i < count; ++i) {
+    Fp8Matrix m = proto;
+    m.data = reinterpret_cast<const uint8_t*>(buf_.data()) + i * rows * cols;
+    m.scale_inv = scales_.data() + i * proto.scale_rows() * proto.scale_cols();
+    mats_.push_back(m);
+  }
+  // First touch: each worker writes the rows it will read.
+  pool.run([&](const cpu::WorkerInfo& w) {
+    const auto [r0, r1] = row_range(w.index, pool.size());
+    for (size_t i = 0; i < count; ++i) {
+      std::byte* p = buf_.data() + i * rows * cols + r0 * cols;
+      fill_random_fp8(p, static_cast<size_t>((r1 - r0) * cols), i * 1000 + w.index);
+    }
+  });
+}
+
+std::pair<int64_t, int64_t> Fp8MatrixSet::row_range(int worker, int workers) const {
+  auto at = [&](int i) { return (rows_ * i / workers + 15) / 16 * 16; };
+  return {std::min(rows_, at(worker)), worker + 1 == workers ? rows_ : std::min(rows_, at(worker + 1))};
+}
+
+namespace {
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
+  const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+  return ctx->cached<Fp8MatrixSet>("gemv", key, [&] {
+    ctx->drop("probe");
+    const size_t count = (ctx->streaming_bytes() + s.rows * s.cols - 1) / (s.rows * s.cols);
+    return new Fp8MatrixSet(s.rows, s.cols, count, ctx->pool(ctx->max_threads()));
+  });
+}
+
+void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch) {
+  Fp8MatrixSet& set = matrices(ctx, s);
+  cpu::ThreadPool& pool = ctx->pool(threads);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
+  for (auto& v : x) v = float_to_bf16(d(rng));
+  std::vector<float> y(static_cast<size_t>(batch * s.rows));
+  double bytes = 0, seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](const cpu::WorkerInfo& w) {
+      const auto [r0, r1] = set.row_range(w.index, pool.size());
+      for (const Fp8Matrix& m : set.matrices()) {
+        auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
+        p.row_begin = r0;
+        p.row_end = r1;
+        kernels::fp8_gemv(p);
+      }
+    });
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    bytes += static_cast<double>(set.matrices().size()) * s.rows * s.cols;
+    seconds += dt;
+  }
+  benchmark::DoNotOptimize(y.data());
+  const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(threads);
+  state.counters["GBps"] = gbps;
+  state.counters["of_probe"] = probe > 0 ? gbps / probe : 0;
+  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" +
+                std::to_string(batch),
+            threads, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
+            std::string(kernels::isa_name(kernels::best_isa())) + ", " +
+                std::to_string(set.matrices().size()) + " matrices"});
+}
+
+}  // namespace
+
+void register_gemv(BenchContext& ctx) {
+  for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
+    for (int t : ctx.thread_counts()) {
+      std::vector<int> batches{1};
+      if (t == ctx.max_threads()) batches = {1, 2, 4, 8};
+      for (int b : batches) {
+        const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) + "/batch:" + std::to_string(b) +
+                                 "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.5);
+      }
+    }
+  }
+}
+
+}  // namespace hymoe::bench

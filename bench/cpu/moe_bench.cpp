@@ -1,0 +1,148 @@
+// One MoE layer's routed experts at DeepSeek-V3 dims (hidden 7168, moe_intermediate 2048, top-8)
+// for decode batches of 1, 2 and 4 tokens, against its floor: the distinct expert bytes the
+// batch touches divided by the probe's bandwidth on the same threads.
+// The expert count is 256 where memory allows (11.3 GB) and otherwise the largest power of two
+// that fits in 40% of MemAvailable: the bytes per token (8 experts) are the same either way, and
+// random routing over >= 16 experts still touches mostly uncached experts each layer.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "bench_context.h"
+#include "hymoe/common/log.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/cpu/moe_executor.h"
+#include "hymoe/model/placement.h"
+
+namespace hymoe::bench {
+namespace {
+
+constexpr int64_t kHidden = 7168, kInter = 2048, kTopK = 8;
+constexpr int64_t kMatrixBytes = kHidden * kInter;
+constexpr int64_t kExpertBytes = 3 * kMatrixBytes;
+
+struct MoeLayer {
+  int64_t experts;
+  HugeBuffer buf;
+  std::vector<float> scales;
+  std::vector<MlpWeights> views;
+
+  MoeLayer(int64_t n, cpu::ThreadPool& pool) : experts(n), buf(static_cast<size_t>(n * kExpertBytes)) {
+    Fp8Matrix proto;
+    proto.rows = kInter;
+    proto.cols = kHidden;
+    const int64_t per_matrix_scales = proto.scale_rows() * proto.scale_cols();  // same for down
+    scales.resize(static_cast<size_t>(n * 3 * per_matrix_scales));
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> d(1e-3f, 4e-3f);
+    for (float& s : scales) s = d(rng);
+    for (int64_t e = 0; e < n; ++e) {
+      auto mat = [&](int i, int64_t rows, int64_t cols) {
+        Fp8Matrix m;
+        m.rows = rows;
+        m.cols = cols;
+        m.data = reinterpret_cast<const uint8_t*>(buf.data()) + e * kExpertBytes + i * kMatrixBytes;
+        m.scale_inv = scales.data() + (e * 3 + i) * per_matrix_scales;
+        return m;
+      };
+      views.push_back({mat(0, kInter, kHidden), mat(1, kInter, kHidden), mat(2, kHidden, kInter)});
+    }
+    // Each node's workers first-touch the experts that node computes (the placement rule).
+    pool.run([&](const cpu::WorkerInfo& w) {
+      for (int64_t e = 0; e < n; ++e) {
+        if (expert_numa_node(e, n, pool.num_groups()) != w.node) continue;
+        const int64_t part = (kExpertBytes / w.threads_in_node + 4095) / 4096 * 4096;
+        const int64_t b0 = std::min(kExpertBytes, part * w.index_in_node);
+        const int64_t b1 = std::min(kExpertBytes, b0 + part);
+        fill_random_fp8(buf.data() + e * kExpertBytes + b0, static_cast<size_t>(b1 - b0),
+                        static_cast<uint64_t>(e * 64 + w.index_in_node));
+      }
+    });
+  }
+};
+
+int64_t choose_experts(const BenchContext& ctx) {
+  const double budget = 0.4 * static_cast<double>(ctx.mem_available_bytes());
+  int64_t n = 256;
+  while (n > 16 && static_cast<double>(n * kExpertBytes) > budget) n /= 2;
+  return n;
+}
+
+void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
+  const int threads = ctx->max_threads();
+  cpu::ThreadPool& pool = ctx->pool(threads);
+  MoeLayer& layer = ctx->cached<MoeLayer>("moe", "layer", [&] {
+    ctx->drop("probe");
+    ctx->drop("gemv");
+    ctx->drop("openblas");
+    const int64_t n = choose_experts(*ctx);
+    log::get("bench")->info("moe: {} experts of {:.1f} MB ({:.1f} GB)", n, kExpertBytes / 1e6,
+                            n * kExpertBytes / 1e9);
+    return new MoeLayer(n, pool);
+  });
+  auto& moe = ctx->cached<cpu::MoeExecutor>("moe_exec", std::to_string(threads), [&] {
+    return new cpu::MoeExecutor(pool, {.num_experts = layer.experts, .hidden = kHidden,
+                                       .intermediate = kInter, .max_tokens = 8, .max_top_k = 8});
+  });
+  // 64 random routings, cycled: distinct experts per token, uniform over the layer.
+  std::mt19937 rng(static_cast<unsigned>(tokens));
+  std::vector<std::vector<int32_t>> routes(64);
+  std::vector<int32_t> all(static_cast<size_t>(layer.experts));
+  std::iota(all.begin(), all.end(), 0);
+  for (auto& r : routes) {
+    for (int t = 0; t < tokens; ++t) {
+      std::shuffle(all.begin(), all.end(), rng);
+      r.insert(r.end(), all.begin(), all.begin() + kTopK);
+    }
+  }
+  std::vector<float> weights(static_cast<size_t>(tokens * kTopK), 0.3f);
+  std::vector<uint16_t> hidden(static_cast<size_t>(tokens * kHidden));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto& h : hidden) h = float_to_bf16(d(rng));
+  std::vector<float> out(static_cast<size_t>(tokens * kHidden));
+  double seconds = 0, distinct_bytes = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    const auto& r = routes[static_cast<size_t>(n) % routes.size()];
+    cpu::MoeBatch b{tokens, hidden.data(), static_cast<int>(kTopK), r.data(), weights.data(),
+                    out.data(), false};
+    const auto t0 = std::chrono::steady_clock::now();
+    moe.run(layer.views, b);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    seconds += dt;
+    distinct_bytes += static_cast<double>(moe.last_run_stats().active_experts * kExpertBytes);
+    ++n;
+  }
+  const double ms = seconds / static_cast<double>(n) * 1e3;
+  const double floor_ms = distinct_bytes / static_cast<double>(n) / (ctx->probe_gbps(threads) * 1e9) * 1e3;
+  state.counters["ms"] = ms;
+  state.counters["floor_ms"] = floor_ms;
+  const std::string note = std::to_string(layer.experts) + " experts, top-8, ratio = floor / time";
+  ctx->put({"moe_layer_b" + std::to_string(tokens), threads, ms, "ms", floor_ms, floor_ms / ms, note});
+  if (tokens == 2) {
+    for (const Record& r : ctx->records()) {
+      if (r.name == "moe_layer_b1" && r.threads == threads) {
+        ctx->put({"moe_b2_over_b1", threads, ms / r.value, "x", 1.9, ms / r.value / 1.9,
+                  "batch-2 time / batch-1 time; target < 1.9"});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_moe(BenchContext& ctx) {
+  for (int tokens : {1, 2, 4}) {
+    benchmark::RegisterBenchmark(("moe_layer/batch:" + std::to_string(tokens)).c_str(), bm_moe,
+                                 &ctx, tokens)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0);
+  }
+}
+
+}  // namespace hymoe::bench
