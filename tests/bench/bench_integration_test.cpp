@@ -164,6 +164,16 @@ TEST_F(BenchBinary, ChatEndpointWithoutTokenize) {
   EXPECT_EQ(r["tokenizer_id"], "estimate:1-word-1-token");
   EXPECT_FALSE(fs::exists(dir_ / "c.cdf.svg"));
   EXPECT_NE(output_.find("no /tokenize"), std::string::npos);
+
+  // vLLM's timing counts the role-only first chunk: one more ITL per request, same tokens.
+  ASSERT_EQ(run(base(server) + " --backend openai-chat --model test-model --num-prompts 4"
+                " --random-input-len 10 --random-output-len 5 --save-result --save-detailed"
+                " --count-empty-chunks --result-dir " + dir_.string() +
+                " --result-filename v.json --no-charts"), 0) << output_;
+  const json v = result("v.json");
+  EXPECT_EQ(v["completed"], 4);
+  EXPECT_EQ(v["total_output_tokens"], 20);  // usage.completion_tokens
+  for (const auto& itl : v["itls"]) EXPECT_EQ(itl.size(), 5u);
 }
 
 TEST_F(BenchBinary, TokenizerFilesWhenTheServerHasNoTokenize) {

@@ -106,11 +106,13 @@ TEST(DecodeChunk, CompletionChatUsageDoneErrorsAndGarbage) {
   EXPECT_EQ(c.text, "hmm");
   c = decode_openai_chunk(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})");
   EXPECT_EQ(c.kind, StreamChunk::Kind::kEmpty);
+  EXPECT_TRUE(c.has_choices);
   c = decode_openai_chunk(
       R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}})");
   EXPECT_EQ(c.kind, StreamChunk::Kind::kEmpty);
   EXPECT_EQ(*c.completion_tokens, 34);
   EXPECT_EQ(*c.prompt_tokens, 12);
+  EXPECT_FALSE(c.has_choices);
   EXPECT_EQ(decode_openai_chunk("[DONE]").kind, StreamChunk::Kind::kDone);
   EXPECT_EQ(decode_openai_chunk("[DONE] \n").kind, StreamChunk::Kind::kDone);
   c = decode_openai_chunk(R"({"error":{"message":"overloaded","type":"x"}})");

@@ -109,6 +109,9 @@ RequestOutput OpenAiClient::send(const RequestInput& in,
     auto on_event = [&](const SseEvent& ev) {
       const auto now = Clock::now();
       StreamChunk chunk = decode_openai_chunk(ev.data);
+      if (chunk.kind == StreamChunk::Kind::kEmpty && chunk.has_choices &&
+          config_.count_empty_chunks)
+        chunk.kind = StreamChunk::Kind::kToken;
       switch (chunk.kind) {
         case StreamChunk::Kind::kDone:
           done = true;

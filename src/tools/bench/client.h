@@ -29,6 +29,9 @@ struct EndpointConfig {
   double timeout_s = 3600;        // whole request, first byte to last
   double connect_timeout_s = 10;  // TCP connect
   bool ignore_eos = false;        // sends "ignore_eos": true (vLLM/SGLang/hymoe extension)
+  // vLLM's timing: a chunk with "choices" counts as a token even when its text is empty (the
+  // chat API's role-only first chunk). Default: only chunks carrying text count.
+  bool count_empty_chunks = false;
   nlohmann::json extra_body = nlohmann::json::object();  // merged into every body (wins)
 };
 

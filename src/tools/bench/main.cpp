@@ -70,6 +70,7 @@ EndpointConfig endpoint_config(const Options& o) {
   c.timeout_s = o.request_timeout_s;
   c.connect_timeout_s = o.connect_timeout_s;
   c.ignore_eos = o.ignore_eos;
+  c.count_empty_chunks = o.count_empty_chunks;
   nlohmann::json extra = nlohmann::json::object();
   if (o.temperature) extra["temperature"] = *o.temperature;
   if (o.top_p) extra["top_p"] = *o.top_p;

@@ -26,6 +26,9 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_option("--served-model-name", o.served_model_name, "Model name sent in requests")
       ->group(ep);
   app.add_option("--header", o.headers, "KEY=VALUE headers sent with each request")->group(ep);
+  app.add_flag("--count-empty-chunks", o.count_empty_chunks,
+               "Time every chunk with choices, even empty ones, as vLLM does (default: only "
+               "chunks with text)")->group(ep);
   app.add_option("--request-timeout", o.request_timeout_s, "Seconds before a request is failed")
       ->check(CLI::PositiveNumber)->group(ep);
   app.add_option("--connect-timeout", o.connect_timeout_s, "TCP connect timeout (s)")

@@ -46,6 +46,7 @@ struct Options {
   double scenario_settle_ms = 500;
   // Sampling
   bool ignore_eos = false;
+  bool count_empty_chunks = false;  // vLLM's chunk timing
   std::optional<double> temperature, top_p, min_p;
   std::optional<int> top_k;
   std::string extra_body;          // JSON object

@@ -71,6 +71,7 @@ StreamChunk decode_openai_chunk(std::string_view data) {
     return c;
   }
   const json& choice = (*ch)[0];
+  c.has_choices = true;
   auto append_string = [&](const json& obj, const char* key) {
     if (auto t = obj.find(key); t != obj.end() && t->is_string()) c.text += t->get<std::string>();
   };

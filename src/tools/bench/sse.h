@@ -57,6 +57,7 @@ struct StreamChunk {
   };
   Kind kind = Kind::kMalformed;
   std::string text;                        // generated text (kToken)
+  bool has_choices = false;  // a non-empty "choices" array (vLLM times any such chunk)
   std::optional<long long> completion_tokens;  // usage.completion_tokens when present
   std::optional<long long> prompt_tokens;      // usage.prompt_tokens when present
   std::string error;                       // kError / kMalformed: what was wrong
