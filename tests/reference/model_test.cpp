@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "hymoe/common/error.h"
+#include "linear.h"
+#include "mlp.h"
+#include "rmsnorm.h"
 #include "random_weights.h"
 #include "reference_model.h"
 #include "test_util.h"
@@ -84,6 +87,68 @@ TEST_F(ReferenceModelTest, BadInputsAreErrorsAndLeaveTheCacheAlone) {
   EXPECT_THROW(model_.forward(ok, 0, cache, MlaForm::kNaive), Error);
   LatentKvCache other(2, 256, 32);
   EXPECT_THROW(model_.forward(ok, 0, other, MlaForm::kNaive), Error);
+}
+
+// The layer structure, rebuilt from the pieces and the trace: h += attn(norm(h)),
+// h += ffn(norm(h)), logits = lm_head(norm(h)); routing as moe() decides it.
+TEST_F(ReferenceModelTest, TraceMatchesTheLayerStructure) {
+  const ModelConfig& c = model_.config();
+  const ModelWeights& w = store_.weights();
+  const size_t H = static_cast<size_t>(c.hidden_size);
+  const int64_t V = c.vocab_size;
+  const std::vector<int64_t> toks = {5, 77, 300};
+  LatentKvCache cache = model_.new_cache();
+  ForwardTrace trace;
+  const auto logits = model_.forward(toks, 0, cache, MlaForm::kAbsorbed, &trace);
+  ASSERT_EQ(trace.after_attention.size(), 3u);
+  auto tok = [&](const std::vector<float>& v, size_t i) {
+    return std::vector<float>(v.begin() + static_cast<ptrdiff_t>(i * H),
+                              v.begin() + static_cast<ptrdiff_t>((i + 1) * H));
+  };
+  // Layer 0 attention from scratch: norm, latent into a fresh cache, query, attend.
+  LatentKvCache own(1, c.kv_lora_rank, c.qk_rope_head_dim);
+  std::vector<float> normed(H), delta = testing::nan_vector(H);
+  for (size_t i = 0; i < toks.size(); ++i) {
+    const std::vector<float> e = dense_row(w.embed, toks[i]);
+    rmsnorm(e, w.layers[0].input_norm, c.rms_norm_eps, normed);
+    const MlaLatent lat = mla_latent(w.layers[0].attn, c, model_.rope(), normed, static_cast<int64_t>(i));
+    own.append(0, lat.c_kv, lat.k_pe);
+    const auto q = mla_query(w.layers[0].attn, c, model_.rope(), normed, static_cast<int64_t>(i));
+    mla_attend(w.layers[0].attn, c, model_.rope(), q, own, 0, static_cast<int64_t>(i) + 1,
+               MlaForm::kNaive, delta);
+    std::vector<double> expect(H);
+    for (size_t k = 0; k < H; ++k) expect[k] = double{e[k]} + delta[k];
+    EXPECT_LT(rel_error(tok(trace.after_attention[0], i), expect), 1e-6) << "token " << i;
+  }
+  const RoutingParams rp = RoutingParams::from_config(c);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    EXPECT_EQ(trace.routing[l].size(), lw.moe ? toks.size() : 0u);
+    for (size_t i = 0; i < toks.size(); ++i) {
+      const std::vector<float> a = tok(trace.after_attention[l], i);
+      rmsnorm(a, lw.post_attn_norm, c.rms_norm_eps, normed);
+      delta = testing::nan_vector(H);
+      if (lw.moe) {
+        std::vector<ExpertChoice> chosen;
+        moe(*lw.moe, rp, normed, delta, &chosen);
+        ASSERT_EQ(chosen.size(), trace.routing[l][i].size());
+        for (size_t k = 0; k < chosen.size(); ++k) {
+          EXPECT_EQ(chosen[k].expert, trace.routing[l][i][k].expert);
+        }
+      } else {
+        mlp(*lw.dense, normed, delta);
+      }
+      std::vector<double> expect(H);
+      for (size_t k = 0; k < H; ++k) expect[k] = double{a[k]} + delta[k];
+      EXPECT_LT(rel_error(tok(trace.after_ffn[l], i), expect), 1e-6) << "layer " << l;
+    }
+  }
+  for (size_t i = 0; i < toks.size(); ++i) {
+    rmsnorm(tok(trace.after_ffn[2], i), w.final_norm, c.rms_norm_eps, normed);
+    std::vector<float> expect = testing::nan_vector(static_cast<size_t>(V));
+    linear(w.lm_head, normed, expect);
+    EXPECT_LT(rel_error(row(logits, static_cast<int64_t>(i), V), expect), 1e-6);
+  }
 }
 
 TEST(ReferenceModelWeights, MismatchedWeightsAreNamed) {

@@ -105,7 +105,8 @@ LatentKvCache ReferenceModel::new_cache() const {
 }
 
 std::vector<float> ReferenceModel::forward(std::span<const int64_t> tokens, int64_t start_pos,
-                                           LatentKvCache& cache, MlaForm form) const {
+                                           LatentKvCache& cache, MlaForm form,
+                                           ForwardTrace* trace) const {
   const ModelConfig& c = config_;
   HYMOE_CHECK(!tokens.empty(), kInvalidArgument, "no tokens to run");
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -130,6 +131,16 @@ std::vector<float> ReferenceModel::forward(std::span<const int64_t> tokens, int6
   for (int64_t i = 0; i < n; ++i) h[i] = dense_row(weights_.embed, tokens[i]);
 
   std::vector<float> normed(hidden), delta(hidden);
+  if (trace != nullptr) {
+    const size_t layers = static_cast<size_t>(c.num_hidden_layers);
+    trace->after_attention.assign(layers, {});
+    trace->after_ffn.assign(layers, {});
+    trace->routing.assign(layers, {});
+  }
+  // Appends every token's residual stream to `out` (a trace slot).
+  auto snapshot = [&](std::vector<float>& out) {
+    for (const std::vector<float>& v : h) out.insert(out.end(), v.begin(), v.end());
+  };
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
     // Attention: every new token's latent goes into the cache first, then each token attends
@@ -145,16 +156,20 @@ std::vector<float> ReferenceModel::forward(std::span<const int64_t> tokens, int6
       mla_attend(lw.attn, c, rope_, queries[i], cache, l, start_pos + i + 1, form, delta);
       for (size_t k = 0; k < hidden; ++k) h[i][k] += delta[k];
     }
+    if (trace != nullptr) snapshot(trace->after_attention[l]);
     // Feed-forward.
+    std::vector<ExpertChoice> chosen;
     for (int64_t i = 0; i < n; ++i) {
       rmsnorm(h[i], lw.post_attn_norm, c.rms_norm_eps, normed);
       if (lw.moe) {
-        moe(*lw.moe, routing_, normed, delta);
+        moe(*lw.moe, routing_, normed, delta, &chosen);
+        if (trace != nullptr) trace->routing[l].push_back(chosen);
       } else {
         mlp(*lw.dense, normed, delta);
       }
       for (size_t k = 0; k < hidden; ++k) h[i][k] += delta[k];
     }
+    if (trace != nullptr) snapshot(trace->after_ffn[l]);
   }
 
   const size_t vocab = static_cast<size_t>(c.vocab_size);

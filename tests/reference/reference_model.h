@@ -23,6 +23,16 @@
 
 namespace hymoe::reference {
 
+// Intermediate values of one forward(), for comparing an engine layer by layer.
+struct ForwardTrace {
+  // Residual stream of every new token after each layer's attention and after its FFN:
+  // [layer][token * hidden + i].
+  std::vector<std::vector<float>> after_attention;
+  std::vector<std::vector<float>> after_ffn;
+  // Routing of every new token in each MoE layer: [layer][token]; empty for dense layers.
+  std::vector<std::vector<std::vector<ExpertChoice>>> routing;
+};
+
 class ReferenceModel {
  public:
   // Checks every view of `weights` against its config (presence, shape, dtype) and throws
@@ -44,8 +54,10 @@ class ReferenceModel {
   // position, [n, vocab] row-major. start_pos must equal cache.size(). Throws hymoe::Error
   // (kInvalidArgument), before touching the cache, for an empty span, a token outside
   // [0, vocab), a start_pos that is not the cache's length, or a cache of another shape.
+  // When `trace` is not null it receives the intermediate values (see ForwardTrace).
   std::vector<float> forward(std::span<const int64_t> tokens, int64_t start_pos,
-                             LatentKvCache& cache, MlaForm form) const;
+                             LatentKvCache& cache, MlaForm form,
+                             ForwardTrace* trace = nullptr) const;
 
   // The whole sequence from scratch (a fresh cache): logits [n, vocab].
   std::vector<float> forward(std::span<const int64_t> tokens, MlaForm form) const;
