@@ -6,6 +6,7 @@
 
 #include "charts.h"
 #include "hymoe/common/error.h"
+#include "progress.h"
 #include "result_json.h"
 #include "scenarios.h"
 #include "svg.h"
@@ -162,6 +163,21 @@ TEST(Scenarios, TpotInWindowCountsTheStallThatClosesIt) {
   // Window before any gap ends.
   EXPECT_NEAR(*tpot_in_window(d, 0.0, 0.5), 0.1, 1e-12);
   EXPECT_FALSE(tpot_in_window(d, 3.0, 4.0));
+}
+
+TEST(ProgressLine, CountsRequestsAndTokens) {
+  ProgressLine p("", 10, /*enabled=*/false);
+  RequestOutput ok, bad;
+  ok.success = true, ok.output_tokens = 5;
+  bad.output_tokens = 7;  // a failure's tokens do not count
+  p.on_start();
+  p.on_start();
+  p.on_start();
+  p.on_finish(ok);
+  p.on_finish(bad);
+  const std::string line = p.line();
+  EXPECT_EQ(line.rfind("[ 2/10] ok 1 fail 1 | in flight 1 | ", 0), 0u) << line;
+  EXPECT_NE(line.find(" tok/s | "), std::string::npos) << line;
 }
 
 }  // namespace
