@@ -151,6 +151,42 @@ TEST_F(ReferenceModelTest, TraceMatchesTheLayerStructure) {
   }
 }
 
+// Other shapes of the architecture through the whole model: Kimi-K2's single router group and
+// scaling factor, no shared expert, no rope scaling, two dense layers, 3 heads.
+TEST(ReferenceModelVariants, FormsAgreeAndDecodeMatchesRecompute) {
+  std::vector<ModelConfig> variants;
+  ModelConfig kimi = testing::tiny_test_config(300);
+  kimi.n_group = 1;
+  kimi.topk_group = 1;
+  kimi.routed_scaling_factor = 2.827;
+  variants.push_back(kimi);
+  ModelConfig plain = testing::tiny_test_config(300);
+  plain.n_shared_experts = 0;
+  plain.rope_scaling.reset();
+  plain.first_k_dense_replace = 2;
+  plain.num_attention_heads = 3;
+  plain.num_key_value_heads = 3;
+  variants.push_back(plain);
+  const std::vector<int64_t> toks = {299, 0, 150, 42, 7};
+  for (size_t v = 0; v < variants.size(); ++v) {
+    testing::RandomWeights store(variants[v], 70 + v);
+    const ReferenceModel model(store.weights());
+    const int64_t V = model.config().vocab_size;
+    const auto naive = model.forward(toks, MlaForm::kNaive);
+    const auto absorbed = model.forward(toks, MlaForm::kAbsorbed);
+    LatentKvCache cache = model.new_cache();
+    model.forward(std::span(toks).first(2), 0, cache, MlaForm::kAbsorbed);
+    for (size_t i = 0; i < toks.size(); ++i) {
+      EXPECT_LT(rel_error(row(absorbed, i, V), row(naive, i, V)), 1e-5) << "variant " << v;
+      if (i >= 2) {
+        const auto step = model.forward(std::span(toks).subspan(i, 1), static_cast<int64_t>(i),
+                                         cache, MlaForm::kAbsorbed);
+        EXPECT_LT(rel_error(row(step, 0, V), row(absorbed, i, V)), 1e-6) << "variant " << v;
+      }
+    }
+  }
+}
+
 TEST(ReferenceModelWeights, MismatchedWeightsAreNamed) {
   testing::RandomWeights store(testing::tiny_test_config(), 62);
   ModelWeights w = store.weights();
