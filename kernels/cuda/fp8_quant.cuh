@@ -54,7 +54,7 @@ fp8_quant_kernel(Fp8QuantParams p, int col_blocks) {
         if (p.group_offsets[mid] <= t) lo = mid; else hi = mid - 1;
       }
       const int off = p.group_offsets[lo], rows = p.group_offsets[lo + 1] - off;
-      index = static_cast<int64_t>(col_blocks) * off + static_cast<int64_t>(kb) * rows + (t - off);
+      index = grouped_scale_offset(col_blocks, off, lo) + static_cast<int64_t>(kb) * rows + (t - off);
     }
     p.scales[index] = scale;
   }

@@ -47,7 +47,7 @@ __global__ void moe_permute_fp8_kernel(MoePermuteParams p) {
   for (int v = threadIdx.x; v < p.cols / 16; v += blockDim.x) dst[v] = src[v];
   const int col_blocks = (p.cols + 127) / 128;
   for (int kb = threadIdx.x; kb < col_blocks; kb += blockDim.x)
-    p.out_scales[int64_t{col_blocks} * off + int64_t{kb} * rows + (row - off)] =
+    p.out_scales[grouped_scale_offset(col_blocks, off, e) + int64_t{kb} * rows + (row - off)] =
         p.x_scales[kb * p.x_scale_ld + t];
 }
 

@@ -56,7 +56,11 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets,
                          const float* a_scales, Bf16* d, int64_t ldd, cudaStream_t stream) {
   HYMOE_CHECK(host_offsets.size() == experts.size() + 1, kInvalidArgument,
               "grouped gemm: {} offsets for {} experts", host_offsets.size(), experts.size());
-  const int64_t col_blocks = (k_ + 127) / 128;
+  const int col_blocks = (k_ + 127) / 128;
+  HYMOE_CHECK(ldd % 8 == 0 && (reinterpret_cast<uintptr_t>(d) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(a) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(a_scales) & 15u) == 0,
+              kInvalidArgument, "grouped gemm: operands must be 16-byte aligned (ldd {})", ldd);
   for (size_t e = 0; e < experts.size(); ++e) {
     const int off = host_offsets[e], rows = host_offsets[e + 1] - off;
     HYMOE_CHECK(rows >= 0, kInvalidArgument, "grouped gemm: offsets decrease at expert {}", e);
@@ -67,7 +71,8 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets,
                           GemmPlan(*lt_, GemmKind::kFp8BlockScale, GemmShape{rows, n_, k_, k_, k_, ldd}))
                .first;
     }
-    it->second.run({a + int64_t{off} * k_, a_scales + col_blocks * off, experts[e].w,
+    it->second.run({a + int64_t{off} * k_,
+                    a_scales + grouped_scale_offset(col_blocks, off, static_cast<int>(e)), experts[e].w,
                     experts[e].scales, d + int64_t{off} * ldd},
                    stream);
   }

@@ -66,7 +66,7 @@ TEST(Moe, PipelineMatchesReference) {
                      stream);
   const int rows = tokens * top_k;
   auto dperm = test::poisoned<uint8_t>(size_t(rows) * k, stream);
-  auto dperm_s = test::poisoned<float>(size_t(kb) * rows, stream);
+  auto dperm_s = test::poisoned<float>(grouped_scale_floats(kb, rows, experts), stream);
   MoePermuteParams pp;
   pp.x = dxq.as<Fp8E4M3>();
   pp.x_scales = dxs.as<float>();
@@ -139,25 +139,47 @@ TEST(Moe, QuantiserWritesGroupedScales) {
   auto dq1 = test::poisoned<uint8_t>(size_t(rows) * cols, stream);
   auto dq2 = test::poisoned<uint8_t>(size_t(rows) * cols, stream);
   auto ds1 = test::poisoned<float>(size_t(kb) * rows, stream);
-  auto ds2 = test::poisoned<float>(size_t(kb) * rows, stream);
+  const int groups = static_cast<int>(offsets.size()) - 1;
+  auto ds2 = test::poisoned<float>(grouped_scale_floats(kb, rows, groups), stream);
   Fp8QuantParams plain{dx.as<Bf16>(), dq1.as<Fp8E4M3>(), ds1.as<float>(), rows, cols, cols, cols, rows};
   quantize_fp8_per_token_block(plain, stream);
   Fp8QuantParams grouped = plain;
   grouped.out = dq2.as<Fp8E4M3>();
   grouped.scales = ds2.as<float>();
   grouped.group_offsets = doff.as<int32_t>();
-  grouped.groups = static_cast<int>(offsets.size()) - 1;
+  grouped.groups = groups;
   quantize_fp8_per_token_block(grouped, stream);
   const auto s1 = test::to_host<float>(ds1, size_t(kb) * rows, stream);
-  const auto s2 = test::to_host<float>(ds2, size_t(kb) * rows, stream);
+  const auto s2 = test::to_host<float>(ds2, grouped_scale_floats(kb, rows, groups), stream);
   EXPECT_EQ(test::to_host<uint8_t>(dq1, size_t(rows) * cols, stream),
             test::to_host<uint8_t>(dq2, size_t(rows) * cols, stream));
   for (size_t g = 0; g + 1 < offsets.size(); ++g) {
     const int off = offsets[g], m = offsets[g + 1] - off;
     for (int t = off; t < off + m; ++t)
       for (int b = 0; b < kb; ++b)
-        EXPECT_EQ(s2[size_t(kb) * off + size_t(b) * m + (t - off)], s1[size_t(b) * rows + t])
+        EXPECT_EQ(s2[grouped_scale_offset(kb, off, static_cast<int>(g)) + size_t(b) * m + (t - off)],
+                  s1[size_t(b) * rows + t])
             << "group " << g << " row " << t << " block " << b;
+  }
+}
+
+}  // namespace
+}  // namespace hymoe::gpu
+
+namespace hymoe::gpu {
+namespace {
+
+TEST(GpuHost, GroupedScaleBlocksAreAlignedAndDisjoint) {
+  for (int col_blocks : {1, 2, 16, 56}) {
+    const std::vector<int64_t> offsets = {0, 3, 3, 10, 11, 30};
+    for (size_t g = 0; g + 1 < offsets.size(); ++g) {
+      const int64_t start = grouped_scale_offset(col_blocks, offsets[g], static_cast<int>(g));
+      const int64_t next = grouped_scale_offset(col_blocks, offsets[g + 1], static_cast<int>(g) + 1);
+      EXPECT_EQ(start % 4, 0) << "16-byte alignment";
+      EXPECT_GE(next, start + col_blocks * (offsets[g + 1] - offsets[g])) << "overlap";
+    }
+    EXPECT_GE(grouped_scale_floats(col_blocks, 30, 5),
+              grouped_scale_offset(col_blocks, 11, 4) + col_blocks * 19);
   }
 }
 

@@ -14,6 +14,17 @@ namespace hymoe::gpu {
 
 inline constexpr int kFp8BlockSize = 128;
 
+// Grouped scale layout ("grouped VEC128", for the per-expert GEMMs of moe.h): group g (rows
+// [offset_g, offset_g + m_g)) has a packed [col_blocks][m_g] block (row fastest) starting at this
+// float offset: 16-byte aligned (cuBLASLt refuses unaligned scale pointers) and never overlapping
+// the previous group's block. The whole layout needs grouped_scale_floats(...) floats.
+constexpr int64_t grouped_scale_offset(int col_blocks, int64_t group_offset, int group) {
+  return (int64_t{col_blocks} * group_offset + 3) / 4 * 4 + int64_t{4} * group;
+}
+constexpr int64_t grouped_scale_floats(int col_blocks, int64_t rows, int groups) {
+  return grouped_scale_offset(col_blocks, rows, groups);
+}
+
 struct Fp8QuantParams {
   const Bf16* x = nullptr;   // [tokens, cols], row t at x + t * x_stride
   Fp8E4M3* out = nullptr;    // [tokens, cols], row t at out + t * out_stride
@@ -23,8 +34,8 @@ struct Fp8QuantParams {
   int64_t x_stride = 0;
   int64_t out_stride = 0;
   int64_t scale_ld = 0;      // >= tokens (ignored with group_offsets)
-  // Optional: rows grouped by expert (moe.h): group g's scales go packed to
-  // scales[ceil(cols/128) * offsets[g] + kb * m_g + (t - offsets[g])], m_g = offsets[g+1]-offsets[g].
+  // Optional: rows grouped by expert (moe.h): group g's scales go to the grouped layout,
+  // scales[grouped_scale_offset(col_blocks, offsets[g], g) + kb * m_g + (t - offsets[g])].
   const int32_t* group_offsets = nullptr;  // [groups + 1] on the device, offsets[groups] == tokens
   int groups = 0;
 };

@@ -9,8 +9,8 @@
 //   3. GroupedFp8Gemm: per expert with rows, D[rows of e] = A[rows of e] * W_e^T (GemmPlan kind
 //      kFp8BlockScale; plans cached per row count). Needs the offsets on the host.
 //   4. moe_unpermute: out[t] = sum_j topk_weights[t][j] * y[slot_rows[t*top_k + j]].
-// Grouped scale layout ("grouped VEC128"): the activation scales of expert e form a packed
-// [ceil(cols/128)][m_e] block (token fastest) starting at float offset ceil(cols/128) * offset_e.
+// Activation scales of the permuted rows use the grouped layout of fp8_quant.h (a packed
+// [ceil(cols/128)][m_e] block per expert at grouped_scale_offset(col_blocks, offset_e, e)).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,6 +21,7 @@
 
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
 
 namespace hymoe::gpu {
@@ -45,7 +46,8 @@ struct MoePermuteParams {
   const int32_t* slot_rows = nullptr;  // [tokens * top_k]
   const int32_t* expert_offsets = nullptr;  // [experts + 1]
   Fp8E4M3* out = nullptr;              // [tokens * top_k, cols] in expert order
-  float* out_scales = nullptr;         // grouped layout, ceil(cols/128) * tokens * top_k floats
+  float* out_scales = nullptr;         // grouped layout: grouped_scale_floats(col_blocks,
+                                       //   tokens * top_k, experts) floats
   int tokens = 0;
   int top_k = 0;
   int cols = 0;                        // a multiple of 16
