@@ -8,12 +8,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "hymoe/common/numeric.h"
 #include "parallel.h"
+#include "random_kernels.h"
 
 namespace hymoe {
 namespace {
+
+uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 uint64_t hash_name(std::string_view s) {  // FNV-1a
   uint64_t h = 0xCBF29CE484222325ull;
@@ -21,51 +29,10 @@ uint64_t hash_name(std::string_view s) {  // FNV-1a
   return h;
 }
 
-// Counter-based: element i of a stream is a pure function of (seed, i), so loops over it carry no
-// dependency from one element to the next.
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Approximately standard normal from one 64-bit draw: the sum of its four 16-bit uniforms,
-// centred and scaled to unit variance (Irwin-Hall; plenty for random weights).
-inline float normal_from_bits(uint64_t r) {
-  const uint32_t s = static_cast<uint32_t>(r & 0xFFFF) + static_cast<uint32_t>((r >> 16) & 0xFFFF) +
-                     static_cast<uint32_t>((r >> 32) & 0xFFFF) + static_cast<uint32_t>(r >> 48);
-  // mean 4 * 32767.5, variance 4 * (65536^2 - 1) / 12
-  constexpr float kMean = 131070.0f;
-  constexpr float kInvStd = 1.0f / 37837.23f;
-  return (static_cast<float>(s) - kMean) * kInvStd;
-}
-
-// n values of mean + std_dev * N(0, 1), element i from (seed, first + i).
-void normal_fill(float* out, int64_t n, uint64_t seed, int64_t first, float mean, float std_dev) {
-  constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-  uint64_t z = seed + static_cast<uint64_t>(first) * kGolden;
-  for (int64_t i = 0; i < n; ++i) {
-    z += kGolden;
-    // wyrand's output step: one 64x64->128 multiply, folded.
-    __extension__ using u128 = unsigned __int128;
-    const u128 m = static_cast<u128>(z) * (z ^ 0xE7037ED1A0B428DBull);
-    out[i] = mean + std_dev * normal_from_bits(static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m));
-  }
-}
-
-// Branch-free float -> E4M3FN (round to nearest even, saturating).
-inline uint8_t encode_e4m3_branchless(float x) {
-  uint32_t u = std::bit_cast<uint32_t>(x);
-  const uint32_t sign = (u >> 24) & 0x80u;
-  u &= 0x7FFFFFFFu;
-  const uint32_t r = u + 0x7FFFFu + ((u >> 20) & 1u);  // round the mantissa to 3 bits
-  const uint32_t normal = (((r >> 23) - 120u) << 3) | ((r >> 20) & 7u);
-  // Below 2^-6: steps of 2^-9; adding 2^23 rounds a*512 to an integer (ties to even).
-  const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(u) * 512.0f + 8388608.0f) -
-                       0x4B000000u;
-  uint32_t code = u < 0x3C800000u ? sub : normal;
-  code = u >= 0x43E00000u ? 0x7Eu : code;
-  return static_cast<uint8_t>(sign | code);
+// The loops live in random_kernels.h, built for AVX2 and for baseline x86-64.
+const RandomKernels& kernels() {
+  static const RandomKernels& k = random_kernels(cpu_features().avx2);
+  return k;
 }
 
 // One unit of work: rows [row_begin, row_end) of a target (FP8 weights: one 128-row block).
@@ -84,33 +51,31 @@ void fill_fp8_rows(const FillTarget& w, const FillTarget& s, const WorkItem& ite
   const int64_t scale_cols = (cols + 127) / 128;
   const int64_t rows = item.row_end - item.row_begin;
   buf.resize(static_cast<size_t>(rows * cols + scale_cols));
-  float* amax = buf.data() + rows * cols;
-  std::fill(amax, amax + scale_cols, 0.0f);
+  float* inv = buf.data() + rows * cols;  // per column block: max |w| bits, then 1 / scale
+  std::vector<uint32_t> amax(static_cast<size_t>(scale_cols), 0);
   const float std_dev = 1.0f / std::sqrt(static_cast<float>(cols));
+  const RandomKernels& k = kernels();
+  k.normal_fill(buf.data(), rows * cols, seed, 0, 0.0f, std_dev);
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = buf.data() + r * cols;
-    normal_fill(row, cols, seed, r * cols, 0.0f, std_dev);
+    const float* row = buf.data() + r * cols;
     for (int64_t cb = 0; cb < scale_cols; ++cb) {
-      float m = amax[cb];
-      for (int64_t c = cb * 128; c < std::min(cols, cb * 128 + 128); ++c) m = std::max(m, std::fabs(row[c]));
-      amax[cb] = m;
+      const int64_t c0 = cb * 128;
+      amax[cb] = k.abs_max_bits(row + c0, std::min<int64_t>(128, cols - c0), amax[cb]);
     }
   }
   auto* scales = reinterpret_cast<float*>(s.data.data()) + (item.row_begin / 128) * scale_cols;
   for (int64_t cb = 0; cb < scale_cols; ++cb) {
-    const float scale = amax[cb] > 0.0f ? amax[cb] / kFp8E4M3Max : 1.0f;
+    const float m = std::bit_cast<float>(amax[cb]);
+    const float scale = m > 0.0f ? m / kFp8E4M3Max : 1.0f;
     scales[cb] = scale;
-    amax[cb] = 1.0f / scale;  // reused as the inverse scale
+    inv[cb] = 1.0f / scale;
   }
   auto* out = reinterpret_cast<uint8_t*>(w.data.data()) + item.row_begin * cols;
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = buf.data() + r * cols;
-    uint8_t* dst = out + r * cols;
     for (int64_t cb = 0; cb < scale_cols; ++cb) {
-      const float inv = amax[cb];
-      for (int64_t c = cb * 128; c < std::min(cols, cb * 128 + 128); ++c) {
-        dst[c] = encode_e4m3_branchless(row[c] * inv);
-      }
+      const int64_t c0 = cb * 128;
+      k.encode_scaled(buf.data() + r * cols + c0, std::min<int64_t>(128, cols - c0), inv[cb],
+                    out + r * cols + c0);
     }
   }
 }
@@ -130,14 +95,13 @@ void fill_dense_rows(const FillTarget& t, const WorkItem& item, uint64_t seed) {
   }
   const int64_t begin = item.row_begin * cols, n = (item.row_end - item.row_begin) * cols;
   if (spec.dtype == DType::kF32) {
-    normal_fill(reinterpret_cast<float*>(t.data.data()) + begin, n, seed, 0, mean, std_dev);
+    kernels().normal_fill(reinterpret_cast<float*>(t.data.data()) + begin, n, seed, 0, mean, std_dev);
   } else {
     HYMOE_CHECK(spec.dtype == DType::kBF16, kInternal, "tensor '{}': unexpected dtype", spec.name);
     thread_local std::vector<float> tmp;
     tmp.resize(static_cast<size_t>(n));
-    normal_fill(tmp.data(), n, seed, 0, mean, std_dev);
-    auto* out = reinterpret_cast<uint16_t*>(t.data.data()) + begin;
-    for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(tmp[i]);
+    kernels().normal_fill(tmp.data(), n, seed, 0, mean, std_dev);
+    kernels().to_bf16(tmp.data(), n, reinterpret_cast<uint16_t*>(t.data.data()) + begin);
   }
 }
 
