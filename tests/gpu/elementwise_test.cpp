@@ -2,6 +2,8 @@
 // random inputs with NaN-poisoned outputs, vector and scalar (ragged) paths, strided rows.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <cmath>
 #include <numbers>
 
@@ -35,6 +37,9 @@ struct RowShape {
   int rows, cols;
   int64_t x_stride, out_stride;
 };
+void PrintTo(const RowShape& s, std::ostream* os) {
+  *os << s.rows << "x" << s.cols << " strides " << s.x_stride << "," << s.out_stride;
+}
 
 class RmsNormTest : public ::testing::TestWithParam<RowShape> {};
 
@@ -167,6 +172,9 @@ struct RopeShape {
   int tokens, heads;
   int64_t token_stride, head_stride, offset;  // offset of the rope part inside a head
 };
+void PrintTo(const RopeShape& s, std::ostream* os) {
+  *os << s.tokens << " tokens x " << s.heads << " heads, offset " << s.offset;
+}
 
 class RopeTest : public ::testing::TestWithParam<RopeShape> {};
 

@@ -2,6 +2,8 @@
 // (BF16, per-tensor FP8, DeepSeek block-scaled FP8) and the FP8 GEMV for 1..8 tokens.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <cmath>
 
 #include "gpu_test_util.h"
@@ -19,6 +21,7 @@ struct QuantShape {
   int tokens, cols;
   int64_t x_stride, out_stride, scale_ld;
 };
+void PrintTo(const QuantShape& s, std::ostream* os) { *os << s.tokens << "x" << s.cols; }
 
 // Scalar quantiser: the definition the kernel must reproduce bit for bit.
 void reference_quant(const std::vector<Bf16>& x, const QuantShape& s, std::vector<uint8_t>& q,
@@ -80,6 +83,9 @@ struct GemmCase {
   GemmKind kind;
   int m, n, k;
 };
+void PrintTo(const GemmCase& c, std::ostream* os) {
+  *os << gemm_kind_name(c.kind) << " m" << c.m << " n" << c.n << " k" << c.k;
+}
 
 class GemmTest : public ::testing::TestWithParam<GemmCase> {};
 
@@ -157,6 +163,9 @@ INSTANTIATE_TEST_SUITE_P(
 struct GemvCase {
   int tokens, n, k;
 };
+void PrintTo(const GemvCase& c, std::ostream* os) {
+  *os << c.tokens << " tokens n" << c.n << " k" << c.k;
+}
 
 class GemvTest : public ::testing::TestWithParam<GemvCase> {};
 

@@ -2,6 +2,8 @@
 // table: ragged batches, a 1-token and a 64K-token sequence, forced split counts.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -17,6 +19,9 @@ struct MlaCase {
   std::vector<int> lens;
   int splits;  // 0: the heuristic's
 };
+void PrintTo(const MlaCase& c, std::ostream* os) {
+  *os << c.heads << " heads, " << c.lens.size() << " seqs up to " << *std::max_element(c.lens.begin(), c.lens.end()) << ", splits " << c.splits;
+}
 
 class MlaDecodeTest : public ::testing::TestWithParam<MlaCase> {};
 

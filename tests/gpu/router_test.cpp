@@ -1,6 +1,8 @@
 // noaux_tc router against a scalar reference of the HF algorithm on fresh random logits.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -16,6 +18,9 @@ struct RouterCase {
   bool normalize;
   float scaling;
 };
+void PrintTo(const RouterCase& c, std::ostream* os) {
+  *os << c.tokens << " tokens, " << c.experts << " experts in " << c.groups << " groups, top " << c.top_k;
+}
 
 struct Routed {
   std::vector<int> ids;
