@@ -1,10 +1,20 @@
 // FP8 GEMV: argument checks and the runtime choice of variant.
 #include "hymoe/kernels/fp8_gemv.h"
 
+#include <cstdlib>
+
 #include "hymoe/common/error.h"
 #include "variants.h"
 
 namespace hymoe::kernels {
+
+int64_t detail::gemv_prefetch_distance() {
+  static const int64_t distance = [] {
+    const char* env = std::getenv("HYMOE_GEMV_PREFETCH");
+    return env ? std::strtoll(env, nullptr, 10) : kGemvPrefetchDistance;
+  }();
+  return distance;
+}
 
 void validate(const Fp8GemvParams& p) {
   HYMOE_CHECK(p.w.data && p.w.scale_inv, kInvalidArgument, "fp8_gemv: null weight or scale");

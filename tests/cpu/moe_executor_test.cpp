@@ -104,7 +104,10 @@ void check_against_reference(ThreadPool& pool, const MoeTuning& tuning, uint64_t
         moe.run(ex.views, b);
         b.out = ref.data();
         moe_reference(ex.views, H, I, b);
-        EXPECT_LT(normalised_error(out, ref), 1e-4)
+        // The executor rounds silu(g)*u computed in FP32 to BF16, the reference the same value
+        // computed in double: the two may land one BF16 ulp (2^-8) apart on a few elements,
+        // which moves the output by ~1e-4; a wrong expert, weight or row gives O(1).
+        EXPECT_LT(normalised_error(out, ref), 1e-3)
             << "tokens " << tokens << " top_k " << top_k << " accumulate " << accumulate;
         if (!tuning.steal) {
           EXPECT_EQ(moe.last_run_stats().stolen, 0);
