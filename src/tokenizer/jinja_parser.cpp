@@ -68,35 +68,32 @@ std::vector<Segment> split_tags(std::string_view src) {
     segs.push_back(std::move(seg));
     pos = end + 2;
   }
-  // Whitespace control, then transformers' trim_blocks / lstrip_blocks.
+  // Whitespace control and transformers' lstrip_blocks / trim_blocks. Two passes: whether a tag
+  // starts its line is judged on the text before trim_blocks removed any newline.
   auto is_ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-  for (size_t k = 0; k < segs.size(); ++k) {
-    Segment& s = segs[k];
-    if (s.type == Segment::Type::kText) continue;
-    const bool block = s.type != Segment::Type::kExpr;
-    Segment* prev = k > 0 && segs[k - 1].type == Segment::Type::kText ? &segs[k - 1] : nullptr;
-    Segment* next = k + 1 < segs.size() && segs[k + 1].type == Segment::Type::kText ? &segs[k + 1] : nullptr;
-    if (prev) {
-      std::string& t = prev->body;
-      if (s.strip_before) {
-        while (!t.empty() && is_ws(t.back())) t.pop_back();
-      } else if (block && !s.keep_before) {
-        size_t i = t.size();
-        while (i > 0 && (t[i - 1] == ' ' || t[i - 1] == '\t')) --i;
-        if ((i > 0 && t[i - 1] == '\n') || (i == 0 && k == 1)) t.resize(i);
-      }
+  auto is_tag = [&](size_t k) { return k < segs.size() && segs[k].type != Segment::Type::kText; };
+  for (size_t k = 1; k < segs.size(); ++k) {  // text before a tag
+    const Segment& s = segs[k];
+    if (!is_tag(k) || segs[k - 1].type != Segment::Type::kText) continue;
+    std::string& t = segs[k - 1].body;
+    if (s.strip_before) {
+      while (!t.empty() && is_ws(t.back())) t.pop_back();
+    } else if (s.type != Segment::Type::kExpr && !s.keep_before) {
+      size_t i = t.size();
+      while (i > 0 && (t[i - 1] == ' ' || t[i - 1] == '\t')) --i;
+      if ((i > 0 && t[i - 1] == '\n') || (i == 0 && k == 1)) t.resize(i);
     }
-    if (next) {
-      std::string& t = next->body;
-      if (s.strip_after) {
-        size_t i = 0;
-        while (i < t.size() && is_ws(t[i])) ++i;
-        t.erase(0, i);
-      } else if (block && !t.empty() && t[0] == '\n') {
-        t.erase(0, 1);
-      } else if (block && t.size() >= 2 && t[0] == '\r' && t[1] == '\n') {
-        t.erase(0, 2);
-      }
+  }
+  for (size_t k = 0; k + 1 < segs.size(); ++k) {  // text after a tag
+    const Segment& s = segs[k];
+    if (!is_tag(k) || segs[k + 1].type != Segment::Type::kText) continue;
+    std::string& t = segs[k + 1].body;
+    if (s.strip_after) {
+      size_t i = 0;
+      while (i < t.size() && is_ws(t[i])) ++i;
+      t.erase(0, i);
+    } else if (s.type != Segment::Type::kExpr && !t.empty() && t[0] == '\n') {
+      t.erase(0, 1);
     }
   }
   return segs;
@@ -609,6 +606,9 @@ class StmtParser {
 }  // namespace
 
 Template::Template(std::string_view source) {
+  // Jinja's default keep_trailing_newline=False: one trailing newline of the source is dropped.
+  if (source.ends_with("\r\n")) source.remove_suffix(2);
+  else if (source.ends_with('\n') || source.ends_with('\r')) source.remove_suffix(1);
   StmtParser parser(split_tags(source));
   parser.parse_body(body_, {});
 }
