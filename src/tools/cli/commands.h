@@ -10,5 +10,6 @@ namespace hymoe::cli {
 int& exit_code();
 
 void register_info_commands(CLI::App& app);  // cpu-info
+void register_logits_commands(CLI::App& app);  // logits (reference forward pass)
 
 }  // namespace hymoe::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([&] { hymoe::log::set_level(level); });
 
   hymoe::cli::register_info_commands(app);
+  hymoe::cli::register_logits_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,33 @@
+// FP8 GEMV / skinny GEMM for decode: y[t][i] = sum_j W[i][j] * scale_inv[i/128][j/128] * x[t][j]
+// for 1..8 tokens against a checkpoint FP8 weight, FP32 accumulation, BF16 output. The weight
+// stays FP8 (decoded in registers); the block scale is applied once per 128-column partial sum.
+// Memory-bound: the figure of merit is weight bytes / time against the copy bandwidth.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+inline constexpr int kGemvMaxTokens = 8;
+
+struct Fp8GemvParams {
+  const Fp8E4M3* w = nullptr;      // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
+  const float* w_scales = nullptr; // [ceil(n/128), scale_ld]: the checkpoint's weight_scale_inv
+  const Bf16* x = nullptr;         // [tokens, k], row t at x + t * ldx
+  Bf16* y = nullptr;               // [tokens, n], row t at y + t * ldy
+  int tokens = 0;                  // 1..kGemvMaxTokens
+  int n = 0;                       // any
+  int k = 0;                       // a multiple of 16
+  int64_t ldw = 0;                 // multiple of 16
+  int64_t scale_ld = 0;            // >= ceil(k/128)
+  int64_t ldx = 0;                 // multiple of 8
+  int64_t ldy = 0;
+};
+
+void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,30 @@
+// Activation quantisation for the block-scaled FP8 GEMM: per token, per 128 columns,
+// scale = amax/448 (1 where the block is all zero), q = fp8_e4m3(x / scale) rounded to nearest
+// even and saturated. x ~= q * scale. The scales are stored block-major, token fastest
+// (scales[kb * scale_ld + t]): the layout cuBLASLt's VEC128_32F mode reads for the activations.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+inline constexpr int kFp8BlockSize = 128;
+
+struct Fp8QuantParams {
+  const Bf16* x = nullptr;   // [tokens, cols], row t at x + t * x_stride
+  Fp8E4M3* out = nullptr;    // [tokens, cols], row t at out + t * out_stride
+  float* scales = nullptr;   // [ceil(cols/128), scale_ld]
+  int tokens = 0;
+  int cols = 0;              // any; the last block may be partial
+  int64_t x_stride = 0;
+  int64_t out_stride = 0;
+  int64_t scale_ld = 0;      // >= tokens
+};
+
+void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

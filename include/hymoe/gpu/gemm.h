@@ -1,0 +1,77 @@
+// GEMMs through cuBLASLt, all in one convention: D[m, n] = A[m, k] * B[n, k]^T with every matrix
+// row-major (A: activations, B: a checkpoint weight [out, in], D: BF16 output), FP32 accumulation.
+//   kBf16:           A, B BF16 (the BF16 ceiling and BF16 projections).
+//   kFp8TensorScale: A, B FP8 E4M3 with one FP32 scale each (the FP8 ceiling).
+//   kFp8BlockScale:  DeepSeek-V3's block scaling: A FP8 with one scale per token per 128 columns
+//                    (cuBLASLt VEC128_32F; scales[kb * m + t], as quantize_fp8_per_token_block
+//                    writes them with scale_ld = m) and B FP8 with one scale per 128x128 block
+//                    (BLK128x128_32F; the checkpoint's weight_scale_inv [ceil(n/128), ld] with
+//                    ld = round_up(ceil(k/128), 4): the checkpoint layout as is when
+//                    ceil(k/128) % 4 == 0, true for every DeepSeek-V3 / Kimi-K2 shape).
+// cuBLASLt has block scaling on Hopper (sm_90) from CUDA 12.9; where it has no algorithm (the plan
+// finds none, e.g. on GPUs without it) GemmPlan throws kUnsupported and says so.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "hymoe/gpu/cublaslt.h"
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
+
+const char* gemm_kind_name(GemmKind kind);
+
+struct GemmShape {
+  int m = 0;         // rows of A and D (tokens)
+  int n = 0;         // rows of B, columns of D (output features)
+  int k = 0;         // shared inner dimension (a multiple of 16 for FP8)
+  int64_t lda = 0;   // elements between rows of A (>= k)
+  int64_t ldb = 0;   // elements between rows of B (>= k)
+  int64_t ldd = 0;   // elements between rows of D (>= n)
+};
+
+// Leading dimension of the padded weight scale grid of kFp8BlockScale.
+inline int64_t block_scale_ld(int k) { return ((k + 127) / 128 + 3) / 4 * 4; }
+
+struct GemmOperands {
+  const void* a = nullptr;        // Bf16 or Fp8E4M3 per the kind
+  const float* a_scale = nullptr; // FP8 kinds: device scale(s) of A (see the layouts above)
+  const void* b = nullptr;
+  const float* b_scale = nullptr;
+  Bf16* d = nullptr;
+};
+
+// Descriptors and the chosen algorithm for one (kind, shape): build once, run many times.
+// Not thread-safe (run() sets the scale pointers on its descriptor).
+class GemmPlan {
+ public:
+  // Throws kUnsupported when cuBLASLt offers no algorithm, kInvalidArgument for bad shapes.
+  GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape);
+  ~GemmPlan();
+  GemmPlan(const GemmPlan&) = delete;
+  GemmPlan& operator=(const GemmPlan&) = delete;
+  GemmPlan(GemmPlan&& other) noexcept;
+  GemmPlan& operator=(GemmPlan&&) = delete;
+
+  void run(const GemmOperands& ops, cudaStream_t stream);
+
+  GemmKind kind() const { return kind_; }
+  const GemmShape& shape() const { return shape_; }
+  double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }
+  // Whether cuBLASLt has an algorithm for this kind and shape on the current device.
+  static bool supported(const CublasLt& lt, GemmKind kind, const GemmShape& shape);
+
+ private:
+  struct Impl;
+  const CublasLt* lt_;
+  GemmKind kind_;
+  GemmShape shape_;
+  Impl* impl_ = nullptr;
+};
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,47 @@
+// FP8 (E4M3FN, 128x128 block-scaled) matrix times a small batch of BF16 vectors: the decode-time
+// linear layer, bound by DRAM bandwidth. Weights are decoded to BF16 in registers (never stored),
+// dotted with BF16 activations into FP32, and each 128-wide K block's partial sum is multiplied by
+// its block scale once ("post-scaling"). All batch rows share one pass over the weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hymoe/kernels/isa.h"
+#include "hymoe/model/model_weights.h"
+
+namespace hymoe::kernels {
+
+inline constexpr int kMaxGemvBatch = 8;
+
+// One call computes rows [row_begin, row_end) of y[b] = W x[b] for b < batch:
+//   y[b * y_stride + i] = out_scale[b] * sum_j W[i][j] * x[b * x_stride + j]
+// Callers split rows across threads; any split works, 128-row multiples keep scale rows whole.
+struct Fp8GemvParams {
+  Fp8Matrix w;                  // [rows, cols] FP8 with scale_inv [rows/128, cols/128]
+  const uint16_t* x = nullptr;  // BF16 activations, batch rows of x_stride elements (>= w.cols)
+  int64_t x_stride = 0;
+  int batch = 1;                // 1..kMaxGemvBatch
+  float* y = nullptr;           // FP32 outputs, indexed by absolute row i (not i - row_begin)
+  int64_t y_stride = 0;         // >= w.rows
+  const float* out_scale = nullptr;  // [batch] factor per batch row, or nullptr for 1
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+};
+
+// Dispatches to best_isa(). Preconditions (checked by validate(), not here: hot path):
+// 1 <= batch <= 8, 0 <= row_begin <= row_end <= rows, strides as above, no aliasing of x and y.
+void fp8_gemv(const Fp8GemvParams& p);
+// One named variant; the caller guarantees isa_supported(isa).
+void fp8_gemv(Isa isa, const Fp8GemvParams& p);
+// Throws hymoe::Error (kInvalidArgument) naming the bad field.
+void validate(const Fp8GemvParams& p);
+
+// Plain reference: every weight through fp8_e4m3_to_float * scale, double accumulation.
+void fp8_gemv_reference(const Fp8GemvParams& p);
+
+// Decodes n FP8 codes to BF16 bits with a variant's in-register decode (exact for every code,
+// subnormals included; NaN codes give a BF16 NaN). For tests of the decode itself.
+void fp8_to_bf16(Isa isa, const uint8_t* src, uint16_t* dst, size_t n);
+
+}  // namespace hymoe::kernels

@@ -1,0 +1,95 @@
+// Internal, for TUs compiled with AVX512-BF16: the pieces of the FP8 GEMM shared by the
+// AVX512-BF16 and AMX implementations.
+//
+// Panel: a 32-row x 128-column FP8 block of W (one K block, n0 % 32 == 0 so one scale row)
+// decoded to BF16 in VNNI order: panel[kp * 32 + n] holds W[n0+n][k0+2kp .. k0+2kp+1] as one
+// 32-bit pair. That is the B operand layout of both vdpbf16ps (16 n per ZMM) and AMX tdpbf16ps.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "fp8_decode_avx512.h"
+#include "hymoe/kernels/fp8_gemm.h"
+
+namespace hymoe::kernels::detail {
+
+inline constexpr int kGemmPanelN = 32;
+inline constexpr int kGemmPanelPairs = 64;  // 128 K values
+inline constexpr int64_t kGemmChunkM = 256;  // rows of X/C kept hot while a panel is reused
+
+// Decodes W[n0 .. n0+32) x [k0, k1) into `panel`; rows past N and pairs past k1 are zero.
+inline void pack_panel(const Fp8Matrix& w, int64_t n0, int64_t k0, int64_t k1,
+                       const Fp8Bf16Decoder& dec, uint32_t* panel) {
+  const int64_t rows = std::min<int64_t>(kGemmPanelN, w.rows - n0);
+  const int64_t len = k1 - k0;
+  std::fill(panel, panel + kGemmPanelPairs * kGemmPanelN, 0u);
+  alignas(64) uint32_t row[kGemmPanelPairs];
+  for (int64_t n = 0; n < rows; ++n) {
+    const uint8_t* src = w.data + (n0 + n) * w.cols + k0;
+    for (int64_t k = 0; k < len; k += 32) {
+      const __mmask32 m = k + 32 <= len ? ~__mmask32{0} : _cvtu32_mask32((1u << (len - k)) - 1u);
+      _mm512_store_si512(row + k / 2, dec(_mm256_maskz_loadu_epi8(m, src + k)));
+    }
+    for (int64_t kp = 0; kp < (len + 1) / 2; ++kp) panel[kp * kGemmPanelN + n] = row[kp];
+  }
+}
+
+// C[m0 .. m0+MR)[n0 .. n0+32) (+)= scale * X[m][k0..k1) . panel, for `ncols` <= 32 valid columns.
+// first: store instead of accumulate (the first K block). Requires (k1 - k0) even.
+template <int MR>
+inline void microkernel(const Fp8GemmParams& p, const uint32_t* panel, int64_t m0, int64_t n0,
+                        int64_t k0, int64_t k1, int64_t ncols, float scale, bool first) {
+  __m512 acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const int64_t pairs = (k1 - k0) / 2;
+  const uint16_t* xrow = p.x + m0 * p.x_stride + k0;
+  for (int64_t kp = 0; kp < pairs; ++kp) {
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(panel + kp * kGemmPanelN);
+    const __m512bh b1 = (__m512bh)_mm512_load_si512(panel + kp * kGemmPanelN + 16);
+    for (int i = 0; i < MR; ++i) {
+      int32_t pair;
+      __builtin_memcpy(&pair, xrow + i * p.x_stride + 2 * kp, sizeof(pair));
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], a, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
+    }
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+  const __mmask16 m0k = ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1u);
+  const __mmask16 m1k = ncols >= 32 ? __mmask16(0xFFFF)
+                        : ncols <= 16 ? __mmask16(0)
+                                      : __mmask16((1u << (ncols - 16)) - 1u);
+  for (int i = 0; i < MR; ++i) {
+    float* c = p.c + (m0 + i) * p.c_stride + n0;
+    __m512 v0 = _mm512_mul_ps(acc[i][0], s), v1 = _mm512_mul_ps(acc[i][1], s);
+    if (!first) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0k, c));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1k, c + 16));
+    }
+    _mm512_mask_storeu_ps(c, m0k, v0);
+    _mm512_mask_storeu_ps(c + 16, m1k, v1);
+  }
+}
+
+// Rows [m_begin, m_end) of one panel with the 8-row micro-kernel and a tail.
+inline void panel_rows_avx512bf16(const Fp8GemmParams& p, const uint32_t* panel, int64_t m_begin,
+                                  int64_t m_end, int64_t n0, int64_t k0, int64_t k1,
+                                  int64_t ncols, float scale, bool first) {
+  int64_t m = m_begin;
+  for (; m + 8 <= m_end; m += 8) microkernel<8>(p, panel, m, n0, k0, k1, ncols, scale, first);
+  switch (m_end - m) {
+    case 7: return microkernel<7>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 6: return microkernel<6>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 5: return microkernel<5>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 4: return microkernel<4>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 3: return microkernel<3>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 2: return microkernel<2>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    case 1: return microkernel<1>(p, panel, m, n0, k0, k1, ncols, scale, first);
+    default: return;
+  }
+}
+
+}  // namespace hymoe::kernels::detail

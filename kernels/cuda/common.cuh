@@ -1,0 +1,92 @@
+// Device helpers shared by the kernels: BF16/FP8 conversions, 16-byte vectors, warp and block
+// reductions. Header-only device code; every kernel .cuh includes it.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kWarpSize = 32;
+
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+// Round-to-nearest-even, NaN preserved (same as hymoe::float_to_bf16 on the host).
+__device__ __forceinline__ uint16_t float_to_bf16_bits(float x) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+__device__ __forceinline__ float round_bf16(float x) {
+  return bf16_bits_to_float(float_to_bf16_bits(x));
+}
+
+// FP8 E4M3FN code -> float, exact (subnormals included) via the hardware half conversion.
+__device__ __forceinline__ float fp8_bits_to_float(uint8_t code) {
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3);
+  return __half2float(__half(h));
+}
+
+// Two FP8 codes (low byte first) -> two floats.
+__device__ __forceinline__ float2 fp8x2_bits_to_float2(uint16_t codes) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes), __NV_E4M3);
+  return __half22float2(__half2(h));
+}
+
+// float -> FP8 E4M3FN, round-to-nearest-even, saturating to +-448 (NaN stays NaN).
+__device__ __forceinline__ uint8_t float_to_fp8_bits(float x) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum over the block; every thread gets the result. `scratch` holds >= 32 floats of shared memory.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+// Eight BF16 values in one 16-byte load/store.
+struct alignas(16) Bf16x8 {
+  uint16_t v[8];
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+}  // namespace hymoe::gpu::kernels

@@ -1,0 +1,42 @@
+// Entry points of the FP8 kernels: shape checks, then the typed launchers.
+#include <cstdint>
+
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "kernel_launch.h"
+
+namespace hymoe::gpu {
+
+void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.cols >= 1 && p.x_stride >= p.cols && p.out_stride >= p.cols &&
+                  p.scale_ld >= p.tokens,
+              kInvalidArgument, "fp8 quantise: bad shape tokens={} cols={} strides={},{},{}",
+              p.tokens, p.cols, p.x_stride, p.out_stride, p.scale_ld);
+  HYMOE_CHECK(p.x && p.out && p.scales, kInvalidArgument, "fp8 quantise: null pointer");
+  if (p.tokens == 0) return;
+  const int64_t col_blocks = (p.cols + kFp8BlockSize - 1) / kFp8BlockSize;
+  HYMOE_CHECK(p.tokens * col_blocks / 8 < 0x7fffffff, kInvalidArgument,
+              "fp8 quantise: {} tokens too many for one launch", p.tokens);
+  const bool vec = p.cols % 128 == 0 && p.x_stride % 4 == 0 && p.out_stride % 4 == 0 &&
+                   (reinterpret_cast<uintptr_t>(p.x) & 7u) == 0 &&
+                   (reinterpret_cast<uintptr_t>(p.out) & 3u) == 0;
+  HYMOE_CUDA_CHECK(launch::quantize_fp8(p, vec, stream));
+}
+
+void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 1 && p.tokens <= kGemvMaxTokens, kInvalidArgument,
+              "fp8 gemv: {} tokens (1..{})", p.tokens, kGemvMaxTokens);
+  HYMOE_CHECK(p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.ldw >= p.k && p.ldw % 16 == 0 &&
+                  p.ldx >= p.k && p.ldx % 8 == 0 && p.ldy >= p.n &&
+                  p.scale_ld >= (p.k + 127) / 128,
+              kInvalidArgument, "fp8 gemv: bad shape n={} k={} ldw={} ldx={} ldy={} scale_ld={}",
+              p.n, p.k, p.ldw, p.ldx, p.ldy, p.scale_ld);
+  HYMOE_CHECK(p.w && p.w_scales && p.x && p.y, kInvalidArgument, "fp8 gemv: null pointer");
+  HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.w) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.x) & 15u) == 0,
+              kInvalidArgument, "fp8 gemv: weight and activations must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::fp8_gemv(p, stream));
+}
+
+}  // namespace hymoe::gpu

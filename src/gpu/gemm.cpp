@@ -1,0 +1,145 @@
+// cuBLASLt GEMM plans. Row-major D = A * B^T is the column-major D^T = B^T(op T) * A^T(op N):
+// cuBLASLt's "A" is our B (the weight) and its "B" is our A (the activations). That is the TN
+// form Hopper's FP8 kernels require.
+#include "hymoe/gpu/gemm.h"
+
+#include <utility>
+
+#include "hymoe/gpu/cuda_check.h"
+
+namespace hymoe::gpu {
+
+const char* gemm_kind_name(GemmKind kind) {
+  switch (kind) {
+    case GemmKind::kBf16: return "bf16";
+    case GemmKind::kFp8TensorScale: return "fp8-tensor-scale";
+    case GemmKind::kFp8BlockScale: return "fp8-block-scale";
+  }
+  return "unknown";
+}
+
+struct GemmPlan::Impl {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t lt_a = nullptr;  // cuBLASLt A = our B (weight), k x n column-major
+  cublasLtMatrixLayout_t lt_b = nullptr;  // cuBLASLt B = our A (activations), k x m column-major
+  cublasLtMatrixLayout_t lt_d = nullptr;  // n x m column-major = D row-major [m, n]
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  bool found = false;
+
+  ~Impl() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (lt_d) cublasLtMatrixLayoutDestroy(lt_d);
+    if (lt_b) cublasLtMatrixLayoutDestroy(lt_b);
+    if (lt_a) cublasLtMatrixLayoutDestroy(lt_a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+
+  void build(const CublasLt& lt, GemmKind kind, const GemmShape& s) {
+    const bool fp8 = kind != GemmKind::kBf16;
+    const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                                      sizeof(trans_a)));
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                                      sizeof(trans_b)));
+    if (kind == GemmKind::kFp8BlockScale) {
+      const cublasLtMatmulMatrixScale_t weight_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      const cublasLtMatmulMatrixScale_t act_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                        &weight_mode, sizeof(weight_mode)));
+      HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                        &act_mode, sizeof(act_mode)));
+    }
+    if (fp8) {
+      // Placeholder scale pointers for the heuristic query; run() sets the real ones.
+      const void* dummy = lt.workspace();
+      HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                        &dummy, sizeof(dummy)));
+      HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                        &dummy, sizeof(dummy)));
+    }
+    HYMOE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt_a, in_type, s.k, s.n, s.ldb));
+    HYMOE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt_b, in_type, s.k, s.m, s.lda));
+    HYMOE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt_d, CUDA_R_16BF, s.n, s.m, s.ldd));
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t workspace = lt.workspace_bytes();
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        lt.get(), op, lt_a, lt_b, lt_d, lt_d, pref, 1, &heuristic, &returned);
+    found = status == CUBLAS_STATUS_SUCCESS && returned > 0;
+  }
+};
+
+namespace {
+
+void check_shape(GemmKind kind, const GemmShape& s) {
+  HYMOE_CHECK(s.m >= 1 && s.n >= 1 && s.k >= 1 && s.lda >= s.k && s.ldb >= s.k && s.ldd >= s.n,
+              kInvalidArgument, "gemm {}: bad shape m={} n={} k={} lda={} ldb={} ldd={}",
+              gemm_kind_name(kind), s.m, s.n, s.k, s.lda, s.ldb, s.ldd);
+  if (kind != GemmKind::kBf16) {
+    HYMOE_CHECK(s.k % 16 == 0 && s.lda % 16 == 0 && s.ldb % 16 == 0, kInvalidArgument,
+                "gemm {}: FP8 needs k, lda, ldb multiples of 16 (k={} lda={} ldb={})",
+                gemm_kind_name(kind), s.k, s.lda, s.ldb);
+  }
+}
+
+}  // namespace
+
+GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape)
+    : lt_(&lt), kind_(kind), shape_(shape) {
+  check_shape(kind, shape);
+  impl_ = new Impl;
+  try {
+    impl_->build(lt, kind, shape);
+    int device = 0;
+    cudaDeviceProp prop{};
+    HYMOE_CUDA_CHECK(cudaGetDevice(&device));
+    HYMOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    HYMOE_CHECK(impl_->found, kUnsupported,
+                "cuBLASLt has no {} GEMM algorithm for m={} n={} k={} on {} (sm_{}{})",
+                gemm_kind_name(kind), shape.m, shape.n, shape.k, prop.name, prop.major,
+                prop.minor);
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+GemmPlan::~GemmPlan() { delete impl_; }
+
+GemmPlan::GemmPlan(GemmPlan&& other) noexcept
+    : lt_(other.lt_), kind_(other.kind_), shape_(other.shape_),
+      impl_(std::exchange(other.impl_, nullptr)) {}
+
+bool GemmPlan::supported(const CublasLt& lt, GemmKind kind, const GemmShape& shape) {
+  check_shape(kind, shape);
+  Impl impl;
+  impl.build(lt, kind, shape);
+  return impl.found;
+}
+
+void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
+  HYMOE_CHECK(impl_ && ops.a && ops.b && ops.d, kInvalidArgument, "gemm: null operand");
+  if (kind_ != GemmKind::kBf16) {
+    HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
+                gemm_kind_name(kind_));
+    // cuBLASLt's A is our weight B, its B our activations A.
+    const float* weight_scale = ops.b_scale;
+    const float* act_scale = ops.a_scale;
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        impl_->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &weight_scale, sizeof(weight_scale)));
+    HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        impl_->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &act_scale, sizeof(act_scale)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  HYMOE_CUBLAS_CHECK(cublasLtMatmul(lt_->get(), impl_->op, &alpha, ops.b, impl_->lt_a, ops.a,
+                                    impl_->lt_b, &beta, ops.d, impl_->lt_d, ops.d, impl_->lt_d,
+                                    &impl_->heuristic.algo, lt_->workspace(),
+                                    lt_->workspace_bytes(), stream));
+}
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,28 @@
+// Typed launchers of the kernels in kernels/cuda/ (defined in the .cu files of this folder).
+// They only configure and launch; the public entry points (the .cpp files) check shapes first and
+// turn the returned cudaGetLastError() into hymoe::Error. Kept apart because nvcc's front end
+// cannot compile fmt's compile-time format strings (HYMOE_CHECK) in .cu files.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "hymoe/gpu/activation.h"
+#include "hymoe/gpu/embedding.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/norm.h"
+#include "hymoe/gpu/rope.h"
+#include "hymoe/gpu/router.h"
+
+namespace hymoe::gpu::launch {
+
+// vec: the 16-byte path (caller checked sizes and alignment).
+cudaError_t rmsnorm(const RmsNormParams& p, bool vec, int threads, cudaStream_t stream);
+cudaError_t silu_mul(const SiluMulParams& p, bool vec, cudaStream_t stream);
+cudaError_t embedding_gather(const EmbeddingParams& p, bool vec, int threads, cudaStream_t stream);
+cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
+cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
+cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
+cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu::launch

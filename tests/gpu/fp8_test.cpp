@@ -1,0 +1,208 @@
+// FP8 kernels against scalar references: the activation quantiser (bit-exact), the cuBLASLt GEMMs
+// (BF16, per-tensor FP8, DeepSeek block-scaled FP8) and the FP8 GEMV for 1..8 tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpu_test_util.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/gemm.h"
+
+namespace hymoe::gpu {
+namespace {
+
+using test::make_rng;
+
+struct QuantShape {
+  int tokens, cols;
+  int64_t x_stride, out_stride, scale_ld;
+};
+
+// Scalar quantiser: the definition the kernel must reproduce bit for bit.
+void reference_quant(const std::vector<Bf16>& x, const QuantShape& s, std::vector<uint8_t>& q,
+                     std::vector<float>& scales) {
+  const int blocks = (s.cols + 127) / 128;
+  q.assign(s.tokens * s.out_stride, 0xFF);
+  scales.assign(blocks * s.scale_ld, std::bit_cast<float>(0xFFFFFFFFu));
+  for (int t = 0; t < s.tokens; ++t) {
+    for (int b = 0; b < blocks; ++b) {
+      float amax = 0.0f;
+      for (int c = b * 128; c < std::min(s.cols, b * 128 + 128); ++c)
+        amax = std::max(amax, std::fabs(x[t * s.x_stride + c].to_float()));
+      const float scale = amax > 0.0f ? amax / 448.0f : 1.0f;
+      scales[b * s.scale_ld + t] = scale;
+      for (int c = b * 128; c < std::min(s.cols, b * 128 + 128); ++c)
+        q[t * s.out_stride + c] = float_to_fp8_e4m3(x[t * s.x_stride + c].to_float() / scale);
+    }
+  }
+}
+
+class QuantTest : public ::testing::TestWithParam<QuantShape> {};
+
+TEST_P(QuantTest, BitExact) {
+  HYMOE_REQUIRE_GPU();
+  const QuantShape s = GetParam();
+  auto rng = make_rng();
+  Stream stream;
+  auto x = test::random_bf16(s.tokens * s.x_stride, rng, 3.0f);
+  if (s.tokens > 1)  // an all-zero block takes the scale-1 path
+    for (int c = 0; c < std::min(128, s.cols); ++c) x[s.x_stride + c] = Bf16{0};
+  const int blocks = (s.cols + 127) / 128;
+  auto dx = test::to_device(x, stream);
+  auto dq = test::poisoned<uint8_t>(s.tokens * s.out_stride, stream);
+  auto ds = test::poisoned<float>(blocks * s.scale_ld, stream);
+  quantize_fp8_per_token_block({dx.as<Bf16>(), dq.as<Fp8E4M3>(), ds.as<float>(), s.tokens, s.cols,
+                                s.x_stride, s.out_stride, s.scale_ld},
+                               stream);
+  const auto q = test::to_host<uint8_t>(dq, s.tokens * s.out_stride, stream);
+  const auto scales = test::to_host<uint32_t>(ds, blocks * s.scale_ld, stream);
+  std::vector<uint8_t> rq;
+  std::vector<float> rs;
+  reference_quant(x, s, rq, rs);
+  int bad_q = 0, bad_s = 0;
+  for (size_t i = 0; i < q.size(); ++i) bad_q += q[i] != rq[i];
+  for (size_t i = 0; i < scales.size(); ++i) bad_s += scales[i] != std::bit_cast<uint32_t>(rs[i]);
+  EXPECT_EQ(bad_q, 0) << "codes differ (gaps must stay 0xFF)";
+  EXPECT_EQ(bad_s, 0) << "scales differ (unused slots must stay poisoned)";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantTest,
+                         ::testing::Values(QuantShape{1, 7168, 7168, 7168, 1},
+                                           QuantShape{33, 1536, 1536, 1536, 40},
+                                           QuantShape{5, 200, 203, 210, 5},     // ragged
+                                           QuantShape{3, 512, 576, 528, 8}));  // strided
+
+// ---- GEMMs through cuBLASLt ------------------------------------------------------------------
+
+struct GemmCase {
+  GemmKind kind;
+  int m, n, k;
+};
+
+class GemmTest : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmTest, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  const GemmCase c = GetParam();
+  auto rng = make_rng();
+  Stream stream;
+  CublasLt lt;
+  GemmShape shape{c.m, c.n, c.k, c.k, c.k, c.n};
+  const DeviceInfo info = query_device(0);
+  if (!GemmPlan::supported(lt, c.kind, shape)) {
+    // Block scaling exists on Hopper; elsewhere say so and skip.
+    ASSERT_NE(info.sm(), 90) << gemm_kind_name(c.kind) << " unsupported on sm_90";
+    GTEST_SKIP() << gemm_kind_name(c.kind) << " not supported by cuBLASLt on sm_" << info.sm();
+  }
+  GemmPlan plan(lt, c.kind, shape);
+  const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
+  const int64_t wld = block_scale_ld(c.k);
+  std::vector<double> a_val(size_t(c.m) * c.k), b_val(size_t(c.n) * c.k);
+  DeviceBuffer da, db, dsa, dsb;
+  if (c.kind == GemmKind::kBf16) {
+    const auto a = test::random_bf16(a_val.size(), rng), b = test::random_bf16(b_val.size(), rng);
+    for (size_t i = 0; i < a.size(); ++i) a_val[i] = a[i].to_float();
+    for (size_t i = 0; i < b.size(); ++i) b_val[i] = b[i].to_float();
+    da = test::to_device(a, stream);
+    db = test::to_device(b, stream);
+  } else {
+    const auto a = test::random_fp8(a_val.size(), rng), b = test::random_fp8(b_val.size(), rng);
+    std::vector<float> sa, sb;
+    if (c.kind == GemmKind::kFp8TensorScale) {
+      sa = test::random_f32(1, rng, 0.5f, 2.0f);
+      sb = test::random_f32(1, rng, 0.5f, 2.0f);
+    } else {
+      sa = test::random_f32(size_t(kb) * c.m, rng, 0.001f, 0.01f);   // [kb][m]
+      sb = test::random_f32(size_t(nb) * wld, rng, 0.0005f, 0.004f);  // [nb][wld]
+    }
+    for (int i = 0; i < c.m; ++i)
+      for (int j = 0; j < c.k; ++j)
+        a_val[size_t(i) * c.k + j] = double{a[size_t(i) * c.k + j].to_float()} *
+                                     (sa.size() == 1 ? sa[0] : sa[size_t(j / 128) * c.m + i]);
+    for (int i = 0; i < c.n; ++i)
+      for (int j = 0; j < c.k; ++j)
+        b_val[size_t(i) * c.k + j] = double{b[size_t(i) * c.k + j].to_float()} *
+                                     (sb.size() == 1 ? sb[0] : sb[size_t(i / 128) * wld + j / 128]);
+    da = test::to_device(a, stream);
+    db = test::to_device(b, stream);
+    dsa = test::to_device(sa, stream);
+    dsb = test::to_device(sb, stream);
+  }
+  auto dd = test::poisoned<Bf16>(size_t(c.m) * c.n, stream);
+  plan.run({da.data(), dsa.as<float>(), db.data(), dsb.as<float>(), dd.as<Bf16>()}, stream);
+  const auto d = test::to_float(test::to_host<Bf16>(dd, size_t(c.m) * c.n, stream));
+  std::vector<double> ref(d.size());
+  for (int i = 0; i < c.m; ++i)
+    for (int j = 0; j < c.n; ++j) {
+      double acc = 0.0;
+      for (int l = 0; l < c.k; ++l) acc += a_val[size_t(i) * c.k + l] * b_val[size_t(j) * c.k + l];
+      ref[size_t(i) * c.n + j] = acc;
+    }
+  // FP32 accumulation, one BF16 rounding of the output (2^-9 relative RMS): 5e-3 is generous.
+  EXPECT_LT(test::normalized_error(d, ref), 5e-3) << gemm_kind_name(c.kind);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GemmTest,
+    ::testing::Values(GemmCase{GemmKind::kBf16, 64, 320, 640},
+                      GemmCase{GemmKind::kFp8TensorScale, 64, 320, 640},
+                      GemmCase{GemmKind::kFp8BlockScale, 64, 256, 512},
+                      GemmCase{GemmKind::kFp8BlockScale, 200, 320, 640},   // ragged n, padded ld
+                      GemmCase{GemmKind::kFp8BlockScale, 128, 512, 7168}));
+
+// ---- FP8 GEMV --------------------------------------------------------------------------------
+
+struct GemvCase {
+  int tokens, n, k;
+};
+
+class GemvTest : public ::testing::TestWithParam<GemvCase> {};
+
+TEST_P(GemvTest, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  const GemvCase c = GetParam();
+  auto rng = make_rng();
+  Stream stream;
+  const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
+  const auto w = test::random_fp8(size_t(c.n) * c.k, rng);
+  const auto s = test::random_f32(size_t(nb) * kb, rng, 0.0005f, 0.004f);
+  const auto x = test::random_bf16(size_t(c.tokens) * c.k, rng);
+  auto dw = test::to_device(w, stream);
+  auto ds = test::to_device(s, stream);
+  auto dx = test::to_device(x, stream);
+  auto dy = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
+  fp8_gemv({dw.as<Fp8E4M3>(), ds.as<float>(), dx.as<Bf16>(), dy.as<Bf16>(), c.tokens, c.n, c.k,
+            c.k, kb, c.k, c.n},
+           stream);
+  const auto y = test::to_float(test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream));
+  std::vector<double> ref(y.size());
+  for (int t = 0; t < c.tokens; ++t)
+    for (int i = 0; i < c.n; ++i) {
+      double acc = 0.0;
+      for (int j = 0; j < c.k; ++j)
+        acc += double{w[size_t(i) * c.k + j].to_float()} * s[size_t(i / 128) * kb + j / 128] *
+               x[size_t(t) * c.k + j].to_float();
+      ref[size_t(t) * c.n + i] = acc;
+    }
+  EXPECT_LT(test::normalized_error(y, ref), 5e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
+                         ::testing::Values(GemvCase{1, 1000, 1536}, GemvCase{3, 129, 7168},
+                                           GemvCase{8, 300, 2048}, GemvCase{5, 7, 16},
+                                           GemvCase{2, 2048, 512}));
+
+TEST(GpuHost, GemvRejectsBadShapes) {
+  Fp8GemvParams p;
+  p.tokens = 9;
+  EXPECT_THROW(fp8_gemv(p, nullptr), Error);
+  p.tokens = 1;
+  p.n = 10;
+  p.k = 100;  // not a multiple of 16
+  EXPECT_THROW(fp8_gemv(p, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace hymoe::gpu
