@@ -1,0 +1,75 @@
+#include "bench_fill.h"
+
+#include <cuda_bf16.h>
+
+namespace hymoe::gpu::bench {
+namespace {
+
+__device__ __forceinline__ uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+__device__ __forceinline__ float unit(uint64_t h) {  // [0, 1)
+  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+__global__ void fill_fp8_kernel(uint8_t* dst, size_t count, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * blockDim.x) {
+    uint8_t code = static_cast<uint8_t>(mix(seed ^ (i * 0x9e3779b97f4a7c15ull)));
+    if ((code & 0x7F) == 0x7F) code ^= 0x01;
+    dst[i] = code;
+  }
+}
+
+__global__ void fill_bf16_kernel(uint16_t* dst, size_t count, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * blockDim.x) {
+    const float v = unit(mix(seed ^ (i * 0x9e3779b97f4a7c15ull))) * 2.0f - 1.0f;
+    dst[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+}
+
+__global__ void fill_f32_kernel(float* dst, size_t count, float lo, float hi, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * blockDim.x)
+    dst[i] = lo + (hi - lo) * unit(mix(seed ^ (i * 0x9e3779b97f4a7c15ull)));
+}
+
+__global__ void fill_i32_kernel(int32_t* dst, size_t count, int32_t bound, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * blockDim.x)
+    dst[i] = static_cast<int32_t>(mix(seed ^ (i * 0x9e3779b97f4a7c15ull)) % uint64_t(bound));
+}
+
+constexpr int kBlocks = 4096, kThreads = 256;
+
+}  // namespace
+
+cudaError_t fill_fp8(void* dst, size_t count, uint64_t seed, cudaStream_t stream) {
+  fill_fp8_kernel<<<kBlocks, kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), count, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t fill_bf16(void* dst, size_t count, uint64_t seed, cudaStream_t stream) {
+  fill_bf16_kernel<<<kBlocks, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), count, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t fill_f32(float* dst, size_t count, float lo, float hi, uint64_t seed,
+                     cudaStream_t stream) {
+  fill_f32_kernel<<<kBlocks, kThreads, 0, stream>>>(dst, count, lo, hi, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t fill_i32(int32_t* dst, size_t count, int32_t bound, uint64_t seed, cudaStream_t stream) {
+  fill_i32_kernel<<<kBlocks, kThreads, 0, stream>>>(dst, count, bound, seed);
+  return cudaGetLastError();
+}
+
+}  // namespace hymoe::gpu::bench

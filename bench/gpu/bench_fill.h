@@ -1,0 +1,22 @@
+// Device-side random fills for the benchmarks (gigabytes of inputs; generating them on the host
+// would dominate the run). Counter-based hash, so every call with a new seed gives new data.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hymoe::gpu::bench {
+
+// FP8 E4M3 codes of every finite value (0x7F/0xFF NaN codes remapped).
+cudaError_t fill_fp8(void* dst, size_t count, uint64_t seed, cudaStream_t stream);
+// BF16 values uniform in [-1, 1).
+cudaError_t fill_bf16(void* dst, size_t count, uint64_t seed, cudaStream_t stream);
+// F32 values uniform in [lo, hi).
+cudaError_t fill_f32(float* dst, size_t count, float lo, float hi, uint64_t seed,
+                     cudaStream_t stream);
+// int32 values uniform in [0, bound).
+cudaError_t fill_i32(int32_t* dst, size_t count, int32_t bound, uint64_t seed, cudaStream_t stream);
+
+}  // namespace hymoe::gpu::bench

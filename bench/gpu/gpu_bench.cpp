@@ -1,0 +1,338 @@
+// hymoe-bench-gpu [--out FILE] [--max-tokens N]
+// Measures the GPU's ceilings (device-to-device copy bandwidth, cuBLASLt BF16 GEMM and FP8 GEMM
+// with per-tensor scales at large square sizes) and then every kernel of the library against the
+// ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
+// launches after a warm-up, median of 5 batches. Inputs are random (device-side hash fill, never
+// zeros); inputs larger than L2 or rotated among copies so that repeats do not run from cache.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_fill.h"
+#include "hymoe/gpu/activation.h"
+#include "hymoe/gpu/buffer.h"
+#include "hymoe/gpu/cublaslt.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/device.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/norm.h"
+#include "hymoe/gpu/rope.h"
+#include "hymoe/gpu/router.h"
+#include "hymoe/gpu/stream.h"
+
+namespace hymoe::gpu {
+namespace {
+
+struct Record {
+  std::string name;
+  double value = 0.0;
+  std::string unit;
+  double ceiling = 0.0;  // 0: this record is itself a ceiling
+  std::string ceiling_name;
+};
+
+class Bench {
+ public:
+  // Median milliseconds of one call of `enqueue` (which launches work on stream()).
+  double time_ms(const std::function<void()>& enqueue) {
+    enqueue();  // warm-up (module load, heuristics)
+    Event a, b;
+    a.record(stream_);
+    enqueue();
+    b.record(stream_);
+    b.synchronize();
+    const double once = std::max(1e-3, double{Event::elapsed_ms(a, b)});
+    const int reps = std::clamp(static_cast<int>(20.0 / once), 1, 200);  // ~20 ms per batch
+    std::vector<double> per_call;
+    for (int batch = 0; batch < 5; ++batch) {
+      a.record(stream_);
+      for (int r = 0; r < reps; ++r) enqueue();
+      b.record(stream_);
+      b.synchronize();
+      per_call.push_back(Event::elapsed_ms(a, b) / reps);
+    }
+    std::sort(per_call.begin(), per_call.end());
+    return per_call[per_call.size() / 2];
+  }
+
+  void add(Record r) {
+    const double ratio = r.ceiling > 0 ? r.value / r.ceiling : 0.0;
+    std::printf("%-52s %10.1f %-8s", r.name.c_str(), r.value, r.unit.c_str());
+    if (r.ceiling > 0) std::printf(" %5.1f%% of %s", 100.0 * ratio, r.ceiling_name.c_str());
+    std::printf("\n");
+    std::fflush(stdout);
+    records_.push_back(std::move(r));
+  }
+
+  nlohmann::json json() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Record& r : records_) {
+      nlohmann::json j = {{"name", r.name}, {"value", r.value}, {"unit", r.unit}};
+      if (r.ceiling > 0) {
+        j["ceiling"] = r.ceiling;
+        j["ceiling_name"] = r.ceiling_name;
+        j["ratio"] = r.value / r.ceiling;
+      } else {
+        j["ceiling"] = nullptr;
+        j["ratio"] = nullptr;
+      }
+      out.push_back(j);
+    }
+    return out;
+  }
+
+  cudaStream_t stream() const { return stream_.get(); }
+
+ private:
+  Stream stream_;
+  std::vector<Record> records_;
+};
+
+uint64_t g_seed = 0x1234567;
+uint64_t next_seed() { return g_seed += 0x9e3779b97f4a7c15ull; }
+
+DeviceBuffer random_fp8(size_t count, cudaStream_t s) {
+  DeviceBuffer b(count);
+  HYMOE_CUDA_CHECK(bench::fill_fp8(b.data(), count, next_seed(), s));
+  return b;
+}
+DeviceBuffer random_bf16(size_t count, cudaStream_t s) {
+  DeviceBuffer b(count * 2);
+  HYMOE_CUDA_CHECK(bench::fill_bf16(b.data(), count, next_seed(), s));
+  return b;
+}
+DeviceBuffer random_f32(size_t count, float lo, float hi, cudaStream_t s) {
+  DeviceBuffer b(count * 4);
+  HYMOE_CUDA_CHECK(bench::fill_f32(b.as<float>(), count, lo, hi, next_seed(), s));
+  return b;
+}
+
+struct Ceilings {
+  double copy_gbs = 0, bf16_tflops = 0, fp8_tflops = 0;
+};
+
+Ceilings measure_ceilings(Bench& bench, const CublasLt& lt) {
+  Ceilings c;
+  cudaStream_t s = bench.stream();
+  {
+    const size_t bytes = size_t{2} << 30;
+    DeviceBuffer src = random_fp8(bytes, s), dst(bytes);
+    const double ms = bench.time_ms([&] {
+      HYMOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
+    });
+    c.copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;  // bytes read + bytes written
+    bench.add({"ceiling/d2d_copy_2GiB (read+write)", c.copy_gbs, "GB/s", 0, ""});
+  }
+  for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8TensorScale}) {
+    double best = 0.0;
+    for (int n : {8192, 16384}) {
+      const GemmShape shape{n, n, n, n, n, n};
+      const size_t elem = kind == GemmKind::kBf16 ? 2 : 1;
+      DeviceBuffer a = elem == 2 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
+      DeviceBuffer b = elem == 2 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
+      DeviceBuffer d(size_t(n) * n * 2);
+      DeviceBuffer scales = random_f32(2, 0.5f, 1.0f, s);
+      GemmPlan plan(lt, kind, shape);
+      const GemmOperands ops{a.data(), scales.as<float>(), b.data(), scales.as<float>() + 1,
+                             d.as<Bf16>()};
+      const double ms = bench.time_ms([&] { plan.run(ops, s); });
+      const double tflops = plan.flops() / (ms * 1e-3) / 1e12;
+      best = std::max(best, tflops);
+      bench.add({fmt::format("ceiling/cublaslt_{}_gemm_{}^3", gemm_kind_name(kind), n), tflops,
+                 "TFLOP/s", 0, ""});
+    }
+    (kind == GemmKind::kBf16 ? c.bf16_tflops : c.fp8_tflops) = best;
+  }
+  return c;
+}
+
+struct Linear {
+  const char* name;
+  int n, k;  // weight [n, k]
+};
+
+// The FP8 projections of a DeepSeek-V3 layer.
+constexpr Linear kLinears[] = {
+    {"q_a 1536x7168", 1536, 7168},       {"q_b 24576x1536", 24576, 1536},
+    {"kv_a 576x7168", 576, 7168},        {"o 7168x16384", 7168, 16384},
+    {"dense_gate 18432x7168", 18432, 7168}, {"dense_down 7168x18432", 7168, 18432},
+};
+
+void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_tokens) {
+  cudaStream_t s = bench.stream();
+  size_t max_a = 0, max_b = 0, max_d = 0, max_sb = 0;
+  for (const Linear& l : kLinears) {
+    max_a = std::max(max_a, size_t(max_tokens) * l.k);
+    max_b = std::max(max_b, size_t(l.n) * l.k);
+    max_d = std::max(max_d, size_t(max_tokens) * l.n);
+    max_sb = std::max(max_sb, size_t((l.n + 127) / 128) * block_scale_ld(l.k));
+  }
+  DeviceBuffer a = random_fp8(max_a, s), b = random_fp8(max_b, s), d(max_d * 2);
+  DeviceBuffer sa = random_f32(max_a / 128 + 1, 0.001f, 0.01f, s);
+  DeviceBuffer sb = random_f32(max_sb, 0.0005f, 0.004f, s);
+  for (int m = 4096; m <= max_tokens; m *= 4) {
+    for (const Linear& l : kLinears) {
+      const GemmShape shape{m, l.n, l.k, l.k, l.k, l.n};
+      const std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
+      try {
+        GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape);
+        const GemmOperands ops{a.data(), sa.as<float>(), b.data(), sb.as<float>(), d.as<Bf16>()};
+        const double ms = bench.time_ms([&] { plan.run(ops, s); });
+        bench.add({name, plan.flops() / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops,
+                   "fp8 tensor-scale gemm"});
+      } catch (const Error& e) {
+        std::printf("%-52s unsupported: %s\n", name.c_str(), e.message().c_str());
+      }
+    }
+  }
+}
+
+void bench_quant(Bench& bench, const Ceilings& c) {
+  cudaStream_t s = bench.stream();
+  const int tokens = 16384, cols = 7168;
+  DeviceBuffer x = random_bf16(size_t(tokens) * cols, s), q(size_t(tokens) * cols);
+  DeviceBuffer scales(size_t(tokens) * (cols / 128) * 4);
+  const Fp8QuantParams p{x.as<Bf16>(), q.as<Fp8E4M3>(), scales.as<float>(), tokens, cols,
+                         cols, cols, tokens};
+  const double ms = bench.time_ms([&] { quantize_fp8_per_token_block(p, s); });
+  const double bytes = double(tokens) * cols * 3 + scales.bytes();
+  bench.add({"fp8_quant 16384x7168", bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+}
+
+void bench_gemv(Bench& bench, const Ceilings& c) {
+  cudaStream_t s = bench.stream();
+  const Linear shapes[] = {{"7168x2048", 7168, 2048}, {"2048x7168", 2048, 7168},
+                           {"24576x1536", 24576, 1536}, {"7168x16384", 7168, 16384}};
+  for (const Linear& l : shapes) {
+    const size_t wbytes = size_t(l.n) * l.k;
+    const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128;
+    // Enough weight copies (>= 512 MB) that a repeat never finds its weight in L2.
+    const int copies = static_cast<int>(std::max<size_t>(1, (size_t{512} << 20) / wbytes));
+    DeviceBuffer w = random_fp8(wbytes * copies, s);
+    DeviceBuffer sc = random_f32(size_t(nb) * kb * copies, 0.0005f, 0.004f, s);
+    DeviceBuffer x = random_bf16(size_t(kGemvMaxTokens) * l.k, s);
+    DeviceBuffer y(size_t(kGemvMaxTokens) * l.n * 2);
+    for (int tokens : {1, 2, 4, 8}) {
+      int next = 0;
+      const double ms = bench.time_ms([&] {
+        const int i = next++ % copies;
+        fp8_gemv({w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
+                  x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n},
+                 s);
+      });
+      const double bytes = double(wbytes) + nb * kb * 4.0;
+      bench.add({fmt::format("fp8_gemv/{} tokens={}", l.name, tokens), bytes / (ms * 1e-3) / 1e9,
+                 "GB/s", c.copy_gbs, "d2d copy"});
+    }
+  }
+}
+
+void bench_rowwise(Bench& bench, const Ceilings& c) {
+  cudaStream_t s = bench.stream();
+  const int tokens = 16384;
+  {
+    const int cols = 7168;
+    DeviceBuffer x = random_bf16(size_t(tokens) * cols, s), w = random_bf16(cols, s);
+    DeviceBuffer out(size_t(tokens) * cols * 2);
+    const RmsNormParams p{x.as<Bf16>(), w.as<Bf16>(), out.as<Bf16>(), tokens, cols, cols, cols,
+                          1e-6f};
+    const double ms = bench.time_ms([&] { rmsnorm(p, s); });
+    bench.add({"rmsnorm 16384x7168", 4.0 * tokens * cols / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs,
+               "d2d copy"});
+  }
+  {
+    const int cols = 2048 * 8;  // a token's 8 routed experts' intermediate, or 16K columns
+    DeviceBuffer x = random_bf16(size_t(tokens) * cols * 2, s);
+    DeviceBuffer out(size_t(tokens) * cols * 2);
+    const SiluMulParams p{x.as<Bf16>(), out.as<Bf16>(), tokens, cols, 2 * int64_t{cols}, cols};
+    const double ms = bench.time_ms([&] { silu_mul(p, s); });
+    bench.add({"silu_mul 16384x16384", 6.0 * tokens * cols / (ms * 1e-3) / 1e9, "GB/s",
+               c.copy_gbs, "d2d copy"});
+  }
+  {
+    const int heads = 128;
+    DeviceBuffer q = random_bf16(size_t(tokens) * heads * 192, s);
+    DeviceBuffer pos(size_t(tokens) * 4);
+    HYMOE_CUDA_CHECK(bench::fill_i32(pos.as<int32_t>(), tokens, 65536, next_seed(), s));
+    RopeParams p;
+    p.x = q.as<Bf16>() + 128;
+    p.positions = pos.as<int32_t>();
+    p.tokens = tokens;
+    p.heads = heads;
+    p.token_stride = heads * 192;
+    p.head_stride = 192;
+    p.table = make_yarn_table(YarnConfig{}, 64);
+    const double ms = bench.time_ms([&] { rope_yarn(p, s); });
+    bench.add({"rope_yarn q_pe 16384x128 heads", 2.0 * 2 * tokens * heads * 64 / (ms * 1e-3) / 1e9,
+               "GB/s", c.copy_gbs, "d2d copy"});
+  }
+  {
+    const int rt = 65536, experts = 256;
+    DeviceBuffer logits = random_f32(size_t(rt) * experts, -4.0f, 4.0f, s);
+    DeviceBuffer bias = random_f32(experts, -0.1f, 0.1f, s);
+    DeviceBuffer ids(size_t(rt) * 8 * 4), w(size_t(rt) * 8 * 4);
+    RouterParams p;
+    p.logits = logits.as<float>();
+    p.bias = bias.as<float>();
+    p.topk_ids = ids.as<int32_t>();
+    p.topk_weights = w.as<float>();
+    p.tokens = rt;
+    const double ms = bench.time_ms([&] { route_noaux_tc(p, s); });
+    bench.add({"router noaux_tc 65536 tokens (logit bytes)",
+               double(rt) * experts * 4 / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+  }
+}
+
+int run(int argc, char** argv) {
+  std::string out_path;
+  int max_tokens = 65536;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
+      out_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
+      max_tokens = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N]\n");
+      return 2;
+    }
+  }
+  if (device_count() == 0) {
+    std::fprintf(stderr, "hymoe-bench-gpu: no CUDA device\n");
+    return 3;
+  }
+  const DeviceInfo info = query_device(0);
+  std::printf("device: %s sm_%d, %d SMs, %.1f GiB, L2 %zu MiB\n", info.name.c_str(), info.sm(),
+              info.multiprocessors, info.total_memory / 1073741824.0, info.l2_bytes >> 20);
+  Bench bench;
+  CublasLt lt;
+  const Ceilings c = measure_ceilings(bench, lt);
+  bench_gemv(bench, c);
+  bench_quant(bench, c);
+  bench_rowwise(bench, c);
+  bench_block_gemm(bench, lt, c, max_tokens);
+  if (!out_path.empty()) {
+    nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};
+    std::ofstream(out_path) << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hymoe::gpu
+
+int main(int argc, char** argv) {
+  try {
+    return hymoe::gpu::run(argc, argv);
+  } catch (const hymoe::Error& e) {
+    std::fprintf(stderr, "hymoe-bench-gpu: error: %s\n", e.what());
+    return 1;
+  }
+}
