@@ -5,6 +5,7 @@
 // launches after a warm-up, median of 5 batches. Inputs are random (device-side hash fill, never
 // zeros); inputs larger than L2 or rotated among copies so that repeats do not run from cache.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
@@ -139,10 +141,10 @@ Ceilings measure_ceilings(Bench& bench, const CublasLt& lt) {
       DeviceBuffer a = elem == 2 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
       DeviceBuffer b = elem == 2 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
       DeviceBuffer d(size_t(n) * n * 2);
-      DeviceBuffer scales = random_f32(2, 0.5f, 1.0f, s);
+      // Separate allocations: cuBLASLt refuses a scale pointer that is not 16-byte aligned.
+      DeviceBuffer sa = random_f32(1, 0.5f, 1.0f, s), sb = random_f32(1, 0.5f, 1.0f, s);
       GemmPlan plan(lt, kind, shape);
-      const GemmOperands ops{a.data(), scales.as<float>(), b.data(), scales.as<float>() + 1,
-                             d.as<Bf16>()};
+      const GemmOperands ops{a.data(), sa.as<float>(), b.data(), sb.as<float>(), d.as<Bf16>()};
       const double ms = bench.time_ms([&] { plan.run(ops, s); });
       const double tflops = plan.flops() / (ms * 1e-3) / 1e12;
       best = std::max(best, tflops);
@@ -291,6 +293,48 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
+void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
+  cudaStream_t s = bench.stream();
+  const int heads = 128, block_size = 64;
+  const double mscale = 0.1 * std::log(40.0) + 1.0;
+  for (int len : {1024, 8192, 65536}) {
+    for (int batch : {1, 4, 8}) {
+      const int max_blocks = (len + block_size - 1) / block_size;
+      const int num_blocks = batch * max_blocks;
+      DeviceBuffer cache = random_bf16(size_t(num_blocks) * block_size * kMlaHeadDim, s);
+      DeviceBuffer q = random_bf16(size_t(batch) * heads * kMlaHeadDim, s);
+      DeviceBuffer table(size_t(num_blocks) * 4), lens(size_t(batch) * 4);
+      std::vector<int32_t> host_table(num_blocks), host_lens(batch, len);
+      for (int i = 0; i < num_blocks; ++i) host_table[i] = (i * 7919) % num_blocks;  // scattered
+      table.copy_from_host(host_table.data(), table.bytes(), s);
+      lens.copy_from_host(host_lens.data(), lens.bytes(), s);
+      MlaDecodeParams p;
+      p.batch = batch;
+      p.heads = heads;
+      p.block_size = block_size;
+      p.max_blocks = max_blocks;
+      p.max_seq_len = len;
+      p.num_splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
+      p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
+      DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
+      DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, p.num_splits));
+      p.q = q.as<Bf16>();
+      p.kv_cache = cache.as<Bf16>();
+      p.block_table = table.as<int32_t>();
+      p.seq_lens = lens.as<int32_t>();
+      p.out = out.as<Bf16>();
+      p.workspace = ws.as<float>();
+      const double ms = bench.time_ms([&] { mla_decode(p, s); });
+      const double bytes = double(batch) * len * kMlaHeadDim * 2;
+      bench.add({fmt::format("mla_decode/ctx={} batch={} (cache bytes)", len, batch),
+                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
+      bench.add({fmt::format("mla_decode/ctx={} batch={} (compute)", len, batch),
+                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+    }
+  }
+}
+
 int run(int argc, char** argv) {
   std::string out_path;
   int max_tokens = 65536;
@@ -317,6 +361,7 @@ int run(int argc, char** argv) {
   bench_gemv(bench, c);
   bench_quant(bench, c);
   bench_rowwise(bench, c);
+  bench_mla_decode(bench, c, info);
   bench_block_gemm(bench, lt, c, max_tokens);
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

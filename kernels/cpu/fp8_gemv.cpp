@@ -12,10 +12,9 @@ void validate(const Fp8GemvParams& p) {
               p.w.rows, p.w.cols);
   HYMOE_CHECK(p.batch >= 1 && p.batch <= kMaxGemvBatch, kInvalidArgument,
               "fp8_gemv: batch {} outside 1..{}", p.batch, kMaxGemvBatch);
-  HYMOE_CHECK(p.x && p.x_stride >= p.w.cols, kInvalidArgument,
-              "fp8_gemv: x_stride {} < cols {}", p.x_stride, p.w.cols);
-  HYMOE_CHECK(p.y && (p.batch == 1 || p.y_stride >= p.w.rows), kInvalidArgument,
-              "fp8_gemv: y_stride {} < rows {}", p.y_stride, p.w.rows);
+  for (int b = 0; b < p.batch; ++b) {
+    HYMOE_CHECK(p.x[b] && p.y[b], kInvalidArgument, "fp8_gemv: null x or y of batch row {}", b);
+  }
   HYMOE_CHECK(0 <= p.row_begin && p.row_begin <= p.row_end && p.row_end <= p.w.rows,
               kInvalidArgument, "fp8_gemv: rows [{}, {}) outside [0, {})", p.row_begin,
               p.row_end, p.w.rows);

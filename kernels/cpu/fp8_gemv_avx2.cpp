@@ -89,7 +89,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8F32Decoder8& dec, int64_t i0) {
     for (int64_t k = k0; k < k1; k += 8) {
       const int64_t n = k1 - k;
       __m256 xv[B];
-      for (int b = 0; b < B; ++b) xv[b] = load_bf16x8(p.x + b * p.x_stride + k, n);
+      for (int b = 0; b < B; ++b) xv[b] = load_bf16x8(p.x[b] + k, n);
       for (int r = 0; r < R; ++r) {
         const __m256 wv = dec(load8(wrow[r] + k, n));
         for (int b = 0; b < B; ++b) acc[r][b] = _mm256_fmadd_ps(wv, xv[b], acc[r][b]);
@@ -102,8 +102,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8F32Decoder8& dec, int64_t i0) {
   }
   for (int r = 0; r < R; ++r)
     for (int b = 0; b < B; ++b) {
-      const float f = p.out_scale ? p.out_scale[b] : 1.0f;
-      p.y[b * p.y_stride + i0 + r] = hsum(tot[r][b]) * f;
+      p.y[b][i0 + r] = hsum(tot[r][b]) * p.out_scale[b];
     }
 }
 

@@ -37,7 +37,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8F32Decoder& dec, int64_t i0) {
     for (int64_t k = k0; k < k1; k += 16) {
       const __mmask16 m = k + 16 <= k1 ? __mmask16(0xFFFF) : __mmask16((1u << (k1 - k)) - 1u);
       __m512 xv[B];
-      for (int b = 0; b < B; ++b) xv[b] = load_bf16x16(p.x + b * p.x_stride + k, m);
+      for (int b = 0; b < B; ++b) xv[b] = load_bf16x16(p.x[b] + k, m);
       for (int r = 0; r < R; ++r) {
         const __m512 wv = dec(_mm_maskz_loadu_epi8(m, wrow[r] + k));
         for (int b = 0; b < B; ++b) acc[r][b] = _mm512_fmadd_ps(wv, xv[b], acc[r][b]);
@@ -50,8 +50,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8F32Decoder& dec, int64_t i0) {
   }
   for (int r = 0; r < R; ++r)
     for (int b = 0; b < B; ++b) {
-      const float f = p.out_scale ? p.out_scale[b] : 1.0f;
-      p.y[b * p.y_stride + i0 + r] = _mm512_reduce_add_ps(tot[r][b]) * f;
+      p.y[b][i0 + r] = _mm512_reduce_add_ps(tot[r][b]) * p.out_scale[b];
     }
 }
 

@@ -36,7 +36,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0) {
       const __mmask32 m = k + 32 <= k1 ? ~__mmask32{0} : _cvtu32_mask32((1u << (k1 - k)) - 1u);
       __m512bh xv[B];
       for (int b = 0; b < B; ++b)
-        xv[b] = (__m512bh)_mm512_maskz_loadu_epi16(m, p.x + b * p.x_stride + k);
+        xv[b] = (__m512bh)_mm512_maskz_loadu_epi16(m, p.x[b] + k);
       for (int r = 0; r < R; ++r) {
         const __m512bh wv = (__m512bh)dec(_mm256_maskz_loadu_epi8(m, wrow[r] + k));
         for (int b = 0; b < B; ++b) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv, xv[b]);
@@ -49,8 +49,7 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0) {
   }
   for (int r = 0; r < R; ++r)
     for (int b = 0; b < B; ++b) {
-      const float f = p.out_scale ? p.out_scale[b] : 1.0f;
-      p.y[b * p.y_stride + i0 + r] = _mm512_reduce_add_ps(tot[r][b]) * f;
+      p.y[b][i0 + r] = _mm512_reduce_add_ps(tot[r][b]) * p.out_scale[b];
     }
 }
 

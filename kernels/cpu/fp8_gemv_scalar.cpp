@@ -21,12 +21,12 @@ void fp8_gemv_scalar(const Fp8GemvParams& p) {
       float acc[kMaxGemvBatch] = {};
       for (int64_t k = k0; k < k1; ++k) {
         const float w = kFp8E4M3Table[wrow[k]];
-        for (int b = 0; b < p.batch; ++b) acc[b] += w * bf16_to_float(p.x[b * p.x_stride + k]);
+        for (int b = 0; b < p.batch; ++b) acc[b] += w * bf16_to_float(p.x[b][k]);
       }
       for (int b = 0; b < p.batch; ++b) tot[b] += acc[b] * srow[kb];
     }
     for (int b = 0; b < p.batch; ++b)
-      p.y[b * p.y_stride + i] = tot[b] * (p.out_scale ? p.out_scale[b] : 1.0f);
+      p.y[b][i] = tot[b] * p.out_scale[b];
   }
 }
 
@@ -43,10 +43,9 @@ void fp8_gemv_reference(const Fp8GemvParams& p) {
       for (int64_t k = 0; k < p.w.cols; ++k) {
         const double w = static_cast<double>(fp8_e4m3_to_float(p.w.data[i * p.w.cols + k])) *
                          static_cast<double>(p.w.scale(i, k));
-        sum += w * static_cast<double>(bf16_to_float(p.x[b * p.x_stride + k]));
+        sum += w * static_cast<double>(bf16_to_float(p.x[b][k]));
       }
-      const double f = p.out_scale ? p.out_scale[b] : 1.0;
-      p.y[b * p.y_stride + i] = static_cast<float>(sum * f);
+      p.y[b][i] = static_cast<float>(sum * p.out_scale[b]);
     }
   }
 }

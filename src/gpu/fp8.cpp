@@ -13,8 +13,8 @@ void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) 
                   p.scale_ld >= p.tokens,
               kInvalidArgument, "fp8 quantise: bad shape tokens={} cols={} strides={},{},{}",
               p.tokens, p.cols, p.x_stride, p.out_stride, p.scale_ld);
-  HYMOE_CHECK(p.x && p.out && p.scales, kInvalidArgument, "fp8 quantise: null pointer");
   if (p.tokens == 0) return;
+  HYMOE_CHECK(p.x && p.out && p.scales, kInvalidArgument, "fp8 quantise: null pointer");
   const int64_t col_blocks = (p.cols + kFp8BlockSize - 1) / kFp8BlockSize;
   HYMOE_CHECK(p.tokens * col_blocks / 8 < 0x7fffffff, kInvalidArgument,
               "fp8 quantise: {} tokens too many for one launch", p.tokens);

@@ -10,6 +10,7 @@
 #include "hymoe/gpu/embedding.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
@@ -24,5 +25,6 @@ cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

@@ -129,7 +129,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out, W
     out.push_back(byte_ids_[uint8_t(piece[0])]);
     return;
   }
-  if (n > 96) {
+  if (n > 24) {
     encode_long(piece, out, w);
     return;
   }

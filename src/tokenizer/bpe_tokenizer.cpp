@@ -83,8 +83,31 @@ void BpeTokenizer::encode_segment(std::string_view segment, std::vector<TokenId>
         continue;
       }
     }
-    spec_.model.encode_piece(piece, out, s.work);
+    encode_piece_cached(piece, out, s);
   }
+}
+
+void BpeTokenizer::encode_piece_cached(std::string_view piece, std::vector<TokenId>& out,
+                                       Scratch& s) const {
+  if (piece.size() < 2 || piece.size() > kCacheMaxPiece) {
+    spec_.model.encode_piece(piece, out, s.work);
+    return;
+  }
+  const size_t h = StringHash{}(piece);
+  CacheShard& shard = cache_[(h >> 7) % kCacheShards];
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.map.find(piece);
+    if (it != shard.map.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t before = out.size();
+  spec_.model.encode_piece(piece, out, s.work);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (shard.map.size() >= kCacheShardEntries) shard.map.clear();
+  shard.map.emplace(std::string(piece), std::vector<TokenId>(out.begin() + before, out.end()));
 }
 
 std::string_view BpeTokenizer::token_bytes(TokenId id) const {

@@ -3,8 +3,11 @@
 // tiktoken_loader.cpp) only translate their files into a BpeTokenizerSpec.
 #pragma once
 
+#include <array>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "added_tokens.h"
@@ -55,7 +58,19 @@ class BpeTokenizer final : public Tokenizer {
   struct Scratch;
   void encode_segment(std::string_view segment, std::vector<TokenId>& out, Scratch& s) const;
 
+  // Memo of piece -> ids (pieces repeat: words, indentation, numbers). Sharded by hash so that
+  // threads rarely share a lock; a full shard is cleared.
+  struct CacheShard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> map;
+  };
+  static constexpr size_t kCacheShards = 64;
+  static constexpr size_t kCacheShardEntries = 4096;
+  static constexpr size_t kCacheMaxPiece = 64;  // bytes; longer pieces are rare and unique
+  void encode_piece_cached(std::string_view piece, std::vector<TokenId>& out, Scratch& s) const;
+
   BpeTokenizerSpec spec_;
+  mutable std::array<CacheShard, kCacheShards> cache_;
   int32_t vocab_size_ = 0;
   std::optional<TokenId> bos_id_, eos_id_;
 };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -55,11 +56,11 @@ TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
       auto scale = test::random_f32(batch, rng, 0.1f, 1.0f);
       auto y = test::nan_vector(static_cast<size_t>(batch * ys));
       auto ref = test::nan_vector(y.size());
-      Fp8GemvParams p{w.view, x.data(), xs, batch, y.data(), ys, batch % 2 ? scale.data() : nullptr,
-                      0, s.rows};
+      auto p = Fp8GemvParams::strided(w.view, batch, x.data(), xs, y.data(), ys);
+      if (batch % 2) std::copy(scale.begin(), scale.end(), p.out_scale);
       validate(p);
       fp8_gemv(GetParam(), p);
-      p.y = ref.data();
+      for (int b = 0; b < batch; ++b) p.y[b] = ref.data() + b * ys;
       fp8_gemv_reference(p);
       for (int b = 0; b < batch; ++b) {
         const double err = test::normalised_error(y.data() + b * ys, ref.data() + b * ys,
@@ -78,9 +79,12 @@ TEST_P(PerIsa, GemvComputesOnlyItsRowRange) {
   auto x = test::random_bf16(2 * 384, rng);
   auto y = test::nan_vector(2 * 512);
   auto ref = test::nan_vector(2 * 512);
-  Fp8GemvParams p{w.view, x.data(), 384, 2, y.data(), 512, nullptr, 131, 389};
+  auto p = Fp8GemvParams::strided(w.view, 2, x.data(), 384, y.data(), 512);
+  p.row_begin = 131;
+  p.row_end = 389;
   fp8_gemv(GetParam(), p);
-  p.y = ref.data();
+  p.y[0] = ref.data();
+  p.y[1] = ref.data() + 512;
   fp8_gemv_reference(p);
   for (int b = 0; b < 2; ++b) {
     for (int64_t i = 0; i < 512; ++i) {
@@ -98,9 +102,9 @@ TEST_P(PerIsa, GemvHandlesSubnormalWeights) {
   RandomFp8Matrix w(128, 1024, rng, /*subnormal_only=*/true);
   auto x = test::random_bf16(1024, rng);
   auto y = test::nan_vector(128), ref = test::nan_vector(128);
-  Fp8GemvParams p{w.view, x.data(), 1024, 1, y.data(), 128, nullptr, 0, 128};
+  auto p = Fp8GemvParams::strided(w.view, 1, x.data(), 1024, y.data(), 128);
   fp8_gemv(GetParam(), p);
-  p.y = ref.data();
+  p.y[0] = ref.data();
   fp8_gemv_reference(p);
   EXPECT_LT(test::normalised_error(y.data(), ref.data(), 128), 1e-5);
 }
@@ -113,7 +117,8 @@ TEST(Fp8Gemv, ValidateNamesTheBadField) {
   RandomFp8Matrix w(128, 128, rng);
   auto x = test::random_bf16(128 * 9, rng);
   auto y = test::nan_vector(128 * 9);
-  Fp8GemvParams p{w.view, x.data(), 128, 9, y.data(), 128, nullptr, 0, 128};
+  auto p = Fp8GemvParams::strided(w.view, 8, x.data(), 128, y.data(), 128);
+  p.batch = 9;
   try {
     validate(p);
     FAIL() << "batch 9 accepted";

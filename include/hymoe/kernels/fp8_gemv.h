@@ -15,22 +15,36 @@ namespace hymoe::kernels {
 inline constexpr int kMaxGemvBatch = 8;
 
 // One call computes rows [row_begin, row_end) of y[b] = W x[b] for b < batch:
-//   y[b * y_stride + i] = out_scale[b] * sum_j W[i][j] * x[b * x_stride + j]
-// Callers split rows across threads; any split works, 128-row multiples keep scale rows whole.
+//   y[b][i] = out_scale[b] * sum_j W[i][j] * x[b][j]
+// Batch rows are given by pointer, so callers gather tokens without copying them. Callers split
+// rows across threads; any split works, 128-row multiples keep scale rows whole.
 struct Fp8GemvParams {
-  Fp8Matrix w;                  // [rows, cols] FP8 with scale_inv [rows/128, cols/128]
-  const uint16_t* x = nullptr;  // BF16 activations, batch rows of x_stride elements (>= w.cols)
-  int64_t x_stride = 0;
-  int batch = 1;                // 1..kMaxGemvBatch
-  float* y = nullptr;           // FP32 outputs, indexed by absolute row i (not i - row_begin)
-  int64_t y_stride = 0;         // >= w.rows
-  const float* out_scale = nullptr;  // [batch] factor per batch row, or nullptr for 1
+  Fp8Matrix w;                             // [rows, cols] FP8 with scale_inv [rows/128, cols/128]
+  int batch = 1;                           // 1..kMaxGemvBatch
+  const uint16_t* x[kMaxGemvBatch] = {};   // BF16 activations, row b has w.cols values
+  float* y[kMaxGemvBatch] = {};            // FP32 outputs, indexed by absolute row i
+  float out_scale[kMaxGemvBatch] = {1, 1, 1, 1, 1, 1, 1, 1};  // factor per batch row
   int64_t row_begin = 0;
   int64_t row_end = 0;
+
+  // Rows of x every x_stride elements, of y every y_stride, all rows of w, scales 1.
+  static Fp8GemvParams strided(const Fp8Matrix& w, int batch, const uint16_t* x, int64_t x_stride,
+                               float* y, int64_t y_stride) {
+    Fp8GemvParams p;
+    p.w = w;
+    p.batch = batch;
+    for (int b = 0; b < batch && b < kMaxGemvBatch; ++b) {
+      p.x[b] = x + b * x_stride;
+      p.y[b] = y + b * y_stride;
+    }
+    p.row_end = w.rows;
+    return p;
+  }
 };
 
 // Dispatches to best_isa(). Preconditions (checked by validate(), not here: hot path):
-// 1 <= batch <= 8, 0 <= row_begin <= row_end <= rows, strides as above, no aliasing of x and y.
+// 1 <= batch <= 8, 0 <= row_begin <= row_end <= rows, x[b] and y[b] set for b < batch, no
+// aliasing of x and y.
 void fp8_gemv(const Fp8GemvParams& p);
 // One named variant; the caller guarantees isa_supported(isa).
 void fp8_gemv(Isa isa, const Fp8GemvParams& p);

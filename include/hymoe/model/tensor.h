@@ -26,4 +26,18 @@ struct TensorView {
   const T* as() const { return reinterpret_cast<const T*>(data); }
 };
 
+// A tensor's name, type and shape without its bytes: what writers, layouts and stores plan with.
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+};
+
 }  // namespace hymoe

@@ -26,6 +26,18 @@ void set_timeouts(httplib::Client& cli, double connect_s, double read) {
   cli.set_write_timeout(rs, rus);
 }
 
+// httplib's error names are terse ("Connection", "Read"); say what they mean for a benchmark.
+std::string describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "connection failed (refused or unreachable)";
+    case httplib::Error::ConnectionTimeout: return "connect timed out";
+    case httplib::Error::Read: return "read failed (connection closed, or timed out)";
+    case httplib::Error::Write: return "write failed";
+    case httplib::Error::Canceled: return "canceled";
+    default: return httplib::to_string(e);
+  }
+}
+
 httplib::Headers to_headers(const EndpointConfig& c) {
   httplib::Headers h;
   for (const auto& [k, v] : c.headers) h.emplace(k, v);
@@ -82,6 +94,7 @@ RequestOutput OpenAiClient::send(const RequestInput& in,
       return out;
     }
     set_timeouts(cli, config_.connect_timeout_s, config_.timeout_s);
+    cli.set_tcp_nodelay(true);
 
     SseParser parser;
     std::string error_body;  // body of a non-200 response
@@ -155,7 +168,7 @@ RequestOutput OpenAiClient::send(const RequestInput& in,
     httplib::Error err = httplib::Error::Success;
     const bool ok = cli.send(req, res, err);
     if (!ok && out.error.empty()) {
-      out.error = "HTTP request failed: " + httplib::to_string(err);
+      out.error = "HTTP request failed: " + describe(err);
       if (err == httplib::Error::Read && text_chunks > 0)
         out.error += " (stream cut or stalled after " + std::to_string(text_chunks) + " chunks)";
     }
@@ -193,7 +206,7 @@ std::optional<std::string> OpenAiClient::first_model(std::string* error) const {
     set_timeouts(cli, config_.connect_timeout_s, std::min(config_.timeout_s, 30.0));
     auto res = cli.Get(prefix_ + "/v1/models", to_headers(config_));
     if (!res) {
-      if (error) *error = "GET /v1/models: " + httplib::to_string(res.error());
+      if (error) *error = "GET /v1/models: " + describe(res.error());
       return std::nullopt;
     }
     if (res->status != 200) {

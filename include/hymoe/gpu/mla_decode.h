@@ -1,0 +1,49 @@
+// MLA decode attention of DeepSeek-V3 in the absorbed form over the paged latent cache.
+// Per sequence b and head h (q already absorbed: q_lat = W_UK[h]^T q_nope, then the roped q_pe):
+//   score(t) = (q_lat . c_kv(t) + q_pe . k_pe(t)) * softmax_scale      for t < seq_lens[b]
+//   o_lat[b][h] = sum_t softmax(score)(t) * c_kv(t)                      (512 wide, BF16)
+// The caller applies W_UV and o_proj. A cache token is 576 BF16: rmsnorm(c_kv) (512) then the
+// roped k_pe (64); q per head is laid out the same way, so a score is one 576-long dot product.
+// Many sequences of different lengths run in one launch; long contexts are split into
+// `num_splits` chunks (split-K) whose partial results a second kernel merges (log-sum-exp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+inline constexpr int kMlaLatentDim = 512;
+inline constexpr int kMlaRopeDim = 64;
+inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
+
+struct MlaDecodeParams {
+  const Bf16* q = nullptr;              // [batch, heads, 576]
+  const Bf16* kv_cache = nullptr;       // [num_blocks, block_size, 576]
+  const int32_t* block_table = nullptr; // [batch, max_blocks]: cache block of each seq block
+  const int32_t* seq_lens = nullptr;    // [batch] tokens in the cache, each in [1, max_seq_len]
+  Bf16* out = nullptr;                  // [batch, heads, 512]
+  float* workspace = nullptr;           // mla_decode_workspace_bytes(batch, heads, num_splits)
+  int batch = 0;
+  int heads = 0;                        // a multiple of 16 (DeepSeek-V3 128, Kimi-K2 64)
+  int block_size = 0;                   // tokens per cache block (>= 1)
+  int max_blocks = 0;                   // columns of block_table
+  int max_seq_len = 0;                  // >= every seq_lens[b]
+  int num_splits = 1;                   // chunks per sequence (mla_decode_splits picks one)
+  float softmax_scale = 0.0f;
+};
+
+// Bytes of split-K scratch: partial o (512 floats), max and sum per (batch, head, split).
+size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
+
+// Splits that give ~2 waves of blocks on `multiprocessors` SMs without chunks under 256 tokens.
+// Pure function (testable without a GPU).
+int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
+
+void mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,176 @@
+// MLA decode attention (absorbed form) on CUDA cores, split-K over the sequence.
+// Block = (split, 16-head group, sequence), 256 threads. Per 32-token tile: the tile's cache rows
+// are gathered through the block table into shared memory (each row read once per head group),
+// warp w scores heads 2w and 2w+1 (lane = token) and updates their online softmax, then every
+// thread accumulates two latent dimensions for all 16 heads. Scores live in the log2 domain
+// (exp2f). Partial (o, max, sum) per split go to the workspace; mla_combine merges them.
+// NOTES: FP32 FMAs bound this kernel (~2 FLOP per cache byte per head); the tensor-core
+// (mma.sync / wgmma) version is the next step for the bandwidth target.
+#pragma once
+
+#include "common.cuh"
+#include "hymoe/gpu/mla_decode.h"
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kMlaHeadsPerBlock = 16;
+inline constexpr int kMlaTile = 32;
+inline constexpr int kMlaThreads = 256;
+inline constexpr int kMlaWordsPerRow = kMlaHeadDim / 2;      // 288 bf16 pairs
+inline constexpr int kMlaKStride = kMlaWordsPerRow + 1;      // odd word stride: no bank conflicts
+inline constexpr size_t kMlaSmemBytes =
+    sizeof(uint32_t) * (kMlaHeadsPerBlock * kMlaWordsPerRow + kMlaTile * kMlaKStride) +
+    sizeof(float) * (kMlaTile * kMlaHeadsPerBlock + kMlaHeadsPerBlock);
+static_assert(kMlaThreads * 2 == kMlaLatentDim, "each thread owns two latent dimensions");
+static_assert(kMlaThreads / kWarpSize * 2 == kMlaHeadsPerBlock, "each warp scores two heads");
+
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+__global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecodeParams p, int chunk) {
+  extern __shared__ uint32_t smem[];
+  uint32_t* q_s = smem;                                         // [16][288] words
+  uint32_t* k_s = q_s + kMlaHeadsPerBlock * kMlaWordsPerRow;    // [32][289] words
+  float* p_s = reinterpret_cast<float*>(k_s + kMlaTile * kMlaKStride);  // [32 tokens][16 heads]
+  float* alpha_s = p_s + kMlaTile * kMlaHeadsPerBlock;          // [16]
+
+  const int split = blockIdx.x, h0 = blockIdx.y * kMlaHeadsPerBlock, b = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
+  const int len = p.seq_lens[b];
+  const int start = split * chunk, end = min(len, start + chunk);
+  const int splits = gridDim.x;
+
+  // Queries of the 16 heads (16-byte loads; 72 per head).
+  const auto* q = reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * p.heads + h0) * kMlaHeadDim);
+  for (int v = tid; v < kMlaHeadsPerBlock * kMlaHeadDim / 8; v += kMlaThreads) {
+    const uint4 x = q[v];
+    uint32_t* dst = q_s + v * 4;
+    dst[0] = x.x; dst[1] = x.y; dst[2] = x.z; dst[3] = x.w;
+  }
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // heads 2*warp, 2*warp+1
+  float acc[kMlaHeadsPerBlock][2] = {};
+  const auto* cache = reinterpret_cast<const uint4*>(p.kv_cache);
+  const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
+
+  for (int tile = start; tile < end; tile += kMlaTile) {
+    __syncthreads();  // the previous tile is consumed (and q_s is written on the first pass)
+    for (int v = tid; v < kMlaTile * kMlaHeadDim / 8; v += kMlaThreads) {
+      const int t = v / (kMlaHeadDim / 8), c = v % (kMlaHeadDim / 8);
+      const int token = tile + t;
+      uint4 x = make_uint4(0, 0, 0, 0);  // zeros past the end: p = 0 must not meet NaN garbage
+      if (token < end) {
+        const int64_t row = static_cast<int64_t>(table[token / p.block_size]) * p.block_size +
+                            token % p.block_size;
+        x = cache[row * (kMlaHeadDim / 8) + c];
+      }
+      uint32_t* dst = k_s + t * kMlaKStride + c * 4;
+      dst[0] = x.x; dst[1] = x.y; dst[2] = x.z; dst[3] = x.w;
+    }
+    __syncthreads();
+
+    // Scores of heads 2w, 2w+1 against token `lane`, then their online softmax.
+    {
+      const uint32_t* kr = k_s + lane * kMlaKStride;
+      const uint32_t* qa = q_s + (2 * warp) * kMlaWordsPerRow;
+      const uint32_t* qb = qa + kMlaWordsPerRow;
+      float sa = 0.0f, sb = 0.0f;
+#pragma unroll 8
+      for (int i = 0; i < kMlaWordsPerRow; ++i) {
+        const float2 k2 = bf16x2_to_float2(kr[i]);
+        const float2 a2 = bf16x2_to_float2(qa[i]);
+        const float2 b2 = bf16x2_to_float2(qb[i]);
+        sa = fmaf(a2.x, k2.x, fmaf(a2.y, k2.y, sa));
+        sb = fmaf(b2.x, k2.x, fmaf(b2.y, k2.y, sb));
+      }
+      const bool valid = tile + lane < end;
+      const float s[2] = {valid ? sa * scale_log2 : -INFINITY, valid ? sb * scale_log2 : -INFINITY};
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float m_new = fmaxf(m[j], warp_max(s[j]));  // finite: the tile has a valid token
+        const float alpha = exp2f(m[j] - m_new);
+        const float pj = valid ? exp2f(s[j] - m_new) : 0.0f;
+        l[j] = l[j] * alpha + warp_sum(pj);
+        m[j] = m_new;
+        p_s[lane * kMlaHeadsPerBlock + 2 * warp + j] = pj;
+        if (lane == 0) alpha_s[2 * warp + j] = alpha;
+      }
+    }
+    __syncthreads();
+
+    // o[h][2*tid .. 2*tid+1] = alpha * o + sum_t p[t][h] * c_kv(t).
+#pragma unroll
+    for (int h = 0; h < kMlaHeadsPerBlock; ++h) {
+      acc[h][0] *= alpha_s[h];
+      acc[h][1] *= alpha_s[h];
+    }
+    const int ntok = min(kMlaTile, end - tile);
+    for (int t = 0; t < ntok; ++t) {
+      const float2 v = bf16x2_to_float2(k_s[t * kMlaKStride + tid]);
+      const float4* pr = reinterpret_cast<const float4*>(p_s + t * kMlaHeadsPerBlock);
+#pragma unroll
+      for (int g = 0; g < kMlaHeadsPerBlock / 4; ++g) {
+        const float4 pw = pr[g];
+        acc[4 * g + 0][0] = fmaf(pw.x, v.x, acc[4 * g + 0][0]);
+        acc[4 * g + 0][1] = fmaf(pw.x, v.y, acc[4 * g + 0][1]);
+        acc[4 * g + 1][0] = fmaf(pw.y, v.x, acc[4 * g + 1][0]);
+        acc[4 * g + 1][1] = fmaf(pw.y, v.y, acc[4 * g + 1][1]);
+        acc[4 * g + 2][0] = fmaf(pw.z, v.x, acc[4 * g + 2][0]);
+        acc[4 * g + 2][1] = fmaf(pw.z, v.y, acc[4 * g + 2][1]);
+        acc[4 * g + 3][0] = fmaf(pw.w, v.x, acc[4 * g + 3][0]);
+        acc[4 * g + 3][1] = fmaf(pw.w, v.y, acc[4 * g + 3][1]);
+      }
+    }
+  }
+
+  // Partials: o [b][h][split][512], then (max, sum) [b][h][split][2] after all o.
+  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
+  float* o_ws = p.workspace;
+  float* ml_ws = p.workspace + parts * kMlaLatentDim;
+#pragma unroll
+  for (int h = 0; h < kMlaHeadsPerBlock; ++h) {
+    const int64_t part = (static_cast<int64_t>(b) * p.heads + h0 + h) * splits + split;
+    *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + 2 * tid) = make_float2(acc[h][0], acc[h][1]);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t part = (static_cast<int64_t>(b) * p.heads + h0 + 2 * warp + j) * splits + split;
+      ml_ws[part * 2] = m[j];
+      ml_ws[part * 2 + 1] = l[j];
+    }
+  }
+}
+
+// Merges the splits of one (sequence, head): 128 threads, 4 dimensions each.
+__global__ void __launch_bounds__(128) mla_combine_kernel(MlaDecodeParams p, int splits) {
+  const int64_t bh = blockIdx.x;
+  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
+  const float* o_ws = p.workspace + bh * splits * kMlaLatentDim;
+  const float* ml_ws = p.workspace + parts * kMlaLatentDim + bh * splits * 2;
+  float m_max = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    if (ml_ws[2 * s + 1] > 0.0f) m_max = fmaxf(m_max, ml_ws[2 * s]);
+  float4 o = make_float4(0, 0, 0, 0);
+  float sum = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ls = ml_ws[2 * s + 1];
+    if (!(ls > 0.0f)) continue;  // an empty split
+    const float w = exp2f(ml_ws[2 * s] - m_max);
+    sum += w * ls;
+    const float4 v = reinterpret_cast<const float4*>(o_ws + s * kMlaLatentDim)[threadIdx.x];
+    o.x = fmaf(w, v.x, o.x);
+    o.y = fmaf(w, v.y, o.y);
+    o.z = fmaf(w, v.z, o.z);
+    o.w = fmaf(w, v.w, o.w);
+  }
+  const float inv = 1.0f / sum;
+  uint16_t* out = reinterpret_cast<uint16_t*>(p.out) + bh * kMlaLatentDim + threadIdx.x * 4;
+  out[0] = float_to_bf16_bits(o.x * inv);
+  out[1] = float_to_bf16_bits(o.y * inv);
+  out[2] = float_to_bf16_bits(o.z * inv);
+  out[3] = float_to_bf16_bits(o.w * inv);
+}
+
+}  // namespace hymoe::gpu::kernels

@@ -1,0 +1,42 @@
+// Entry point of MLA decode attention: shape checks, split heuristic, launch.
+#include "hymoe/gpu/mla_decode.h"
+
+#include <algorithm>
+
+#include "hymoe/gpu/cuda_check.h"
+#include "kernel_launch.h"
+
+namespace hymoe::gpu {
+
+size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits) {
+  return sizeof(float) * size_t(batch) * heads * num_splits * (kMlaLatentDim + 2);
+}
+
+int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len) {
+  const int blocks_per_split = std::max(1, batch * std::max(1, heads / 16));
+  const int want = std::max(1, 2 * multiprocessors / blocks_per_split);  // ~2 waves
+  const int most = std::max(1, (max_seq_len + 255) / 256);               // >= 256 tokens a chunk
+  return std::clamp(want, 1, std::min(most, 1024));
+}
+
+void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&
+                  p.heads <= 65535 * 16,
+              kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
+              p.heads);
+  HYMOE_CHECK(p.block_size >= 1 && p.max_seq_len >= 1 && p.num_splits >= 1 &&
+                  int64_t{p.max_blocks} * p.block_size >= p.max_seq_len,
+              kInvalidArgument,
+              "mla_decode: block_size {} max_blocks {} max_seq_len {} num_splits {}",
+              p.block_size, p.max_blocks, p.max_seq_len, p.num_splits);
+  if (p.batch == 0) return;
+  HYMOE_CHECK(p.q && p.kv_cache && p.block_table && p.seq_lens && p.out && p.workspace,
+              kInvalidArgument, "mla_decode: null pointer");
+  HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.q) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.kv_cache) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0,
+              kInvalidArgument, "mla_decode: q, cache and workspace must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::mla_decode(p, stream));
+}
+
+}  // namespace hymoe::gpu

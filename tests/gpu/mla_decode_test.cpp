@@ -1,0 +1,112 @@
+// MLA decode attention against a float64 reference over a paged cache with a shuffled block
+// table: ragged batches, a 1-token and a 64K-token sequence, forced split counts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gpu_test_util.h"
+#include "hymoe/gpu/mla_decode.h"
+
+namespace hymoe::gpu {
+namespace {
+
+struct MlaCase {
+  int heads, block_size;
+  std::vector<int> lens;
+  int splits;  // 0: the heuristic's
+};
+
+class MlaDecodeTest : public ::testing::TestWithParam<MlaCase> {};
+
+TEST_P(MlaDecodeTest, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  const MlaCase c = GetParam();
+  auto rng = test::make_rng();
+  Stream stream;
+  const int batch = static_cast<int>(c.lens.size());
+  const int max_len = *std::max_element(c.lens.begin(), c.lens.end());
+  const int max_blocks = (max_len + c.block_size - 1) / c.block_size;
+  const int num_blocks = batch * max_blocks + 3;
+  // A shuffled block table: logical block j of sequence b lives in a random physical block.
+  std::vector<int32_t> perm(num_blocks);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> table(size_t(batch) * max_blocks);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = perm[i];
+  const auto cache = test::random_bf16(size_t(num_blocks) * c.block_size * kMlaHeadDim, rng);
+  const auto q = test::random_bf16(size_t(batch) * c.heads * kMlaHeadDim, rng);
+  const double mscale = 0.1 * std::log(40.0) + 1.0;
+  const float scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
+
+  auto dq = test::to_device(q, stream);
+  auto dc = test::to_device(cache, stream);
+  auto dt = test::to_device(table, stream);
+  auto dl = test::to_device(std::vector<int32_t>(c.lens.begin(), c.lens.end()), stream);
+  MlaDecodeParams p;
+  p.batch = batch;
+  p.heads = c.heads;
+  p.block_size = c.block_size;
+  p.max_blocks = max_blocks;
+  p.max_seq_len = max_len;
+  p.num_splits = c.splits ? c.splits : mla_decode_splits(query_device(0).multiprocessors, batch,
+                                                         c.heads, max_len);
+  p.softmax_scale = scale;
+  auto dout = test::poisoned<Bf16>(size_t(batch) * c.heads * kMlaLatentDim, stream);
+  auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
+  p.q = dq.as<Bf16>();
+  p.kv_cache = dc.as<Bf16>();
+  p.block_table = dt.as<int32_t>();
+  p.seq_lens = dl.as<int32_t>();
+  p.out = dout.as<Bf16>();
+  p.workspace = dws.as<float>();
+  mla_decode(p, stream);
+  const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(batch) * c.heads * kMlaLatentDim, stream));
+
+  std::vector<double> ref(out.size());
+  std::vector<double> score, kv;
+  for (int b = 0; b < batch; ++b) {
+    const int len = c.lens[b];
+    kv.assign(size_t(len) * kMlaHeadDim, 0.0);
+    for (int t = 0; t < len; ++t) {
+      const size_t row = size_t(table[b * max_blocks + t / c.block_size]) * c.block_size + t % c.block_size;
+      for (int d = 0; d < kMlaHeadDim; ++d) kv[size_t(t) * kMlaHeadDim + d] = cache[row * kMlaHeadDim + d].to_float();
+    }
+    for (int h = 0; h < c.heads; ++h) {
+      const Bf16* qh = &q[(size_t(b) * c.heads + h) * kMlaHeadDim];
+      score.assign(len, 0.0);
+      double mx = -INFINITY;
+      for (int t = 0; t < len; ++t) {
+        double s = 0.0;
+        for (int d = 0; d < kMlaHeadDim; ++d) s += double{qh[d].to_float()} * kv[size_t(t) * kMlaHeadDim + d];
+        score[t] = s * scale;
+        mx = std::max(mx, score[t]);
+      }
+      double sum = 0.0;
+      for (int t = 0; t < len; ++t) sum += (score[t] = std::exp(score[t] - mx));
+      double* o = &ref[(size_t(b) * c.heads + h) * kMlaLatentDim];
+      for (int t = 0; t < len; ++t)
+        for (int d = 0; d < kMlaLatentDim; ++d) o[d] += score[t] / sum * kv[size_t(t) * kMlaHeadDim + d];
+    }
+  }
+  // FP32 scores and accumulation, BF16 output: normalised error ~2^-9 from the output rounding.
+  EXPECT_LT(test::normalized_error(out, ref), 5e-3) << "splits " << p.num_splits;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MlaDecodeTest,
+    ::testing::Values(MlaCase{128, 64, {1, 37, 300, 1000}, 0},    // DeepSeek-V3, ragged batch
+                      MlaCase{128, 64, {1, 37, 300, 1000}, 7},    // forced splits (some empty)
+                      MlaCase{64, 16, {5, 129, 2048}, 1},          // Kimi-K2 heads, no split
+                      MlaCase{16, 64, {65536}, 0}));               // a 64K context
+
+TEST(GpuHost, MlaSplitHeuristic) {
+  EXPECT_EQ(mla_decode_splits(132, 1, 128, 100), 1);        // short: one chunk
+  EXPECT_EQ(mla_decode_splits(132, 1, 128, 65536), 33);     // ~2 waves of 8 head groups
+  EXPECT_EQ(mla_decode_splits(132, 64, 128, 65536), 1);     // the batch fills the GPU
+  EXPECT_GE(mla_decode_splits(132, 1, 16, 1 << 20), 100);
+}
+
+}  // namespace
+}  // namespace hymoe::gpu
