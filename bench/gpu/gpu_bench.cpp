@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
@@ -335,6 +338,89 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
   }
 }
 
+// A DeepSeek-V3 MoE layer (256 experts, top-8, hidden 7168, intermediate 2048) on T tokens with
+// random routing: gate and up GEMMs into one [rows, 4096] buffer, down GEMM, per expert.
+void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_tokens) {
+  cudaStream_t s = bench.stream();
+  constexpr int kExperts = 256, kTopK = 8, kHidden = 7168, kInter = 2048;
+  const size_t up_bytes = size_t(kInter) * kHidden;  // gate, up and down are the same size
+  DeviceBuffer wg = random_fp8(up_bytes * kExperts, s), wu = random_fp8(up_bytes * kExperts, s);
+  DeviceBuffer wd = random_fp8(up_bytes * kExperts, s);
+  const size_t sg = size_t(kInter / 128) * block_scale_ld(kHidden);
+  const size_t sd = size_t(kHidden / 128) * block_scale_ld(kInter);
+  DeviceBuffer wgs = random_f32(sg * kExperts, 0.0005f, 0.004f, s);
+  DeviceBuffer wus = random_f32(sg * kExperts, 0.0005f, 0.004f, s);
+  DeviceBuffer wds = random_f32(sd * kExperts, 0.0005f, 0.004f, s);
+  std::vector<ExpertWeight> gate(kExperts), up(kExperts), down(kExperts);
+  for (int e = 0; e < kExperts; ++e) {
+    gate[e] = {wg.as<Fp8E4M3>() + e * up_bytes, wgs.as<float>() + e * sg};
+    up[e] = {wu.as<Fp8E4M3>() + e * up_bytes, wus.as<float>() + e * sg};
+    down[e] = {wd.as<Fp8E4M3>() + e * up_bytes, wds.as<float>() + e * sd};
+  }
+  std::mt19937_64 rng(42);
+  for (int tokens = 4096; tokens <= max_tokens; tokens *= 4) {
+    const int rows = tokens * kTopK;
+    std::vector<int32_t> ids(static_cast<size_t>(rows));
+    std::vector<int> pool(kExperts);
+    std::iota(pool.begin(), pool.end(), 0);
+    for (int t = 0; t < tokens; ++t) {
+      for (int j = 0; j < kTopK; ++j) std::swap(pool[j], pool[j + rng() % (kExperts - j)]);
+      std::copy(pool.begin(), pool.begin() + kTopK, ids.begin() + size_t(t) * kTopK);
+    }
+    DeviceBuffer dids(ids.size() * 4), doff((kExperts + 1) * 4), dcur(kExperts * 4),
+        dslot(ids.size() * 4);
+    dids.copy_from_host(ids.data(), dids.bytes(), s);
+    moe_expert_offsets({dids.as<int32_t>(), doff.as<int32_t>(), dcur.as<int32_t>(),
+                        dslot.as<int32_t>(), tokens, kTopK, kExperts},
+                       s);
+    std::vector<int32_t> offsets(kExperts + 1);
+    doff.copy_to_host(offsets.data(), doff.bytes(), s);
+    HYMOE_CUDA_CHECK(cudaStreamSynchronize(s));
+    DeviceBuffer a = random_fp8(size_t(rows) * kHidden, s);
+    DeviceBuffer as = random_f32(size_t(rows) * (kHidden / 128), 0.001f, 0.01f, s);
+    DeviceBuffer h(size_t(rows) * 2 * kInter * 2);
+    DeviceBuffer hq = random_fp8(size_t(rows) * kInter, s);
+    DeviceBuffer hs = random_f32(size_t(rows) * (kInter / 128), 0.001f, 0.01f, s);
+    DeviceBuffer y(size_t(rows) * kHidden * 2);
+    GroupedFp8Gemm g_gate(lt, kInter, kHidden), g_up(lt, kInter, kHidden), g_down(lt, kHidden, kInter);
+    const double ms = bench.time_ms([&] {
+      g_gate.run(offsets, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
+      g_up.run(offsets, up, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>() + kInter, 2 * kInter, s);
+      g_down.run(offsets, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
+    });
+    const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
+    bench.add({fmt::format("moe_grouped_gemm/{} tokens x top8 (gate+up+down)", tokens),
+               flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+    // Dispatch kernels around it: permute of the quantised tokens and the weighted un-permute.
+    DeviceBuffer xq = random_fp8(size_t(tokens) * kHidden, s);
+    DeviceBuffer xs = random_f32(size_t(tokens) * (kHidden / 128), 0.001f, 0.01f, s);
+    DeviceBuffer wts = random_f32(ids.size(), 0.1f, 1.0f, s);
+    MoePermuteParams pp;
+    pp.x = xq.as<Fp8E4M3>();
+    pp.x_scales = xs.as<float>();
+    pp.topk_ids = dids.as<int32_t>();
+    pp.slot_rows = dslot.as<int32_t>();
+    pp.expert_offsets = doff.as<int32_t>();
+    pp.out = a.as<Fp8E4M3>();
+    pp.out_scales = as.as<float>();
+    pp.tokens = tokens;
+    pp.top_k = kTopK;
+    pp.cols = kHidden;
+    pp.x_scale_ld = tokens;
+    const double pms = bench.time_ms([&] { moe_permute_fp8(pp, s); });
+    bench.add({fmt::format("moe_permute_fp8/{} tokens (bytes moved)", tokens),
+               (double(tokens) * kHidden + 2.0 * rows * kHidden) / (pms * 1e-3) / 1e9, "GB/s",
+               c.copy_gbs, "d2d copy"});
+    DeviceBuffer out(size_t(tokens) * kHidden * 2);
+    const MoeUnpermuteParams up_p{y.as<Bf16>(), dslot.as<int32_t>(), wts.as<float>(),
+                                  out.as<Bf16>(), tokens, kTopK, kHidden, kHidden, kHidden};
+    const double ums = bench.time_ms([&] { moe_unpermute(up_p, s); });
+    bench.add({fmt::format("moe_unpermute/{} tokens (bytes moved)", tokens),
+               (2.0 * rows * kHidden + 2.0 * tokens * kHidden) / (ums * 1e-3) / 1e9, "GB/s",
+               c.copy_gbs, "d2d copy"});
+  }
+}
+
 int run(int argc, char** argv) {
   std::string out_path;
   int max_tokens = 65536;
@@ -363,6 +449,7 @@ int run(int argc, char** argv) {
   bench_rowwise(bench, c);
   bench_mla_decode(bench, c, info);
   bench_block_gemm(bench, lt, c, max_tokens);
+  bench_moe(bench, lt, c, max_tokens);
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};
     std::ofstream(out_path) << j.dump(2) << "\n";

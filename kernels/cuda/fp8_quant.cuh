@@ -45,7 +45,19 @@ fp8_quant_kernel(Fp8QuantParams p, int col_blocks) {
     for (int j = 0; j < 4; ++j)
       if (c0 + j < p.cols) out[c0 + j] = q[j];
   }
-  if (lane == 0) p.scales[static_cast<int64_t>(kb) * p.scale_ld + t] = scale;
+  if (lane == 0) {
+    int64_t index = static_cast<int64_t>(kb) * p.scale_ld + t;
+    if (p.group_offsets) {  // last group whose offset <= t (binary search)
+      int lo = 0, hi = p.groups - 1;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (p.group_offsets[mid] <= t) lo = mid; else hi = mid - 1;
+      }
+      const int off = p.group_offsets[lo], rows = p.group_offsets[lo + 1] - off;
+      index = static_cast<int64_t>(col_blocks) * off + static_cast<int64_t>(kb) * rows + (t - off);
+    }
+    p.scales[index] = scale;
+  }
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -10,7 +10,7 @@ namespace hymoe::gpu {
 
 void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 0 && p.cols >= 1 && p.x_stride >= p.cols && p.out_stride >= p.cols &&
-                  p.scale_ld >= p.tokens,
+                  (p.group_offsets ? p.groups >= 1 : p.scale_ld >= p.tokens),
               kInvalidArgument, "fp8 quantise: bad shape tokens={} cols={} strides={},{},{}",
               p.tokens, p.cols, p.x_stride, p.out_stride, p.scale_ld);
   if (p.tokens == 0) return;

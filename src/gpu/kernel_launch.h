@@ -11,6 +11,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
@@ -26,5 +27,8 @@ cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
+cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
+cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
+cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

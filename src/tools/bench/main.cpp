@@ -17,6 +17,7 @@
 #include "result_json.h"
 #include "runner.h"
 #include "scenarios.h"
+#include "tokenizer_counter.h"
 #include "trace.h"
 
 namespace hymoe::bench {
@@ -178,20 +179,29 @@ int run(const Options& o) {
   cfg.model = o.served_model_name.empty() ? model : o.served_model_name;
   const OpenAiClient client(cfg, Clock::now());
 
+  // Exact prompt lengths: the server's /tokenize, else the model's tokenizer files.
   TokenCounter counter;
-  if (o.tokenize != "off") {
+  std::string counter_id = "estimate:1-word-1-token";
+  if (o.tokenize == "auto" || o.tokenize == "server") {
     if (client.count_tokens(" hello").has_value()) {
       counter = [&client](const std::string& text) { return client.count_tokens(text); };
+      counter_id = "server:/tokenize";
     } else {
       HYMOE_CHECK(o.tokenize != "server", kUnavailable,
                   "--tokenize server: {}/tokenize does not answer", cfg.base_url);
     }
   }
+  if (!counter && !o.tokenizer.empty() && o.tokenize != "off") {
+    counter = load_tokenizer_counter(o.tokenizer);
+    counter_id = "files:" + o.tokenizer;
+  }
+  HYMOE_CHECK(counter || o.tokenize != "files", kInvalidArgument,
+              "--tokenize files needs --tokenizer DIR");
   const PromptBuilder prompts(counter, o.seed, o.block_size);
-  st.tokenizer_id = prompts.mode() == "tokenize" ? "server:/tokenize" : "estimate:1-word-1-token";
-  if (prompts.mode() != "tokenize")
-    fmt::print(stderr, "warning: no /tokenize on the server: prompt lengths are estimates "
-                       "(one word per token)\n");
+  st.tokenizer_id = prompts.mode() == "tokenize" ? counter_id : "estimate:1-word-1-token";
+  if (prompts.mode() != "tokenize" && o.tokenize != "off")
+    fmt::print(stderr, "warning: no /tokenize on the server and no --tokenizer: prompt lengths "
+                       "are estimates (one word per token)\n");
 
   std::vector<RequestOutput> outputs;
   double duration = 0;

@@ -64,8 +64,11 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_option("--block-size", o.block_size, "Tokens per hash_ids block (Mooncake: 512)")
       ->check(CLI::PositiveNumber)->group(wl);
   app.add_option("--tokenize", o.tokenize,
-                 "Exact prompt lengths: auto (server /tokenize when present), server (required), "
-                 "off")->check(CLI::IsMember({"auto", "server", "off"}))->group(wl);
+                 "Exact prompt lengths: auto (server /tokenize, else --tokenizer files), server, "
+                 "files, off")->check(CLI::IsMember({"auto", "server", "files", "off"}))->group(wl);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "Model folder with tokenizer.json / tiktoken.model (for servers without "
+                 "/tokenize)")->group(wl);
   app.add_option("--num-warmups", o.num_warmups, "Warm-up requests before the run")
       ->check(CLI::NonNegativeNumber)->group(wl);
 

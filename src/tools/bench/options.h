@@ -35,7 +35,8 @@ struct Options {
   std::optional<bool> self_timed;  // traces: use their timestamps (default true)
   double trace_time_scale = 1.0;   // multiply trace timestamps (0.5 = twice as fast)
   int block_size = 512;            // tokens per hash_id block
-  std::string tokenize = "auto";   // auto | server | off
+  std::string tokenize = "auto";   // auto | server | files | off
+  std::string tokenizer;           // model directory with tokenizer files
   int num_warmups = 0;
   // Scenarios
   int prefill_len = 8192;

@@ -232,7 +232,8 @@ std::string format_scenarios(const std::vector<ScenarioResult>& results) {
       out += fmt::format("{:<8} {:<4} {:>10} {:>10} {:>12} {:>9} {:>9}  {}\n", r.spec.name,
                          fmt::format("{}{}", q.role, q.index),
                          o.success ? fmt::format("{:.1f}", o.ttft * 1000) : "-",
-                         o.success ? fmt::format("{:.2f}", q.tpot_s * 1000) : "-",
+                         o.success && o.output_tokens > 1 ? fmt::format("{:.2f}", q.tpot_s * 1000)
+                                                          : "-",
                          num(q.tpot_in_prefill_s, 1000, "{:.2f}"), num(q.ttft_ratio, 1, "{:.3f}"),
                          num(q.tpot_ratio, 1, "{:.3f}"), o.success ? "ok" : o.error);
     }

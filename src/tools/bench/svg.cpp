@@ -16,7 +16,7 @@ std::string tick_label(double v) {
   if (v == 0) return "0";
   const double a = std::fabs(v);
   if (a >= 1e5 || a < 1e-3) return fmt::format("{:.2g}", v);
-  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 100 || v == std::round(v)) return fmt::format("{:.0f}", v);
   if (a >= 10) return fmt::format("{:.1f}", v);
   return fmt::format("{:.3g}", v);
 }

@@ -1,0 +1,91 @@
+// MoE prefill on the GPU: tokens grouped by expert, one block-scaled FP8 GEMM per expert, and a
+// weighted un-permute back to token order.
+//   1. moe_expert_offsets: expert_offsets[e] = first permuted row of expert e (exclusive scan of
+//      the routing counts, [experts + 1]) and slot_rows[t*top_k + j] = the permuted row of token
+//      t's j-th expert. Rows inside an expert come in no fixed order (atomics); every later stage
+//      computes a row independently of its position, so the results do not depend on it.
+//   2. moe_permute_fp8: copies each token's FP8 row (quantize_fp8_per_token_block output) to its
+//      permuted rows, and its scales to the grouped layout the per-expert GEMMs read.
+//   3. GroupedFp8Gemm: per expert with rows, D[rows of e] = A[rows of e] * W_e^T (GemmPlan kind
+//      kFp8BlockScale; plans cached per row count). Needs the offsets on the host.
+//   4. moe_unpermute: out[t] = sum_j topk_weights[t][j] * y[slot_rows[t*top_k + j]].
+// Grouped scale layout ("grouped VEC128"): the activation scales of expert e form a packed
+// [ceil(cols/128)][m_e] block (token fastest) starting at float offset ceil(cols/128) * offset_e.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <span>
+
+#include "hymoe/gpu/cublaslt.h"
+#include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/gemm.h"
+
+namespace hymoe::gpu {
+
+inline constexpr int kMoeMaxExperts = 1024;
+
+struct MoeOffsetsParams {
+  const int32_t* topk_ids = nullptr;  // [tokens, top_k], each in [0, experts)
+  int32_t* expert_offsets = nullptr;  // [experts + 1]
+  int32_t* cursor = nullptr;          // [experts] scratch
+  int32_t* slot_rows = nullptr;       // [tokens * top_k]
+  int tokens = 0;
+  int top_k = 0;
+  int experts = 0;                    // <= kMoeMaxExperts
+};
+void moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
+
+struct MoePermuteParams {
+  const Fp8E4M3* x = nullptr;          // [tokens, cols] quantised tokens
+  const float* x_scales = nullptr;     // [ceil(cols/128), x_scale_ld] (quantiser layout)
+  const int32_t* topk_ids = nullptr;   // [tokens, top_k]
+  const int32_t* slot_rows = nullptr;  // [tokens * top_k]
+  const int32_t* expert_offsets = nullptr;  // [experts + 1]
+  Fp8E4M3* out = nullptr;              // [tokens * top_k, cols] in expert order
+  float* out_scales = nullptr;         // grouped layout, ceil(cols/128) * tokens * top_k floats
+  int tokens = 0;
+  int top_k = 0;
+  int cols = 0;                        // a multiple of 16
+  int64_t x_scale_ld = 0;              // >= tokens
+};
+void moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
+
+struct MoeUnpermuteParams {
+  const Bf16* y = nullptr;             // [tokens * top_k, cols] expert outputs in expert order
+  const int32_t* slot_rows = nullptr;
+  const float* topk_weights = nullptr; // [tokens, top_k]
+  Bf16* out = nullptr;                 // [tokens, cols]
+  int tokens = 0;
+  int top_k = 0;
+  int cols = 0;
+  int64_t ldy = 0;
+  int64_t ldo = 0;
+};
+void moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
+
+// One expert's FP8 weight [n, k] and its 128x128 scales [ceil(n/128), block_scale_ld(k)].
+struct ExpertWeight {
+  const Fp8E4M3* w = nullptr;
+  const float* scales = nullptr;
+};
+
+class GroupedFp8Gemm {
+ public:
+  GroupedFp8Gemm(const CublasLt& lt, int n, int k) : lt_(&lt), n_(n), k_(k) {}
+  // host_offsets: expert_offsets copied to the host. a: permuted FP8 rows [rows, k] with grouped
+  // scales; d: [rows, ldd] BF16. Experts without rows are skipped.
+  void run(std::span<const int32_t> host_offsets, std::span<const ExpertWeight> experts,
+           const Fp8E4M3* a, const float* a_scales, Bf16* d, int64_t ldd, cudaStream_t stream);
+  int n() const { return n_; }
+  int k() const { return k_; }
+
+ private:
+  const CublasLt* lt_;
+  int n_, k_;
+  std::map<std::pair<int, int64_t>, GemmPlan> plans_;  // by (rows, ldd)
+};
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,165 @@
+// MoE dispatch end to end against a float64 reference: quantise -> expert offsets -> permute ->
+// grouped block-scaled FP8 GEMM -> weighted un-permute, with empty experts and ragged sizes;
+// and the grouped scale layout of the quantiser.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gpu_test_util.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/moe.h"
+
+namespace hymoe::gpu {
+namespace {
+
+TEST(Moe, PipelineMatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  CublasLt lt;
+  const int tokens = 100, top_k = 4, experts = 16, used = 11;  // experts 11..15 get no tokens
+  const int k = 256, n = 320;                                   // n ragged (3 scale rows)
+  if (!GemmPlan::supported(lt, GemmKind::kFp8BlockScale, {64, n, k, k, k, n})) {
+    ASSERT_NE(query_device(0).sm(), 90) << "block-scaled FP8 GEMM unsupported on sm_90";
+    GTEST_SKIP() << "block-scaled FP8 GEMM not supported by cuBLASLt here";
+  }
+  // Routing: top_k distinct experts per token among the first `used`, with random weights.
+  std::vector<int32_t> ids(tokens * top_k);
+  std::vector<int> pool(used);
+  std::iota(pool.begin(), pool.end(), 0);
+  for (int t = 0; t < tokens; ++t) {
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::copy(pool.begin(), pool.begin() + top_k, ids.begin() + t * top_k);
+  }
+  ids[0] = 13;  // one token reaches an otherwise unused expert (a 1-row GEMM)
+  const auto weights = test::random_f32(ids.size(), rng, 0.1f, 1.0f);
+  const auto x = test::random_bf16(size_t(tokens) * k, rng);
+  const int kb = k / 128, nb = (n + 127) / 128;
+  const int64_t wld = block_scale_ld(k);
+  std::vector<std::vector<Fp8E4M3>> w(experts);
+  std::vector<std::vector<float>> ws(experts);
+  std::vector<DeviceBuffer> dw, dws;
+  std::vector<ExpertWeight> expert_weights;
+  for (int e = 0; e < experts; ++e) {
+    w[e] = test::random_fp8(size_t(n) * k, rng);
+    ws[e] = test::random_f32(size_t(nb) * wld, rng, 0.0005f, 0.004f);
+    dw.push_back(test::to_device(w[e], stream));
+    dws.push_back(test::to_device(ws[e], stream));
+    expert_weights.push_back({dw.back().as<Fp8E4M3>(), dws.back().as<float>()});
+  }
+
+  auto dx = test::to_device(x, stream);
+  auto dids = test::to_device(ids, stream);
+  auto dwt = test::to_device(weights, stream);
+  auto dxq = test::poisoned<uint8_t>(size_t(tokens) * k, stream);
+  auto dxs = test::poisoned<float>(size_t(kb) * tokens, stream);
+  quantize_fp8_per_token_block({dx.as<Bf16>(), dxq.as<Fp8E4M3>(), dxs.as<float>(), tokens, k, k, k,
+                                tokens},
+                               stream);
+  auto doff = test::poisoned<int32_t>(experts + 1, stream);
+  auto dcur = test::poisoned<int32_t>(experts, stream);
+  auto dslot = test::poisoned<int32_t>(ids.size(), stream);
+  moe_expert_offsets({dids.as<int32_t>(), doff.as<int32_t>(), dcur.as<int32_t>(),
+                      dslot.as<int32_t>(), tokens, top_k, experts},
+                     stream);
+  const int rows = tokens * top_k;
+  auto dperm = test::poisoned<uint8_t>(size_t(rows) * k, stream);
+  auto dperm_s = test::poisoned<float>(size_t(kb) * rows, stream);
+  MoePermuteParams pp;
+  pp.x = dxq.as<Fp8E4M3>();
+  pp.x_scales = dxs.as<float>();
+  pp.topk_ids = dids.as<int32_t>();
+  pp.slot_rows = dslot.as<int32_t>();
+  pp.expert_offsets = doff.as<int32_t>();
+  pp.out = dperm.as<Fp8E4M3>();
+  pp.out_scales = dperm_s.as<float>();
+  pp.tokens = tokens;
+  pp.top_k = top_k;
+  pp.cols = k;
+  pp.x_scale_ld = tokens;
+  moe_permute_fp8(pp, stream);
+  const auto offsets = test::to_host<int32_t>(doff, experts + 1, stream);
+  const auto slots = test::to_host<int32_t>(dslot, ids.size(), stream);
+
+  // Offsets are the exclusive scan of the counts; every row is used once, inside its expert.
+  std::vector<int> counts(experts, 0);
+  for (int id : ids) ++counts[id];
+  int run = 0;
+  for (int e = 0; e <= experts; ++e) {
+    EXPECT_EQ(offsets[e], run) << "expert " << e;
+    if (e < experts) run += counts[e];
+  }
+  std::vector<int> seen(rows, 0);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    ASSERT_GE(slots[i], offsets[ids[i]]);
+    ASSERT_LT(slots[i], offsets[ids[i] + 1]);
+    ++seen[slots[i]];
+  }
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+
+  auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
+  GroupedFp8Gemm gemm(lt, n, k);
+  gemm.run(offsets, expert_weights, dperm.as<Fp8E4M3>(), dperm_s.as<float>(), dy.as<Bf16>(), n,
+           stream);
+  auto dout = test::poisoned<Bf16>(size_t(tokens) * n, stream);
+  moe_unpermute({dy.as<Bf16>(), dslot.as<int32_t>(), dwt.as<float>(), dout.as<Bf16>(), tokens,
+                 top_k, n, n, n},
+                stream);
+  const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(tokens) * n, stream));
+  const auto xq = test::to_host<uint8_t>(dxq, size_t(tokens) * k, stream);
+  const auto xs = test::to_host<float>(dxs, size_t(kb) * tokens, stream);
+
+  std::vector<double> ref(out.size(), 0.0);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < top_k; ++j) {
+      const int e = ids[t * top_k + j];
+      for (int i = 0; i < n; ++i) {
+        double acc = 0.0;
+        for (int l = 0; l < k; ++l)
+          acc += double{fp8_e4m3_to_float(xq[size_t(t) * k + l])} * xs[size_t(l / 128) * tokens + t] *
+                 w[e][size_t(i) * k + l].to_float() * ws[e][size_t(i / 128) * wld + l / 128];
+        ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
+      }
+    }
+  // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
+  EXPECT_LT(test::normalized_error(out, ref), 5e-3);
+}
+
+TEST(Moe, QuantiserWritesGroupedScales) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  const int rows = 77, cols = 384, kb = 3;
+  const std::vector<int32_t> offsets = {0, 0, 20, 21, 21, 60, 77};  // empty groups included
+  const auto x = test::random_bf16(size_t(rows) * cols, rng);
+  auto dx = test::to_device(x, stream);
+  auto doff = test::to_device(offsets, stream);
+  auto dq1 = test::poisoned<uint8_t>(size_t(rows) * cols, stream);
+  auto dq2 = test::poisoned<uint8_t>(size_t(rows) * cols, stream);
+  auto ds1 = test::poisoned<float>(size_t(kb) * rows, stream);
+  auto ds2 = test::poisoned<float>(size_t(kb) * rows, stream);
+  Fp8QuantParams plain{dx.as<Bf16>(), dq1.as<Fp8E4M3>(), ds1.as<float>(), rows, cols, cols, cols, rows};
+  quantize_fp8_per_token_block(plain, stream);
+  Fp8QuantParams grouped = plain;
+  grouped.out = dq2.as<Fp8E4M3>();
+  grouped.scales = ds2.as<float>();
+  grouped.group_offsets = doff.as<int32_t>();
+  grouped.groups = static_cast<int>(offsets.size()) - 1;
+  quantize_fp8_per_token_block(grouped, stream);
+  const auto s1 = test::to_host<float>(ds1, size_t(kb) * rows, stream);
+  const auto s2 = test::to_host<float>(ds2, size_t(kb) * rows, stream);
+  EXPECT_EQ(test::to_host<uint8_t>(dq1, size_t(rows) * cols, stream),
+            test::to_host<uint8_t>(dq2, size_t(rows) * cols, stream));
+  for (size_t g = 0; g + 1 < offsets.size(); ++g) {
+    const int off = offsets[g], m = offsets[g + 1] - off;
+    for (int t = off; t < off + m; ++t)
+      for (int b = 0; b < kb; ++b)
+        EXPECT_EQ(s2[size_t(kb) * off + size_t(b) * m + (t - off)], s1[size_t(b) * rows + t])
+            << "group " << g << " row " << t << " block " << b;
+  }
+}
+
+}  // namespace
+}  // namespace hymoe::gpu
