@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <random>
 
 #include "hymoe/common/error.h"
@@ -266,8 +267,12 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].want_logits) continue;
     Sequence& s = *owners[i];
-    std::span<const float> logit_row(logits_.data() + row * vocab, vocab);
+    float* row_data = logits_.data() + row * vocab;
     ++row;
+    if (config_.sample_vocab > 0 && static_cast<size_t>(config_.sample_vocab) < vocab) {
+      std::fill(row_data + config_.sample_vocab, row_data + vocab, -std::numeric_limits<float>::infinity());
+    }
+    std::span<const float> logit_row(row_data, vocab);
     if (s.done) continue;
     const std::span<const int32_t> generated(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated));
     SampledToken t = sampler_.sample(logit_row, s.req.sampling, generated, s.seed, static_cast<uint64_t>(s.generated));

@@ -268,3 +268,19 @@ TEST(Scheduler, RejectsBadRequests) {
 
 }  // namespace
 }  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+TEST(Scheduler, NeverSamplesPastTheTokenizerVocabulary) {
+  ToyExecutor ex(64, 4);
+  SchedulerConfig cfg;
+  cfg.sample_vocab = 32;  // the toy model prefers ids up to 63
+  Scheduler s(ex, kEos, cfg);
+  auto r = run(s, "pad", {40, 50, 60}, 40).get();
+  ASSERT_EQ(r.tokens.size(), 40u);
+  for (int32_t t : r.tokens) EXPECT_LT(t, 32);
+}
+
+}  // namespace
+}  // namespace hymoe

@@ -55,6 +55,9 @@ struct SchedulerConfig {
   int32_t max_waiting = 256;         // queue bound; beyond it submit() throws kResourceExhausted
   int64_t max_prefill_chunk = 512;   // prompt tokens per step
   int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
+  // Ids at or past this are never sampled (the model's vocabulary is padded past the
+  // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.
+  int64_t sample_vocab = 0;
 };
 
 struct SchedulerStats {
