@@ -24,12 +24,22 @@ if(NOT TARGET CLI11::CLI11)
   target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
 endif()
 
-# cpp-httplib (header-only).
-find_path(HTTPLIB_INCLUDE_DIR httplib.h)
-if(HTTPLIB_INCLUDE_DIR AND NOT TARGET hymoe::httplib)
-  add_library(hymoe::httplib INTERFACE IMPORTED)
-  target_include_directories(hymoe::httplib INTERFACE ${HTTPLIB_INCLUDE_DIR})
-  target_link_libraries(hymoe::httplib INTERFACE Threads::Threads)
+# cpp-httplib: Debian builds it as a library (libcpp-httplib.so, with OpenSSL and zlib, and its
+# header then declares what the library defines), found through pkg-config; elsewhere the
+# single header (e.g. from HYMOE_EXTRA_PREFIX) is the whole library.
+pkg_check_modules(CPP_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+if(NOT TARGET hymoe::httplib)
+  if(CPP_HTTPLIB_FOUND)
+    add_library(hymoe::httplib INTERFACE IMPORTED)
+    target_link_libraries(hymoe::httplib INTERFACE PkgConfig::CPP_HTTPLIB Threads::Threads)
+  else()
+    find_path(HTTPLIB_INCLUDE_DIR httplib.h)
+    if(HTTPLIB_INCLUDE_DIR)
+      add_library(hymoe::httplib INTERFACE IMPORTED)
+      target_include_directories(hymoe::httplib INTERFACE ${HTTPLIB_INCLUDE_DIR})
+      target_link_libraries(hymoe::httplib INTERFACE Threads::Threads)
+    endif()
+  endif()
 endif()
 
 # PCRE2 (8-bit code units), shared from apt or a static library in HYMOE_EXTRA_PREFIX.

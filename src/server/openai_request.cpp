@@ -8,7 +8,7 @@
 namespace hymoe::server {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 [[noreturn]] void fail(std::string message, std::string param, const char* code = nullptr) {
   throw ApiException(ApiError::invalid(std::move(message), std::move(param),

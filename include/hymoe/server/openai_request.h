@@ -24,8 +24,8 @@ struct RequestLimits {
 
 struct ChatCompletionRequest {
   std::string model;
-  nlohmann::json messages;   // validated OpenAI messages; content parts flattened to strings
-  nlohmann::json tools;      // array or null
+  nlohmann::ordered_json messages;  // validated OpenAI messages (key order kept for templates)
+  nlohmann::ordered_json tools;     // array or null
   SamplingParams sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

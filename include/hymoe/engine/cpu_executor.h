@@ -1,0 +1,61 @@
+// CpuExecutor: the whole model on the CPU with the optimised kernels. FP8 linears (GEMV for up
+// to 8 tokens, GEMM beyond), MLA in the absorbed form over the paged latent KV cache, the
+// noaux_tc router, shared expert, routed experts through the NUMA-aware MoE executor (decode
+// micro-batches) or per-expert GEMMs (prefill), dense layers, lm_head.
+// The embedded default and the fallback on machines without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hymoe/cpu/moe_executor.h"
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/engine/executor.h"
+#include "hymoe/kernels/rope.h"
+#include "hymoe/model/model_weights.h"
+
+namespace hymoe {
+
+class WeightStore;
+
+struct CpuExecutorOptions {
+  size_t kv_cache_bytes = 1ull << 30;
+  int64_t kv_block_tokens = 64;
+  int64_t max_step_tokens = 1024;  // buffers are sized for this many tokens per step up front
+};
+
+class CpuExecutor final : public Executor {
+ public:
+  // Binds the weights (throws hymoe::Error naming a bad tensor) and prepares per-layer data:
+  // norms as FP32, kv_b split into W_UK / W_UV (BF16) for the absorbed attention.
+  CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const CpuExecutorOptions& options);
+  ~CpuExecutor() override;
+
+  const ModelConfig& config() const override { return config_; }
+  KvCache& kv_cache() override { return kv_; }
+  void forward(std::span<const StepItem> items, std::span<float> logits) override;
+  const char* name() const override { return "cpu"; }
+
+ private:
+  struct Layer;
+  struct Buffers;
+  void attention(const Layer& layer, int64_t li, const std::vector<const StepItem*>& token_item,
+                 const std::vector<int64_t>& token_pos, int64_t tokens);
+  void ffn(const Layer& layer, int64_t li, int64_t tokens);
+  void moe(const Layer& layer, int64_t tokens);
+  void mlp(const MlpWeights& w, const uint16_t* x, int64_t tokens, float* out, bool accumulate);
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  cpu::ThreadPool& pool_;
+  KvCache kv_;
+  kernels::RopeTable rope_;
+  float softmax_scale_ = 1.0f;
+  std::vector<Layer> layers_;
+  std::vector<float> final_norm_;
+  std::unique_ptr<cpu::MoeExecutor> moe_;
+  std::unique_ptr<Buffers> buf_;
+};
+
+}  // namespace hymoe

@@ -1,0 +1,124 @@
+// The scheduler: a queue of generation requests keyed by id feeding one engine loop.
+// Each loop iteration admits waiting requests while KV blocks and batch slots allow, builds one
+// step (a prefill chunk of at most max_prefill_chunk tokens plus one decode token for every
+// running sequence), runs it on the Executor, samples, and reports each token through the
+// request's callbacks. When a decode step cannot get a KV block, the youngest running sequence
+// is preempted (its blocks freed, its tokens recomputed later). Cancelling a request frees its KV
+// blocks at the start of the next iteration.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "hymoe/engine/executor.h"
+#include "hymoe/engine/sampler.h"
+#include "hymoe/engine/sampling_params.h"
+
+namespace hymoe {
+
+enum class FinishReason { kStop, kLength, kAbort, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
+
+struct TokenOutput {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+  int64_t index = 0;  // 0 for the first generated token
+};
+
+struct GenerationCallbacks {
+  // Engine thread, once per generated token. Return false to finish the request now with
+  // reason kStop (e.g. a stop string matched in the text).
+  std::function<bool(const TokenOutput&)> on_token;
+  // Engine thread, exactly once, last. `error` is empty unless reason == kError.
+  std::function<void(FinishReason reason, const std::string& error)> on_finish;
+};
+
+struct GenerationRequest {
+  std::string id;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  GenerationCallbacks callbacks;
+};
+
+struct SchedulerConfig {
+  int32_t max_running = 8;           // sequences decoded together
+  int32_t max_waiting = 256;         // queue bound; beyond it submit() throws kResourceExhausted
+  int64_t max_prefill_chunk = 512;   // prompt tokens per step
+  int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
+  // Ids at or past this are never sampled (the model's vocabulary is padded past the
+  // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.
+  int64_t sample_vocab = 0;
+};
+
+struct SchedulerStats {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  double kv_usage = 0.0;
+  int64_t preemptions = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config);
+  ~Scheduler();  // stops the loop; unfinished requests finish with kAbort
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws hymoe::Error: kInvalidArgument for an empty prompt, token ids out
+  // of the vocabulary or prompt + max_tokens beyond the context; kResourceExhausted when the queue
+  // is full or the prompt can never fit the KV cache; kUnavailable after stop_accepting().
+  void submit(GenerationRequest request);
+  // Finishes the request with kAbort (if still known) and frees its KV. Safe from any thread.
+  void cancel(const std::string& id);
+
+  // No new requests; in-flight ones continue.
+  void stop_accepting();
+  // Blocks until no request is queued or running, or the timeout passes; true when drained.
+  bool wait_idle(double timeout_seconds);
+
+  SchedulerStats stats() const;
+  int64_t max_context() const { return max_context_; }
+  // Called after each step with fresh stats (for metrics); set before submitting.
+  void set_stats_listener(std::function<void(const SchedulerStats&)> listener);
+
+ private:
+  struct Sequence;
+  void loop();
+  void run_step(std::vector<Sequence*>& running);
+  void finish(Sequence& s, FinishReason reason, const std::string& error);
+
+  Executor& executor_;
+  KvCache& kv_;
+  const int32_t eos_;
+  const SchedulerConfig config_;
+  int64_t max_context_ = 0;
+  Sampler sampler_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<std::unique_ptr<Sequence>> incoming_;       // submitted, not yet seen by the loop
+  std::vector<std::string> cancelled_;
+  bool accepting_ = true;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::function<void(const SchedulerStats&)> listener_;
+
+  // Owned by the loop thread.
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::vector<float> logits_;
+  std::thread thread_;
+};
+
+}  // namespace hymoe

@@ -1,0 +1,61 @@
+// JSON bodies of OpenAI responses: chat.completion, chat.completion.chunk, text_completion
+// (streamed and not), usage and logprobs, as the official SDKs parse them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hymoe::server {
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  nlohmann::json to_json() const;
+};
+
+// One generated token's log-probability entry (chat format; completions convert it).
+struct TokenLogprob {
+  std::string token;       // its text (may be a partial UTF-8 character: `bytes` is exact)
+  std::string bytes;       // raw bytes
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // (token text, logprob), best first
+  std::vector<std::string> top_bytes;
+};
+
+struct ResponseHead {
+  std::string id;          // "chatcmpl-..." or "cmpl-..."
+  std::string model;
+  int64_t created = 0;     // unix seconds
+};
+
+// Non-streamed chat completion.
+nlohmann::json chat_completion(const ResponseHead& head, const std::string& content,
+                               const std::optional<std::string>& reasoning, const char* finish_reason,
+                               const Usage& usage, const std::vector<TokenLogprob>* logprobs);
+// One streamed chat chunk. `delta` holds role/content/reasoning_content as present;
+// finish_reason null until the last chunk.
+nlohmann::json chat_chunk(const ResponseHead& head, nlohmann::json delta, const char* finish_reason,
+                          const std::vector<TokenLogprob>* logprobs);
+// The usage-only final chunk (stream_options.include_usage): empty choices.
+nlohmann::json chat_usage_chunk(const ResponseHead& head, const Usage& usage);
+
+nlohmann::json text_completion(const ResponseHead& head, const std::string& text, const char* finish_reason,
+                               const Usage& usage, const std::vector<TokenLogprob>* logprobs,
+                               int64_t text_offset_base);
+nlohmann::json text_completion_chunk(const ResponseHead& head, const std::string& text,
+                                     const char* finish_reason, const std::vector<TokenLogprob>* logprobs,
+                                     int64_t text_offset_base);
+nlohmann::json text_usage_chunk(const ResponseHead& head, const Usage& usage);
+
+// "data: {json}\n\n" and the terminator "data: [DONE]\n\n".
+std::string sse_event(const nlohmann::json& j);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+// A random id with the given prefix ("chatcmpl-" + 24 hex digits).
+std::string make_response_id(const char* prefix);
+
+}  // namespace hymoe::server

@@ -1,0 +1,40 @@
+// Everything a served model needs, loaded from a ServerConfig: weights, tokenizer, chat
+// template, worker threads, the executor and the scheduler. Shared by hymoe-server and
+// `hymoe-cli generate`, so both run exactly the same engine.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/engine/executor.h"
+#include "hymoe/model/weight_store.h"
+#include "hymoe/scheduler/scheduler.h"
+#include "hymoe/server/server_config.h"
+#include "hymoe/tokenizer/chat_template.h"
+#include "hymoe/tokenizer/tokenizer.h"
+
+namespace hymoe::server {
+
+// The name the API shows: --served-model-name, else the checkpoint folder's name, else
+// "dummy-<preset>" for random weights.
+std::string served_model_name(const ServerConfig& config);
+
+struct Runtime {
+  std::string model_dir;       // where weights came from ("" for dummy weights)
+  std::string name;            // served model name
+  std::unique_ptr<WeightStore> store;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<tokenizer::ChatTemplate> chat_template;  // null when the model has none
+  std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Scheduler> scheduler;
+  int32_t eos = -1;
+
+  ~Runtime();  // scheduler first, then what it uses
+
+  // Loads per config (throws hymoe::Error naming the file or field on any problem).
+  static std::unique_ptr<Runtime> load(const ServerConfig& config);
+};
+
+}  // namespace hymoe::server

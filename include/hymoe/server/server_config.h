@@ -1,0 +1,66 @@
+// Configuration of hymoe-server. Sources, later ones winning: built-in defaults, a JSON file
+// (--config FILE; configs/ has examples), environment variables (HYMOE_<OPTION>, e.g.
+// HYMOE_PORT), command-line flags.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+namespace hymoe::server {
+
+struct ServerConfig {
+  // Model.
+  std::string model;                 // checkpoint directory; empty = the embedded tiny default
+  std::string served_model_name;     // name in /v1/models and responses; default: folder name
+  std::string load_format = "auto";  // auto (the checkpoint) | dummy (random weights of a preset)
+  std::string preset = "tiny";       // for load_format dummy
+  int32_t dummy_layers = -1;         // for load_format dummy; -1 = the preset's
+  std::string load_mode = "load";    // load (anonymous memory, NUMA placement) | mmap
+  std::string tokenizer;             // tokenizer directory; default: the model directory
+
+  // HTTP.
+  std::string host = "127.0.0.1";
+  int32_t port = 8000;
+  std::vector<std::string> api_keys;     // empty = no authentication
+  std::vector<std::string> cors_origins; // empty = no CORS headers; "*" allowed
+  int64_t max_body_bytes = 8 << 20;
+  int32_t http_threads = 64;
+
+  // Engine and scheduling.
+  int32_t threads = 0;               // compute threads; 0 = all hardware threads
+  int64_t kv_cache_bytes = 1ll << 30;
+  int32_t max_running = 8;
+  int32_t max_waiting = 256;
+  int64_t max_prefill_chunk = 512;
+  int64_t max_context = 0;           // 0 = the model's max_position_embeddings
+  int32_t default_max_tokens = 0;    // chat requests without max_tokens; 0 = up to the context
+
+  // Behaviour.
+  std::string reasoning_parser = "auto";  // auto | deepseek_r1 | none
+  double drain_timeout_s = 30.0;     // SIGTERM: wait this long for in-flight requests
+  std::string log_level = "info";
+
+  nlohmann::json to_json() const;
+  // Throws hymoe::Error (kInvalidArgument) naming the field for unknown keys or wrong types.
+  void merge_json(const nlohmann::json& j, const std::string& source);
+  // Throws hymoe::Error (kInvalidArgument) for values out of range.
+  void validate() const;
+};
+
+// Adds every option to `app`, bound to `config`, each with its HYMOE_ environment variable, and
+// --config (its value lands in `config_file`; reading it is parse_server_command_line's job).
+void add_server_options(CLI::App& app, ServerConfig& config, std::string& config_file);
+
+// Reads --config / HYMOE_CONFIG first, then parses flags and environment over it and validates.
+// Throws CLI::ParseError (help, bad flags: the caller returns app.exit(e)) or hymoe::Error.
+void parse_server_command_line(CLI::App& app, ServerConfig& config, int argc, const char* const* argv);
+
+// Reads a JSON config file into `config` (throws hymoe::Error naming the file and field).
+void load_server_config_file(const std::filesystem::path& file, ServerConfig& config);
+
+}  // namespace hymoe::server

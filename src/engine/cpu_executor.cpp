@@ -1,0 +1,385 @@
+#include "hymoe/engine/cpu_executor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu_ops.h"
+#include "hymoe/common/error.h"
+#include "hymoe/common/log.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/kernels/moe_router.h"
+#include "hymoe/kernels/rmsnorm.h"
+#include "hymoe/kernels/silu_mul.h"
+#include "hymoe/model/weight_store.h"
+
+namespace hymoe {
+namespace {
+
+void dense_row(const DenseMatrix& m, int64_t row, float* out) {
+  switch (m.dtype) {
+    case DType::kBF16: {
+      const auto* p = static_cast<const uint16_t*>(m.data) + row * m.cols;
+      for (int64_t j = 0; j < m.cols; ++j) out[j] = bf16_to_float(p[j]);
+      return;
+    }
+    case DType::kF16: {
+      const auto* p = static_cast<const uint16_t*>(m.data) + row * m.cols;
+      for (int64_t j = 0; j < m.cols; ++j) out[j] = f16_to_float(p[j]);
+      return;
+    }
+    case DType::kF32: {
+      const auto* p = static_cast<const float*>(m.data) + row * m.cols;
+      std::copy(p, p + m.cols, out);
+      return;
+    }
+    default:
+      HYMOE_THROW(kUnsupported, "dtype {} is not supported for a dense tensor", dtype_name(m.dtype));
+  }
+}
+
+std::vector<float> dense_vector(const DenseMatrix& m) {
+  std::vector<float> v(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) dense_row(m, r, v.data() + r * m.cols);
+  return v;
+}
+
+// Grows a buffer to at least n elements (a no-op once sized: steps do not allocate).
+template <typename T>
+T* room(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+struct CpuExecutor::Layer {
+  std::vector<float> input_norm, post_attn_norm, q_a_norm, kv_a_norm;
+  std::vector<uint16_t> w_uk;  // [heads][qk_nope][kv_lora] BF16
+  std::vector<uint16_t> w_uv;  // [heads][v_head][kv_lora] BF16
+  std::vector<float> router_bias;
+};
+
+struct CpuExecutor::Buffers {
+  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp;
+  std::vector<uint16_t> xb, qab, attnb, act, gather;
+  std::vector<int32_t> rids;
+  // Per worker attention scratch.
+  std::vector<std::vector<float>> scores, lat;
+};
+
+CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const CpuExecutorOptions& options)
+    : config_(store.config()),
+      weights_(ModelWeights::bind(store)),
+      pool_(pool),
+      kv_(KvCacheShape{.layers = config_.num_hidden_layers,
+                       .kv_lora_rank = config_.kv_lora_rank,
+                       .rope_dim = config_.qk_rope_head_dim,
+                       .block_tokens = options.kv_block_tokens},
+          options.kv_cache_bytes),
+      rope_(kernels::RopeTable::make(static_cast<int>(config_.qk_rope_head_dim), config_.rope_theta,
+                                     config_.rope_scaling)),
+      softmax_scale_(static_cast<float>(config_.softmax_scale())),
+      buf_(std::make_unique<Buffers>()) {
+  weights_.config = &config_;
+  const int64_t heads = config_.num_attention_heads, nope = config_.qk_nope_head_dim, vd = config_.v_head_dim;
+  const int64_t lora = config_.kv_lora_rank;
+  layers_.resize(static_cast<size_t>(config_.num_hidden_layers));
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const LayerWeights& w = weights_.layers[li];
+    Layer& l = layers_[li];
+    l.input_norm = dense_vector(w.input_norm);
+    l.post_attn_norm = dense_vector(w.post_attn_norm);
+    l.q_a_norm = dense_vector(w.attn.q_a_norm);
+    l.kv_a_norm = dense_vector(w.attn.kv_a_norm);
+    // kv_b rows per head: qk_nope rows of W_UK, then v_head rows of W_UV, each kv_lora wide.
+    const Fp8Matrix& kvb = w.attn.kv_b;
+    l.w_uk.resize(static_cast<size_t>(heads * nope * lora));
+    l.w_uv.resize(static_cast<size_t>(heads * vd * lora));
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t r = 0; r < nope + vd; ++r) {
+        const int64_t row = h * (nope + vd) + r;
+        uint16_t* dst = r < nope ? &l.w_uk[static_cast<size_t>((h * nope + r) * lora)]
+                                 : &l.w_uv[static_cast<size_t>((h * vd + r - nope) * lora)];
+        for (int64_t c = 0; c < lora; ++c) {
+          dst[c] = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
+        }
+      }
+    }
+    if (w.moe) l.router_bias = dense_vector(w.moe->router_bias);
+  }
+  final_norm_ = dense_vector(weights_.final_norm);
+  if (config_.n_routed_experts > 0 && config_.num_hidden_layers > config_.first_k_dense_replace) {
+    cpu::MoeShape shape;
+    shape.num_experts = config_.n_routed_experts;
+    shape.hidden = config_.hidden_size;
+    shape.intermediate = config_.moe_intermediate_size;
+    shape.max_top_k = static_cast<int>(config_.num_experts_per_tok);
+    moe_ = std::make_unique<cpu::MoeExecutor>(pool_, shape);
+  }
+  buf_->scores.resize(static_cast<size_t>(pool_.size()));
+  buf_->lat.resize(static_cast<size_t>(pool_.size()));
+  for (int i = 0; i < pool_.size(); ++i) {
+    buf_->scores[static_cast<size_t>(i)].resize(static_cast<size_t>(kv_.capacity_tokens()));
+    buf_->lat[static_cast<size_t>(i)].resize(static_cast<size_t>(2 * lora + nope + vd));
+  }
+  (void)options.max_step_tokens;
+  log::get("engine")->info("cpu executor: {} layers, {} threads, KV cache {} tokens in {} blocks",
+                           config_.num_hidden_layers, pool_.size(), kv_.capacity_tokens(), kv_.total_blocks());
+}
+
+CpuExecutor::~CpuExecutor() = default;
+
+void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logits) {
+  const ModelConfig& c = config_;
+  const int64_t hidden = c.hidden_size;
+  // Flatten the step into tokens, each with its item and position.
+  std::vector<const StepItem*> token_item;
+  std::vector<int64_t> token_pos;
+  std::vector<int32_t> token_id;
+  for (const StepItem& it : items) {
+    HYMOE_CHECK(it.table && it.start == it.table->tokens, kInternal, "step item out of sync with its KV table");
+    HYMOE_CHECK(kv_.blocks_for(it.start + static_cast<int64_t>(it.tokens.size())) <=
+                    static_cast<int64_t>(it.table->blocks.size()),
+                kInternal, "step item without reserved KV blocks");
+    for (size_t k = 0; k < it.tokens.size(); ++k) {
+      HYMOE_CHECK(it.tokens[k] >= 0 && it.tokens[k] < c.vocab_size, kInvalidArgument, "token id {} out of range",
+                  it.tokens[k]);
+      token_item.push_back(&it);
+      token_pos.push_back(it.start + static_cast<int64_t>(k));
+      token_id.push_back(it.tokens[k]);
+    }
+  }
+  const int64_t T = static_cast<int64_t>(token_id.size());
+  if (T == 0) return;
+  Buffers& b = *buf_;
+  float* h = room(b.h, static_cast<size_t>(T * hidden));
+  for (int64_t t = 0; t < T; ++t) dense_row(weights_.embed, token_id[static_cast<size_t>(t)], h + t * hidden);
+
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    attention(layers_[li], static_cast<int64_t>(li), token_item, token_pos, T);
+    ffn(layers_[li], static_cast<int64_t>(li), T);
+  }
+  for (const StepItem& it : items) it.table->tokens = it.start + static_cast<int64_t>(it.tokens.size());
+
+  // Logits of the last token of each item that wants them.
+  std::vector<int64_t> rows;
+  int64_t t = 0;
+  for (const StepItem& it : items) {
+    t += static_cast<int64_t>(it.tokens.size());
+    if (it.want_logits) rows.push_back(t - 1);
+  }
+  const int64_t R = static_cast<int64_t>(rows.size());
+  HYMOE_CHECK(static_cast<int64_t>(logits.size()) == R * c.vocab_size, kInternal,
+              "logits buffer holds {} values, {} rows of {} needed", logits.size(), R, c.vocab_size);
+  float* xf = room(b.xf, static_cast<size_t>(R * hidden));
+  for (int64_t r = 0; r < R; ++r) {
+    kernels::rmsnorm(h + rows[static_cast<size_t>(r)] * hidden, final_norm_.data(), hidden,
+                     static_cast<float>(c.rms_norm_eps), xf + r * hidden);
+  }
+  engine::dense_linear(pool_, weights_.lm_head, xf, R, logits.data());
+}
+
+void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<const StepItem*>& token_item,
+                            const std::vector<int64_t>& token_pos, int64_t T) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(li)];
+  const int64_t hidden = c.hidden_size, heads = c.num_attention_heads, nope = c.qk_nope_head_dim,
+                rope = c.qk_rope_head_dim, vd = c.v_head_dim, lora = c.kv_lora_rank, qlora = c.q_lora_rank;
+  const int64_t qk = nope + rope;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  Buffers& b = *buf_;
+  float* h = b.h.data();
+  uint16_t* xb = room(b.xb, static_cast<size_t>(T * hidden));
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm_bf16(h + t * hidden, layer.input_norm.data(), hidden, eps, xb + t * hidden);
+  }
+  // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x).
+  float* qa = room(b.qa, static_cast<size_t>(T * qlora));
+  engine::fp8_linear(pool_, w.attn.q_a, xb, hidden, T, qa);
+  uint16_t* qab = room(b.qab, static_cast<size_t>(T * qlora));
+  for (int64_t t = 0; t < T; ++t) kernels::rmsnorm_bf16(qa + t * qlora, layer.q_a_norm.data(), qlora, eps, qab + t * qlora);
+  float* q = room(b.q, static_cast<size_t>(T * heads * qk));
+  engine::fp8_linear(pool_, w.attn.q_b, qab, qlora, T, q);
+  float* kva = room(b.kva, static_cast<size_t>(T * (lora + rope)));
+  engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, kva);
+
+  // Rope q_pe and k_pe; write this step's latent rows into the cache.
+  std::vector<float> ckv(static_cast<size_t>(lora));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t pos = token_pos[static_cast<size_t>(t)];
+    kernels::rope_apply(rope_, pos, q + t * heads * qk + nope, heads, qk);
+    float* kv = kva + t * (lora + rope);
+    kernels::rope_apply(rope_, pos, kv + lora, 1, rope);
+    kernels::rmsnorm(kv, layer.kv_a_norm.data(), lora, eps, ckv.data());
+    uint16_t* row = kv_.row(*token_item[static_cast<size_t>(t)]->table, li, pos);
+    kernels::to_bf16(ckv.data(), lora, row);
+    kernels::to_bf16(kv + lora, rope, row + lora);
+  }
+
+  // Absorbed attention, one (token, head) pair at a time, spread over the workers.
+  float* attn = room(b.attn, static_cast<size_t>(T * heads * vd));
+  const float scale = softmax_scale_;
+  pool_.run([&](const cpu::WorkerInfo& wi) {
+    float* scores = b.scores[static_cast<size_t>(wi.index)].data();
+    float* q_lat = b.lat[static_cast<size_t>(wi.index)].data();
+    float* o_lat = q_lat + lora;
+    const int64_t pairs = T * heads;
+    for (int64_t p = wi.index; p < pairs; p += pool_.size()) {
+      const int64_t t = p / heads, hd = p % heads;
+      const StepItem& item = *token_item[static_cast<size_t>(t)];
+      const int64_t pos = token_pos[static_cast<size_t>(t)];
+      const float* qh = q + t * heads * qk + hd * qk;
+      // q_lat = W_UK[h]^T q_nope
+      std::fill(q_lat, q_lat + lora, 0.0f);
+      for (int64_t d = 0; d < nope; ++d) {
+        const uint16_t* wr = &layer.w_uk[static_cast<size_t>((hd * nope + d) * lora)];
+        const float qd = qh[d];
+        for (int64_t cc = 0; cc < lora; ++cc) q_lat[cc] += qd * bf16_to_float(wr[cc]);
+      }
+      float mx = -INFINITY;
+      for (int64_t j = 0; j <= pos; ++j) {
+        const uint16_t* row = kv_.row(*item.table, li, j);
+        float s = 0.0f;
+        for (int64_t cc = 0; cc < lora; ++cc) s += q_lat[cc] * bf16_to_float(row[cc]);
+        for (int64_t r = 0; r < rope; ++r) s += qh[nope + r] * bf16_to_float(row[lora + r]);
+        s *= scale;
+        scores[j] = s;
+        mx = std::max(mx, s);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j <= pos; ++j) {
+        scores[j] = std::exp(scores[j] - mx);
+        sum += scores[j];
+      }
+      const float inv = 1.0f / sum;
+      std::fill(o_lat, o_lat + lora, 0.0f);
+      for (int64_t j = 0; j <= pos; ++j) {
+        const uint16_t* row = kv_.row(*item.table, li, j);
+        const float pj = scores[j] * inv;
+        for (int64_t cc = 0; cc < lora; ++cc) o_lat[cc] += pj * bf16_to_float(row[cc]);
+      }
+      float* out = attn + t * heads * vd + hd * vd;
+      for (int64_t e = 0; e < vd; ++e) {
+        const uint16_t* wr = &layer.w_uv[static_cast<size_t>((hd * vd + e) * lora)];
+        float s = 0.0f;
+        for (int64_t cc = 0; cc < lora; ++cc) s += bf16_to_float(wr[cc]) * o_lat[cc];
+        out[e] = s;
+      }
+    }
+  });
+  uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
+  kernels::to_bf16(attn, T * heads * vd, attnb);
+  float* proj = room(b.proj, static_cast<size_t>(T * hidden));
+  engine::fp8_linear(pool_, w.attn.o, attnb, heads * vd, T, proj);
+  for (int64_t i = 0; i < T * hidden; ++i) h[i] += proj[i];
+}
+
+void CpuExecutor::mlp(const MlpWeights& w, const uint16_t* x, int64_t T, float* out, bool accumulate) {
+  const int64_t inter = w.gate.rows, hidden = w.down.rows;
+  Buffers& b = *buf_;
+  float* gate = room(b.gate, static_cast<size_t>(T * inter));
+  float* up = room(b.up, static_cast<size_t>(T * inter));
+  engine::fp8_linear(pool_, w.gate, x, w.gate.cols, T, gate);
+  engine::fp8_linear(pool_, w.up, x, w.up.cols, T, up);
+  uint16_t* act = room(b.act, static_cast<size_t>(T * inter));
+  for (int64_t t = 0; t < T; ++t) kernels::silu_mul_bf16(gate + t * inter, up + t * inter, inter, act + t * inter);
+  if (!accumulate) {
+    engine::fp8_linear(pool_, w.down, act, inter, T, out);
+    return;
+  }
+  float* tmp = room(b.tmp, static_cast<size_t>(T * hidden));
+  engine::fp8_linear(pool_, w.down, act, inter, T, tmp);
+  for (int64_t i = 0; i < T * hidden; ++i) out[i] += tmp[i];
+}
+
+void CpuExecutor::ffn(const Layer& layer, int64_t li, int64_t T) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(li)];
+  const int64_t hidden = c.hidden_size;
+  Buffers& b = *buf_;
+  float* h = b.h.data();
+  uint16_t* xb = room(b.xb, static_cast<size_t>(T * hidden));
+  float* xf = room(b.xf, static_cast<size_t>(T * hidden));
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm(h + t * hidden, layer.post_attn_norm.data(), hidden, static_cast<float>(c.rms_norm_eps),
+                     xf + t * hidden);
+  }
+  kernels::to_bf16(xf, T * hidden, xb);
+  float* proj = room(b.proj, static_cast<size_t>(T * hidden));
+  if (w.dense) {
+    mlp(*w.dense, xb, T, proj, false);
+  } else {
+    moe(layer, T);
+  }
+  for (int64_t i = 0; i < T * hidden; ++i) h[i] += proj[i];
+}
+
+void CpuExecutor::moe(const Layer& layer, int64_t T) {
+  const ModelConfig& c = config_;
+  const int64_t li = &layer - layers_.data();
+  const MoeWeights& w = *weights_.layers[static_cast<size_t>(li)].moe;
+  const int64_t hidden = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
+  Buffers& b = *buf_;
+  const uint16_t* xb = b.xb.data();
+  float* proj = b.proj.data();
+
+  // Router: sigmoid scores + bias choice, group-limited top-k.
+  float* router = room(b.router, static_cast<size_t>(T * E));
+  engine::dense_linear(pool_, w.router, b.xf.data(), T, router);
+  int32_t* ids = room(b.rids, static_cast<size_t>(T * K));
+  float* weights = room(b.rweights, static_cast<size_t>(T * K));
+  kernels::RouterParams rp;
+  rp.n_experts = static_cast<int>(E);
+  rp.n_group = static_cast<int>(c.n_group);
+  rp.topk_group = static_cast<int>(c.topk_group);
+  rp.top_k = static_cast<int>(K);
+  rp.norm_topk_prob = c.norm_topk_prob;
+  rp.routed_scaling_factor = static_cast<float>(c.routed_scaling_factor);
+  rp.bias = layer.router_bias.data();
+  for (int64_t t = 0; t < T; ++t) kernels::route_noaux_tc(rp, router + t * E, ids + t * K, weights + t * K);
+
+  // Shared expert writes proj; routed experts add onto it.
+  if (w.shared) {
+    mlp(*w.shared, xb, T, proj, false);
+  } else {
+    std::fill(proj, proj + T * hidden, 0.0f);
+  }
+  if (T <= cpu::kMaxMoeTokens) {
+    cpu::MoeBatch mb;
+    mb.tokens = static_cast<int>(T);
+    mb.hidden = xb;
+    mb.top_k = static_cast<int>(K);
+    mb.ids = ids;
+    mb.weights = weights;
+    mb.out = proj;
+    mb.accumulate = true;
+    moe_->run(w.experts, mb);
+    return;
+  }
+  // Prefill: per expert, its tokens gathered into one GEMM batch.
+  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < K; ++k) by_expert[static_cast<size_t>(ids[t * K + k])].emplace_back(t, weights[t * K + k]);
+  }
+  std::vector<float> expert_out;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto& toks = by_expert[static_cast<size_t>(e)];
+    if (toks.empty()) continue;
+    const int64_t n = static_cast<int64_t>(toks.size());
+    uint16_t* g = room(b.gather, static_cast<size_t>(n * hidden));
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy(xb + toks[static_cast<size_t>(i)].first * hidden, xb + (toks[static_cast<size_t>(i)].first + 1) * hidden,
+                g + i * hidden);
+    }
+    expert_out.resize(static_cast<size_t>(n * hidden));
+    mlp(w.experts[static_cast<size_t>(e)], g, n, expert_out.data(), false);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [t, wt] = toks[static_cast<size_t>(i)];
+      float* dst = proj + t * hidden;
+      const float* src = expert_out.data() + i * hidden;
+      for (int64_t j = 0; j < hidden; ++j) dst[j] += wt * src[j];
+    }
+  }
+}
+
+}  // namespace hymoe

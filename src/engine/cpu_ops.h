@@ -1,0 +1,33 @@
+// Building blocks of the CPU executor, each spread over the worker pool. Activations entering a
+// linear layer are BF16 (what the kernels read); results are FP32.
+#pragma once
+
+#include <cstdint>
+
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/model/model_weights.h"
+
+namespace hymoe::engine {
+
+// Splits [0, n) into one contiguous range per worker, rounded to `align`; fn(begin, end) runs on
+// every worker with a non-empty range.
+template <typename F>
+void parallel_for(cpu::ThreadPool& pool, int64_t n, int64_t align, F&& fn) {
+  const int64_t workers = pool.size();
+  const int64_t units = (n + align - 1) / align;
+  pool.run([&](const cpu::WorkerInfo& w) {
+    const int64_t b = units * w.index / workers * align;
+    const int64_t e = std::min<int64_t>(n, units * (w.index + 1) / workers * align);
+    if (b < e) fn(b, e);
+  });
+}
+
+// y[t][0..w.rows) = W x[t] for t < tokens. x: BF16 [tokens][x_stride]; y: FP32 [tokens][w.rows].
+// Up to 8 tokens share one pass over the weights (GEMV); more use the prefill GEMM.
+void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride,
+                int64_t tokens, float* y);
+
+// y[t][0..rows) = M x[t] for a dense BF16/F32 matrix (lm_head, router). x FP32 [tokens][cols].
+void dense_linear(cpu::ThreadPool& pool, const DenseMatrix& m, const float* x, int64_t tokens, float* y);
+
+}  // namespace hymoe::engine

@@ -1,0 +1,302 @@
+#include "hymoe/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <random>
+
+#include "hymoe/common/error.h"
+#include "hymoe/common/log.h"
+
+namespace hymoe {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+struct Scheduler::Sequence {
+  GenerationRequest req;
+  std::vector<int32_t> tokens;     // prompt then generated; KV exists for the first `table.tokens`
+  int64_t prompt_len = 0;
+  int64_t generated = 0;
+  BlockTable table;
+  uint64_t seed = 0;
+  uint64_t order = 0;              // admission order, for preemption (youngest first)
+  bool done = false;
+
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - table.tokens; }
+};
+
+Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config)
+    : executor_(executor),
+      kv_(executor.kv_cache()),
+      eos_(eos_token),
+      config_(config),
+      sampler_(static_cast<int32_t>(executor.config().vocab_size)) {
+  HYMOE_CHECK(config.max_running > 0 && config.max_prefill_chunk > 0, kInvalidArgument,
+              "scheduler: max_running and max_prefill_chunk must be positive");
+  max_context_ = config.max_context > 0 ? config.max_context : executor.config().max_position_embeddings;
+  logits_.resize(static_cast<size_t>(config.max_running + 1) * static_cast<size_t>(executor.config().vocab_size));
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    accepting_ = false;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Scheduler::submit(GenerationRequest request) {
+  const int64_t vocab = executor_.config().vocab_size;
+  HYMOE_CHECK(!request.prompt.empty(), kInvalidArgument, "request {}: the prompt is empty", request.id);
+  for (int32_t t : request.prompt) {
+    HYMOE_CHECK(t >= 0 && t < vocab, kInvalidArgument, "request {}: token id {} is outside the vocabulary [0, {})",
+                request.id, t, vocab);
+  }
+  const int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  HYMOE_CHECK(prompt < max_context_, kInvalidArgument,
+              "request {}: the prompt has {} tokens; this model's context is {} tokens", request.id, prompt,
+              max_context_);
+  auto& mt = request.sampling.max_tokens;
+  if (mt <= 0 || prompt + mt > max_context_) {
+    HYMOE_CHECK(mt <= 0, kInvalidArgument,
+                "request {}: prompt ({} tokens) + max_tokens ({}) exceeds the context of {} tokens", request.id,
+                prompt, mt, max_context_);
+    mt = static_cast<int32_t>(max_context_ - prompt);
+  }
+  HYMOE_CHECK(kv_.blocks_for(prompt + 1) <= kv_.total_blocks(), kResourceExhausted,
+              "request {}: the prompt ({} tokens) does not fit the KV cache ({} tokens)", request.id, prompt,
+              kv_.capacity_tokens());
+
+  auto s = std::make_unique<Sequence>();
+  s->prompt_len = prompt;
+  s->tokens = request.prompt;
+  s->seed = request.sampling.seed ? *request.sampling.seed : std::random_device{}() * 0x100000001ull;
+  s->req = std::move(request);
+  {
+    std::lock_guard lock(mutex_);
+    HYMOE_CHECK(accepting_, kUnavailable, "the server is shutting down");
+    HYMOE_CHECK(static_cast<int64_t>(incoming_.size()) + stats_.waiting < config_.max_waiting,
+                kResourceExhausted, "too many queued requests ({}); retry later", config_.max_waiting);
+    incoming_.push_back(std::move(s));
+  }
+  wake_.notify_one();
+}
+
+void Scheduler::cancel(const std::string& id) {
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+void Scheduler::stop_accepting() {
+  std::lock_guard lock(mutex_);
+  accepting_ = false;
+}
+
+bool Scheduler::wait_idle(double timeout_seconds) {
+  std::unique_lock lock(mutex_);
+  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [this] {
+    return incoming_.empty() && stats_.running == 0 && stats_.waiting == 0;
+  });
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Scheduler::set_stats_listener(std::function<void(const SchedulerStats&)> listener) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::move(listener);
+}
+
+void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& error) {
+  if (s.done) return;
+  s.done = true;
+  kv_.release(s.table);
+  try {
+    if (s.req.callbacks.on_finish) s.req.callbacks.on_finish(reason, error);
+  } catch (const std::exception& e) {
+    log::get("sched")->error("request {}: on_finish failed: {}", s.req.id, e.what());
+  }
+}
+
+void Scheduler::loop() {
+  uint64_t order = 0;
+  while (true) {
+    std::vector<std::string> cancelled;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] {
+        return stopping_ || !incoming_.empty() || !cancelled_.empty() || !waiting_.empty() || !running_.empty();
+      });
+      if (stopping_) break;
+      while (!incoming_.empty()) {
+        waiting_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+      }
+      cancelled.swap(cancelled_);
+    }
+    for (const auto& id : cancelled) {
+      for (auto& s : waiting_) {
+        if (s->req.id == id) finish(*s, FinishReason::kAbort, "");
+      }
+      for (auto& s : running_) {
+        if (s->req.id == id) finish(*s, FinishReason::kAbort, "");
+      }
+    }
+    std::erase_if(waiting_, [](const auto& s) { return s->done; });
+    std::erase_if(running_, [](const auto& s) { return s->done; });
+
+    // Admission: FIFO while slots and KV blocks for the whole pending prefill allow.
+    while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running) {
+      Sequence& s = *waiting_.front();
+      if (!kv_.reserve(s.table, static_cast<int64_t>(s.tokens.size()))) {
+        if (running_.empty()) {  // nothing will ever free blocks for it
+          finish(s, FinishReason::kError, "the prompt does not fit the KV cache");
+          waiting_.pop_front();
+          continue;
+        }
+        break;
+      }
+      s.order = order++;
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+
+    if (!running_.empty()) {
+      std::vector<Sequence*> batch;
+      for (auto& s : running_) batch.push_back(s.get());
+      run_step(batch);
+      std::erase_if(running_, [](const auto& s) { return s->done; });
+    }
+
+    SchedulerStats snapshot;
+    std::function<void(const SchedulerStats&)> listener;
+    {
+      std::lock_guard lock(mutex_);
+      stats_.running = static_cast<int64_t>(running_.size());
+      stats_.waiting = static_cast<int64_t>(waiting_.size());
+      stats_.kv_usage = kv_.usage();
+      snapshot = stats_;
+      listener = listener_;
+      if (incoming_.empty() && running_.empty() && waiting_.empty()) idle_.notify_all();
+    }
+    if (listener) listener(snapshot);
+  }
+  // Shutdown: everything still known finishes as aborted.
+  for (auto& s : running_) finish(*s, FinishReason::kAbort, "server shutting down");
+  for (auto& s : waiting_) finish(*s, FinishReason::kAbort, "server shutting down");
+  std::lock_guard lock(mutex_);
+  for (auto& s : incoming_) finish(*s, FinishReason::kAbort, "server shutting down");
+  incoming_.clear();
+  idle_.notify_all();
+}
+
+void Scheduler::run_step(std::vector<Sequence*>& batch) {
+  // Decode sequences (one pending token) first: each needs room for one more token; when the
+  // cache is full, preempt the youngest sequence (blocks freed, recomputed after readmission).
+  std::sort(batch.begin(), batch.end(), [](const Sequence* a, const Sequence* b) { return a->order < b->order; });
+  std::vector<StepItem> items;
+  std::vector<Sequence*> owners;
+  int64_t prefill_budget = config_.max_prefill_chunk;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Sequence* s = batch[i];
+    if (s->done) continue;
+    const int64_t pending = s->pending();
+    const int64_t n = pending == 1 ? 1 : std::min(pending, prefill_budget);
+    if (n <= 0) continue;  // prefill budget spent this step
+    while (!kv_.reserve(s->table, s->table.tokens + n)) {
+      // Preempt the youngest other running sequence; if s is the youngest, preempt s itself.
+      Sequence* victim = batch.back();
+      kv_.release(victim->table);
+      victim->table.tokens = 0;
+      batch.pop_back();
+      {
+        std::lock_guard lock(mutex_);
+        ++stats_.preemptions;
+      }
+      for (size_t k = 0; k < running_.size(); ++k) {
+        if (running_[k].get() == victim) {
+          waiting_.push_front(std::move(running_[k]));
+          running_.erase(running_.begin() + static_cast<ptrdiff_t>(k));
+          break;
+        }
+      }
+      log::get("sched")->info("request {}: preempted (KV cache full); will recompute", victim->req.id);
+      if (victim == s) break;
+    }
+    if (i >= batch.size() || batch[i] != s) break;  // s itself was preempted
+    if (pending > 1) prefill_budget -= n;
+    StepItem item;
+    item.table = &s->table;
+    item.start = s->table.tokens;
+    item.tokens = std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(s->table.tokens), static_cast<size_t>(n));
+    item.want_logits = (n == pending);
+    items.push_back(item);
+    owners.push_back(s);
+  }
+  if (items.empty()) return;
+
+  const size_t vocab = static_cast<size_t>(executor_.config().vocab_size);
+  size_t rows = 0;
+  for (const auto& it : items) rows += it.want_logits ? 1 : 0;
+  if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
+  try {
+    executor_.forward(items, std::span<float>(logits_.data(), rows * vocab));
+  } catch (const std::exception& e) {
+    log::get("sched")->error("step failed: {}", e.what());
+    for (Sequence* s : owners) finish(*s, FinishReason::kError, e.what());
+    return;
+  }
+
+  size_t row = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].want_logits) continue;
+    Sequence& s = *owners[i];
+    float* row_data = logits_.data() + row * vocab;
+    ++row;
+    if (config_.sample_vocab > 0 && static_cast<size_t>(config_.sample_vocab) < vocab) {
+      std::fill(row_data + config_.sample_vocab, row_data + vocab, -std::numeric_limits<float>::infinity());
+    }
+    std::span<const float> logit_row(row_data, vocab);
+    if (s.done) continue;
+    const std::span<const int32_t> generated(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated));
+    SampledToken t = sampler_.sample(logit_row, s.req.sampling, generated, s.seed, static_cast<uint64_t>(s.generated));
+    if (t.token == eos_ && !s.req.sampling.ignore_eos) {
+      finish(s, FinishReason::kStop, "");
+      continue;
+    }
+    s.tokens.push_back(t.token);
+    TokenOutput out{t.token, t.logprob, std::move(t.top), s.generated};
+    ++s.generated;
+    bool keep_going = true;
+    try {
+      if (s.req.callbacks.on_token) keep_going = s.req.callbacks.on_token(out);
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::kError, e.what());
+      continue;
+    }
+    if (!keep_going) {
+      finish(s, FinishReason::kStop, "");
+    } else if (s.generated >= s.req.sampling.max_tokens ||
+               static_cast<int64_t>(s.tokens.size()) >= max_context_) {
+      finish(s, FinishReason::kLength, "");
+    }
+  }
+}
+
+}  // namespace hymoe

@@ -1,0 +1,261 @@
+// POST /v1/chat/completions and /v1/completions, streamed (SSE) and not.
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hymoe/common/error.h"
+#include "hymoe/server/api_error.h"
+#include "hymoe/server/generation.h"
+#include "hymoe/server/http_server.h"
+#include "hymoe/server/openai_request.h"
+#include "http_routes.h"
+
+namespace hymoe::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+void check_model(const ServedModel& m, const std::string& requested) {
+  if (requested != m.name) {
+    ApiError e;
+    e.status = 404;
+    e.message = fmt::format("The model '{}' does not exist; this server serves '{}'", requested, m.name);
+    e.param = "model";
+    e.code = "model_not_found";
+    throw ApiException(e);
+  }
+}
+
+void check_context(const ServedModel& m, int64_t prompt_tokens, int32_t max_tokens) {
+  if (prompt_tokens >= m.max_context || (max_tokens > 0 && prompt_tokens + max_tokens > m.max_context)) {
+    throw ApiException(ApiError::invalid(
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
+                    "prompt, {} for the completion).",
+                    m.max_context, prompt_tokens + max_tokens, prompt_tokens, max_tokens),
+        "messages", "context_length_exceeded"));
+  }
+}
+
+const char* finish_name(FinishReason r) { return finish_reason_name(r); }
+
+// State shared by one SSE stream's provider calls.
+struct Stream {
+  std::shared_ptr<Generation> gen;
+  ResponseHead head;
+  Scheduler* scheduler = nullptr;
+  bool chat = true;
+  bool include_usage = false;
+  bool logprobs = false;
+  bool started = false;
+  std::string echo;  // completions with echo: the prompt, sent first
+  int64_t text_offset = 0;
+};
+
+// Runs one provider call: waits briefly for news and writes it. A keep-alive comment while
+// waiting makes a vanished client show up as a failed write, which cancels the request.
+bool stream_step(Stream& st, httplib::DataSink& sink) {
+  auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
+  if (!st.started) {
+    st.started = true;
+    if (st.chat) {
+      if (!write(sse_event(chat_chunk(st.head, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)))) return false;
+    } else if (!st.echo.empty()) {
+      if (!write(sse_event(text_completion_chunk(st.head, st.echo, nullptr, nullptr, 0)))) return false;
+      st.text_offset = static_cast<int64_t>(st.echo.size());
+    }
+  }
+  Generation::Delta d;
+  if (!st.gen->wait(d, 500ms)) return write(": keep-alive\n\n");
+  const std::vector<TokenLogprob>* lps = st.logprobs && !d.logprobs.empty() ? &d.logprobs : nullptr;
+  if (!d.content.empty() || !d.reasoning.empty() || lps) {
+    std::string out;
+    if (st.chat) {
+      json delta = json::object();
+      if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+      if (!d.content.empty() || d.reasoning.empty()) delta["content"] = d.content;
+      out = sse_event(chat_chunk(st.head, std::move(delta), nullptr, lps));
+    } else {
+      out = sse_event(text_completion_chunk(st.head, d.content, nullptr, lps, st.text_offset));
+      st.text_offset += static_cast<int64_t>(d.content.size());
+    }
+    if (!write(out)) return false;
+  }
+  if (!d.finished) return true;
+  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
+    ApiError e;
+    e.status = d.reason == FinishReason::kError ? 500 : 503;
+    e.type = "server_error";
+    e.message = d.reason == FinishReason::kError ? "generation failed: " + d.error : "request aborted: " + d.error;
+    if (!write(sse_event(e.to_json()))) return false;
+  } else if (st.chat) {
+    if (!write(sse_event(chat_chunk(st.head, json::object(), finish_name(d.reason), nullptr)))) return false;
+  } else {
+    if (!write(sse_event(text_completion_chunk(st.head, "", finish_name(d.reason), nullptr, st.text_offset)))) return false;
+  }
+  if (st.include_usage) {
+    const Usage u = st.gen->usage();
+    if (!write(sse_event(st.chat ? chat_usage_chunk(st.head, u) : text_usage_chunk(st.head, u)))) return false;
+  }
+  if (!write(kSseDone)) return false;
+  sink.done();
+  return true;
+}
+
+void start_stream(httplib::Response& res, std::shared_ptr<Stream> st) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream", [st](size_t, httplib::DataSink& sink) { return stream_step(*st, sink); },
+      [st](bool success) {
+        // The client went away (or the write failed): stop generating and free the KV blocks.
+        if (!success) st->scheduler->cancel(st->head.id);
+      });
+}
+
+// Waits for the whole generation (non-streamed responses).
+Generation::Delta collect(Generation& gen) {
+  Generation::Delta all;
+  Generation::Delta d;
+  while (true) {
+    if (!gen.wait(d, 1000ms)) continue;
+    all.content += d.content;
+    all.reasoning += d.reasoning;
+    for (auto& lp : d.logprobs) all.logprobs.push_back(std::move(lp));
+    if (d.finished) {
+      all.finished = true;
+      all.reason = d.reason;
+      all.error = d.error;
+      return all;
+    }
+  }
+}
+
+void throw_failed(const Generation::Delta& d) {
+  ApiError e;
+  e.type = "server_error";
+  if (d.reason == FinishReason::kError) {
+    e.status = 500;
+    e.message = "generation failed: " + d.error;
+  } else {
+    e.status = 503;
+    e.message = "request aborted: " + (d.error.empty() ? std::string("cancelled") : d.error);
+  }
+  throw ApiException(e);
+}
+
+void submit(const ServedModel& m, const std::shared_ptr<Generation>& gen, std::vector<int32_t> ids,
+            const SamplingParams& sampling) {
+  GenerationRequest gr;
+  gr.id = gen->options().id;
+  gr.prompt = std::move(ids);
+  gr.sampling = sampling;
+  gr.callbacks = gen->callbacks(gen);
+  m.scheduler->submit(std::move(gr));
+}
+
+}  // namespace
+
+void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metrics, const std::string& body,
+                 httplib::Response& res) {
+  ChatCompletionRequest r = parse_chat_request(body);
+  check_model(m, r.model);
+  if (!m.chat_template) {
+    throw ApiException(ApiError::invalid("this model has no chat template; use /v1/completions", "messages"));
+  }
+  tokenizer::ChatRenderOptions ropts;
+  ropts.add_generation_prompt = true;
+  if (!r.tools.is_null()) ropts.tools = r.tools;
+  const std::string prompt = m.chat_template->render(r.messages, ropts);
+  std::vector<int32_t> ids = m.tokenizer->encode(prompt, /*add_special=*/false);
+  if (r.sampling.max_tokens == 0 && config.default_max_tokens > 0) r.sampling.max_tokens = config.default_max_tokens;
+  check_context(m, static_cast<int64_t>(ids.size()), r.sampling.max_tokens);
+
+  GenerationOptions go;
+  go.id = make_response_id("chatcmpl-");
+  go.stop = r.sampling.stop;
+  go.logprobs = r.sampling.logprobs;
+  go.split_reasoning = config.reasoning_parser != "none";
+  go.starts_in_reasoning = go.split_reasoning && prompt_opens_thinking(prompt);
+  go.prompt_tokens = static_cast<int64_t>(ids.size());
+  auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
+  ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
+  submit(m, gen, std::move(ids), r.sampling);
+
+  if (r.stream) {
+    auto st = std::make_shared<Stream>();
+    st->gen = gen;
+    st->head = head;
+    st->scheduler = m.scheduler;
+    st->chat = true;
+    st->include_usage = r.include_usage;
+    st->logprobs = r.sampling.logprobs;
+    start_stream(res, st);
+    return;
+  }
+  Generation::Delta d = collect(*gen);
+  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
+  std::optional<std::string> reasoning;
+  if (gen->saw_reasoning() || !d.reasoning.empty()) reasoning = d.reasoning;
+  res.set_content(chat_completion(head, d.content, reasoning, finish_name(d.reason), gen->usage(),
+                                  r.sampling.logprobs ? &d.logprobs : nullptr)
+                      .dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
+}
+
+void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics& metrics, const std::string& body,
+                       httplib::Response& res) {
+  (void)config;
+  CompletionRequest r = parse_completion_request(body);
+  check_model(m, r.model);
+  std::vector<int32_t> ids;
+  std::string prompt_text = r.prompt;
+  if (r.prompt_is_tokens) {
+    ids = r.prompt_ids;
+    for (int32_t t : ids) {
+      if (t >= m.tokenizer->vocab_size()) {
+        throw ApiException(ApiError::invalid(fmt::format("token id {} is outside the vocabulary", t), "prompt"));
+      }
+    }
+    if (r.echo) prompt_text = m.tokenizer->decode(ids, false);
+  } else {
+    ids = m.tokenizer->encode(r.prompt, /*add_special=*/true);
+  }
+  check_context(m, static_cast<int64_t>(ids.size()), r.sampling.max_tokens);
+
+  GenerationOptions go;
+  go.id = make_response_id("cmpl-");
+  go.stop = r.sampling.stop;
+  go.logprobs = r.sampling.logprobs;
+  go.prompt_tokens = static_cast<int64_t>(ids.size());
+  auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
+  ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
+  submit(m, gen, std::move(ids), r.sampling);
+
+  if (r.stream) {
+    auto st = std::make_shared<Stream>();
+    st->gen = gen;
+    st->head = head;
+    st->scheduler = m.scheduler;
+    st->chat = false;
+    st->include_usage = r.include_usage;
+    st->logprobs = r.sampling.logprobs;
+    if (r.echo) st->echo = prompt_text;
+    start_stream(res, st);
+    return;
+  }
+  Generation::Delta d = collect(*gen);
+  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
+  const std::string text = r.echo ? prompt_text + d.content : d.content;
+  res.set_content(text_completion(head, text, finish_name(d.reason), gen->usage(),
+                                  r.sampling.logprobs ? &d.logprobs : nullptr,
+                                  r.echo ? static_cast<int64_t>(prompt_text.size()) : 0)
+                      .dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
+}
+
+}  // namespace hymoe::server

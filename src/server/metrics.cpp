@@ -1,0 +1,117 @@
+#include "hymoe/server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hymoe::server {
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  std::lock_guard lock(mutex_);
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+uint64_t Histogram::count() const {
+  std::lock_guard lock(mutex_);
+  return count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help,
+                       const std::string& labels) const {
+  std::lock_guard lock(mutex_);
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, bounds_[i], cum);
+  }
+  cum += counts_.back();
+  out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, cum);
+  out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", name, labels, sum_, name, labels, count_);
+}
+
+namespace {
+std::vector<double> latency_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+          2.5,   5.0,   7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+std::vector<double> token_buckets() {
+  return {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000};
+}
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+Metrics::Metrics(std::string model_name)
+    : labels_(fmt::format("model_name=\"{}\"", escape_label(model_name))),
+      ttft_(latency_buckets()),
+      itl_(latency_buckets()),
+      e2e_(latency_buckets()),
+      prompt_len_(token_buckets()),
+      gen_len_(token_buckets()) {}
+
+void Metrics::set_queue(int64_t running, int64_t waiting) {
+  running_ = running;
+  waiting_ = waiting;
+}
+void Metrics::set_kv_usage(double fraction) { kv_usage_ = fraction; }
+void Metrics::on_first_token(double s) { ttft_.observe(s); }
+void Metrics::on_token(double s) { itl_.observe(s); }
+
+void Metrics::on_finished(FinishedReason reason, int64_t prompt_tokens, int64_t generation_tokens,
+                          double e2e_seconds) {
+  finished_[static_cast<int>(reason)] += 1;
+  prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+  generation_tokens_ += static_cast<uint64_t>(generation_tokens);
+  e2e_.observe(e2e_seconds);
+  prompt_len_.observe(static_cast<double>(prompt_tokens));
+  gen_len_.observe(static_cast<double>(generation_tokens));
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{{}}} {}\n", name, help, name, name, labels_, v);
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{}{{{}}} {}\n", name, help, name, name, labels_, v);
+  };
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+        static_cast<double>(running_.load()));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(waiting_.load()));
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kv_usage_.load());
+  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_.load());
+  counter("vllm:generation_tokens_total", "Number of generation tokens processed.", generation_tokens_.load());
+  out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+         "# TYPE vllm:request_success_total counter\n";
+  const char* reasons[4] = {"stop", "length", "abort", "error"};
+  for (int i = 0; i < 4; ++i) {
+    out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, reasons[i],
+                       finished_[i].load());
+  }
+  ttft_.render(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels_);
+  itl_.render(out, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", labels_);
+  e2e_.render(out, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", labels_);
+  prompt_len_.render(out, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", labels_);
+  gen_len_.render(out, "vllm:request_generation_tokens", "Number of generation tokens processed.", labels_);
+  return out;
+}
+
+}  // namespace hymoe::server

@@ -1,0 +1,81 @@
+#include "hymoe/server/runtime.h"
+
+#include <filesystem>
+
+#include "hymoe/common/error.h"
+#include "hymoe/common/log.h"
+#include "hymoe/cpu/topology.h"
+#include "hymoe/engine/cpu_executor.h"
+#include "hymoe/model/presets.h"
+
+namespace hymoe::server {
+
+std::string served_model_name(const ServerConfig& config) {
+  if (!config.served_model_name.empty()) return config.served_model_name;
+  if (config.load_format == "dummy" || config.model.empty()) return "dummy-" + config.preset;
+  std::filesystem::path p = std::filesystem::absolute(config.model).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+Runtime::~Runtime() {
+  scheduler.reset();
+  executor.reset();
+  pool.reset();
+}
+
+std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
+  auto log = log::get("load");
+  auto rt = std::make_unique<Runtime>();
+  rt->name = served_model_name(config);
+  HYMOE_CHECK(config.load_format == "dummy" || !config.model.empty(), kInvalidArgument,
+              "no model: pass --model DIR (an HF DeepSeek-V3 format checkpoint) or --load-format dummy");
+  std::string tokenizer_dir = config.tokenizer;
+  if (config.load_format == "dummy") {
+    ModelConfig mc = preset_config(config.preset, config.dummy_layers);
+    if (!tokenizer_dir.empty()) {
+      // Random weights, real vocabulary: the embedding must cover every token id.
+      auto probe = tokenizer::Tokenizer::load(tokenizer_dir);
+      mc.vocab_size = std::max<int64_t>(mc.vocab_size, probe->vocab_size());
+    }
+    log->info("random weights of preset '{}' ({} layers)", config.preset, mc.num_hidden_layers);
+    rt->store = WeightStore::dummy(mc, 0);
+  } else {
+    LoadOptions lo;
+    lo.mode = config.load_mode == "mmap" ? LoadMode::kMmap : LoadMode::kLoad;
+    rt->store = WeightStore::open(config.model, lo);
+    rt->model_dir = config.model;
+    if (tokenizer_dir.empty()) tokenizer_dir = config.model;
+  }
+  HYMOE_CHECK(!tokenizer_dir.empty(), kInvalidArgument, "dummy weights need --tokenizer DIR");
+  rt->tokenizer = tokenizer::Tokenizer::load(tokenizer_dir);
+  HYMOE_CHECK(rt->tokenizer->vocab_size() <= rt->store->config().vocab_size, kInvalidArgument,
+              "the tokenizer in '{}' has {} tokens but the model's vocabulary is {}", tokenizer_dir,
+              rt->tokenizer->vocab_size(), rt->store->config().vocab_size);
+  try {
+    rt->chat_template = std::make_unique<tokenizer::ChatTemplate>(tokenizer::ChatTemplate::load(tokenizer_dir));
+    log->info("chat template: {}", tokenizer::template_family_name(rt->chat_template->family()));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNotFound) throw;
+    log->warn("no chat template in '{}': /v1/chat/completions is unavailable", tokenizer_dir);
+  }
+  rt->eos = rt->tokenizer->eos_id() ? *rt->tokenizer->eos_id() : static_cast<int32_t>(rt->store->config().eos_token_id);
+
+  cpu::ThreadPoolOptions po;
+  po.threads = config.threads;
+  rt->pool = std::make_unique<cpu::ThreadPool>(cpu::Topology::detect(), po);
+  CpuExecutorOptions eo;
+  eo.kv_cache_bytes = static_cast<size_t>(config.kv_cache_bytes);
+  eo.max_step_tokens = config.max_prefill_chunk + config.max_running;
+  rt->executor = std::make_unique<CpuExecutor>(*rt->store, *rt->pool, eo);
+  SchedulerConfig sc;
+  sc.max_running = config.max_running;
+  sc.max_waiting = config.max_waiting;
+  sc.max_prefill_chunk = config.max_prefill_chunk;
+  sc.max_context = config.max_context;
+  sc.sample_vocab = rt->tokenizer->vocab_size();
+  rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc);
+  return rt;
+}
+
+}  // namespace hymoe::server

@@ -1,0 +1,173 @@
+#include "hymoe/server/server_config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hymoe/common/error.h"
+
+namespace hymoe::server {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+void take(const json& j, const char* key, T& out, const std::string& source) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    HYMOE_THROW(kInvalidArgument, "{}: '{}' has the wrong type ({})", source, key, it->type_name());
+  }
+}
+
+}  // namespace
+
+json ServerConfig::to_json() const {
+  return {{"model", model},
+          {"served_model_name", served_model_name},
+          {"load_format", load_format},
+          {"preset", preset},
+          {"dummy_layers", dummy_layers},
+          {"load_mode", load_mode},
+          {"tokenizer", tokenizer},
+          {"host", host},
+          {"port", port},
+          {"api_keys", json::array()},  // never echoed
+          {"cors_origins", cors_origins},
+          {"max_body_bytes", max_body_bytes},
+          {"http_threads", http_threads},
+          {"threads", threads},
+          {"kv_cache_bytes", kv_cache_bytes},
+          {"max_running", max_running},
+          {"max_waiting", max_waiting},
+          {"max_prefill_chunk", max_prefill_chunk},
+          {"max_context", max_context},
+          {"default_max_tokens", default_max_tokens},
+          {"reasoning_parser", reasoning_parser},
+          {"drain_timeout_s", drain_timeout_s},
+          {"log_level", log_level}};
+}
+
+void ServerConfig::merge_json(const json& j, const std::string& source) {
+  HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
+  static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
+                                "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
+                                "max_body_bytes", "http_threads", "threads", "kv_cache_bytes",
+                                "max_running", "max_waiting", "max_prefill_chunk", "max_context",
+                                "default_max_tokens", "reasoning_parser", "drain_timeout_s", "log_level"};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kKeys) known = known || key == k;
+    HYMOE_CHECK(known, kInvalidArgument, "{}: unknown option '{}'", source, key);
+  }
+  take(j, "model", model, source);
+  take(j, "served_model_name", served_model_name, source);
+  take(j, "load_format", load_format, source);
+  take(j, "preset", preset, source);
+  take(j, "dummy_layers", dummy_layers, source);
+  take(j, "load_mode", load_mode, source);
+  take(j, "tokenizer", tokenizer, source);
+  take(j, "host", host, source);
+  take(j, "port", port, source);
+  take(j, "api_keys", api_keys, source);
+  take(j, "cors_origins", cors_origins, source);
+  take(j, "max_body_bytes", max_body_bytes, source);
+  take(j, "http_threads", http_threads, source);
+  take(j, "threads", threads, source);
+  take(j, "kv_cache_bytes", kv_cache_bytes, source);
+  take(j, "max_running", max_running, source);
+  take(j, "max_waiting", max_waiting, source);
+  take(j, "max_prefill_chunk", max_prefill_chunk, source);
+  take(j, "max_context", max_context, source);
+  take(j, "default_max_tokens", default_max_tokens, source);
+  take(j, "reasoning_parser", reasoning_parser, source);
+  take(j, "drain_timeout_s", drain_timeout_s, source);
+  take(j, "log_level", log_level, source);
+}
+
+void ServerConfig::validate() const {
+  auto check = [](bool ok, const char* field, const std::string& why) {
+    HYMOE_CHECK(ok, kInvalidArgument, "configuration: '{}' {}", field, why);
+  };
+  check(load_format == "auto" || load_format == "dummy", "load_format", "must be auto or dummy");
+  check(load_mode == "load" || load_mode == "mmap", "load_mode", "must be load or mmap");
+  check(port >= 0 && port <= 65535, "port", "must be 0..65535 (0 = any free port)");
+  check(max_body_bytes >= 1024, "max_body_bytes", "must be at least 1024");
+  check(http_threads >= 2, "http_threads", "must be at least 2");
+  check(threads >= 0, "threads", "must be >= 0");
+  check(kv_cache_bytes > 0, "kv_cache_bytes", "must be positive");
+  check(max_running >= 1, "max_running", "must be >= 1");
+  check(max_waiting >= 1, "max_waiting", "must be >= 1");
+  check(max_prefill_chunk >= 1, "max_prefill_chunk", "must be >= 1");
+  check(max_context >= 0, "max_context", "must be >= 0");
+  check(default_max_tokens >= 0, "default_max_tokens", "must be >= 0");
+  check(reasoning_parser == "auto" || reasoning_parser == "deepseek_r1" || reasoning_parser == "none",
+        "reasoning_parser", "must be auto, deepseek_r1 or none");
+  check(drain_timeout_s >= 0, "drain_timeout_s", "must be >= 0");
+  for (const auto& k : api_keys) check(!k.empty(), "api_keys", "must not contain empty keys");
+}
+
+void load_server_config_file(const std::filesystem::path& file, ServerConfig& config) {
+  std::ifstream in(file);
+  HYMOE_CHECK(in.good(), kNotFound, "configuration file '{}' cannot be read", file.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, false, /*ignore_comments=*/true);
+  HYMOE_CHECK(!j.is_discarded(), kInvalidArgument, "configuration file '{}' is not valid JSON", file.string());
+  config.merge_json(j, file.string());
+}
+
+void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file) {
+  app.add_option("--config", config_file, "JSON configuration file (HYMOE_* variables and flags win over it)")
+      ->envname("HYMOE_CONFIG");
+  auto opt = [&app](const char* flag, auto& field, const char* help, const char* env) {
+    return app.add_option(flag, field, help)->envname(env)->capture_default_str();
+  };
+  opt("--model", c.model, "Checkpoint directory (HF DeepSeek-V3 format); empty = embedded tiny model", "HYMOE_MODEL");
+  opt("--served-model-name", c.served_model_name, "Model name in the API", "HYMOE_SERVED_MODEL_NAME");
+  opt("--load-format", c.load_format, "auto | dummy (random weights of --preset, no files)", "HYMOE_LOAD_FORMAT");
+  opt("--preset", c.preset, "Preset for --load-format dummy: tiny | deepseek-v3 | kimi-k2", "HYMOE_PRESET");
+  opt("--dummy-layers", c.dummy_layers, "Layers for --load-format dummy (-1 = preset's)", "HYMOE_DUMMY_LAYERS");
+  opt("--load-mode", c.load_mode, "load (anonymous memory, NUMA placement) | mmap", "HYMOE_LOAD_MODE");
+  opt("--tokenizer", c.tokenizer, "Tokenizer directory (default: the model directory)", "HYMOE_TOKENIZER");
+  opt("--host", c.host, "Address to bind", "HYMOE_HOST");
+  opt("--port", c.port, "Port (0 = any free port, printed at start)", "HYMOE_PORT");
+  opt("--api-key", c.api_keys, "Accepted Bearer key (repeatable); none = open", "HYMOE_API_KEY")->delimiter(',');
+  opt("--cors-origin", c.cors_origins, "Allowed CORS origin (repeatable, * = any)", "HYMOE_CORS_ORIGIN")->delimiter(',');
+  opt("--max-body-bytes", c.max_body_bytes, "Largest accepted request body", "HYMOE_MAX_BODY_BYTES");
+  opt("--http-threads", c.http_threads, "HTTP worker threads (concurrent connections)", "HYMOE_HTTP_THREADS");
+  opt("--threads", c.threads, "Compute threads (0 = all)", "HYMOE_THREADS");
+  opt("--kv-cache-bytes", c.kv_cache_bytes, "KV cache budget in bytes", "HYMOE_KV_CACHE_BYTES");
+  opt("--max-running", c.max_running, "Sequences decoded together", "HYMOE_MAX_RUNNING");
+  opt("--max-waiting", c.max_waiting, "Queued requests before 429", "HYMOE_MAX_WAITING");
+  opt("--max-prefill-chunk", c.max_prefill_chunk, "Prompt tokens per engine step", "HYMOE_MAX_PREFILL_CHUNK");
+  opt("--max-context", c.max_context, "Context length (0 = the model's)", "HYMOE_MAX_CONTEXT");
+  opt("--default-max-tokens", c.default_max_tokens, "Chat max_tokens when absent (0 = up to the context)",
+      "HYMOE_DEFAULT_MAX_TOKENS");
+  opt("--reasoning-parser", c.reasoning_parser, "auto | deepseek_r1 | none", "HYMOE_REASONING_PARSER");
+  opt("--drain-timeout", c.drain_timeout_s, "Seconds to drain requests on SIGTERM", "HYMOE_DRAIN_TIMEOUT");
+  opt("--log-level", c.log_level, "trace | debug | info | warn | error", "HYMOE_LOG_LEVEL");
+}
+
+void parse_server_command_line(CLI::App& app, ServerConfig& config, int argc, const char* const* argv) {
+  // The file is read first so that environment variables and flags, applied by CLI11 while
+  // parsing, win over it.
+  std::string file;
+  if (const char* env = std::getenv("HYMOE_CONFIG")) file = env;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--config" && i + 1 < argc) file = argv[i + 1];
+    if (a.starts_with("--config=")) file = std::string(a.substr(9));
+  }
+  if (!file.empty()) load_server_config_file(file, config);
+  std::string ignored;
+  add_server_options(app, config, ignored);
+  app.parse(argc, argv);
+  config.validate();
+}
+
+}  // namespace hymoe::server

@@ -1,0 +1,286 @@
+// Scheduler contract tests. The executor here is a small deterministic language model over a
+// 64-token vocabulary: the next token is a function of the previous token and its position, so
+// every request's correct output is known. It verifies the executor contract on every call (KV
+// reserved, positions contiguous, earlier KV rows intact after preemption and recompute).
+#include "hymoe/scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "hymoe/common/error.h"
+
+namespace hymoe {
+namespace {
+
+constexpr int32_t kVocab = 64;
+constexpr int32_t kEos = 1;
+
+int32_t next_token(int32_t prev, int64_t pos) {
+  int32_t t = static_cast<int32_t>((prev * 7 + pos * 3 + 5) % kVocab);
+  return t == kEos ? 2 : t;  // never EOS unless asked
+}
+
+class ToyExecutor final : public Executor {
+ public:
+  ToyExecutor(int64_t kv_blocks, int64_t block_tokens)
+      : kv_(KvCacheShape{.layers = 1, .kv_lora_rank = 2, .rope_dim = 0, .block_tokens = block_tokens},
+            KvCacheShape{.layers = 1, .kv_lora_rank = 2, .rope_dim = 0, .block_tokens = block_tokens}.bytes_per_block() *
+                static_cast<size_t>(kv_blocks)) {
+    config_.vocab_size = kVocab;
+    config_.max_position_embeddings = 256;
+  }
+  const ModelConfig& config() const override { return config_; }
+  KvCache& kv_cache() override { return kv_; }
+  const char* name() const override { return "toy"; }
+
+  void forward(std::span<const StepItem> items, std::span<float> logits) override {
+    gate.wait();  // tests hold the first step until every request is queued
+    ++steps;
+    if (fail_next.exchange(false)) throw Error(ErrorKind::kInternal, "injected failure");
+    size_t row = 0;
+    for (const StepItem& it : items) {
+      EXPECT_EQ(it.start, it.table->tokens);
+      const int64_t end = it.start + static_cast<int64_t>(it.tokens.size());
+      EXPECT_GE(static_cast<int64_t>(it.table->blocks.size()) * kv_.shape().block_tokens, end);
+      // Earlier rows must hold the tokens written then (row = [token, position]).
+      for (int64_t p = 0; p < it.start; ++p) {
+        EXPECT_EQ(kv_.row(*it.table, 0, p)[1], static_cast<uint16_t>(p));
+      }
+      for (size_t k = 0; k < it.tokens.size(); ++k) {
+        uint16_t* r = kv_.row(*it.table, 0, it.start + static_cast<int64_t>(k));
+        r[0] = static_cast<uint16_t>(it.tokens[k]);
+        r[1] = static_cast<uint16_t>(it.start + static_cast<int64_t>(k));
+      }
+      it.table->tokens = end;
+      max_batch = std::max<int64_t>(max_batch, static_cast<int64_t>(items.size()));
+      if (!it.want_logits) continue;
+      float* out = logits.data() + row * kVocab;
+      ++row;
+      const int32_t last = it.tokens.back();
+      int32_t want = next_token(last, end - 1);
+      if (eos_after_token >= 0 && last == eos_after_token) want = kEos;
+      for (int32_t v = 0; v < kVocab; ++v) out[v] = v == want ? 10.0f : static_cast<float>(v % 3) * 0.1f;
+    }
+    EXPECT_EQ(row * kVocab, logits.size());
+  }
+
+  std::shared_future<void> gate = [] {
+    std::promise<void> p;
+    p.set_value();
+    return p.get_future().share();
+  }();
+  std::atomic<int64_t> steps{0};
+  std::atomic<bool> fail_next{false};
+  int64_t max_batch = 0;
+  int32_t eos_after_token = -1;
+
+ private:
+  ModelConfig config_;
+  KvCache kv_;
+};
+
+std::vector<int32_t> expected(const std::vector<int32_t>& prompt, int n) {
+  std::vector<int32_t> out;
+  int32_t prev = prompt.back();
+  int64_t pos = static_cast<int64_t>(prompt.size()) - 1;
+  for (int i = 0; i < n; ++i) {
+    prev = next_token(prev, pos++);
+    out.push_back(prev);
+  }
+  return out;
+}
+
+struct Result {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kError;
+  std::string error;
+};
+
+// Submits and returns a future of the outcome.
+std::future<Result> run(Scheduler& s, std::string id, std::vector<int32_t> prompt, int max_tokens,
+                        std::function<bool(const TokenOutput&)> extra = nullptr) {
+  auto result = std::make_shared<Result>();
+  auto promise = std::make_shared<std::promise<Result>>();
+  GenerationRequest r;
+  r.id = std::move(id);
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0;
+  r.sampling.max_tokens = max_tokens;
+  r.callbacks.on_token = [result, extra](const TokenOutput& t) {
+    result->tokens.push_back(t.token);
+    return extra ? extra(t) : true;
+  };
+  r.callbacks.on_finish = [result, promise](FinishReason reason, const std::string& error) {
+    result->reason = reason;
+    result->error = error;
+    promise->set_value(*result);
+  };
+  s.submit(std::move(r));
+  return promise->get_future();
+}
+
+TEST(Scheduler, GreedyGenerationEndsAtMaxTokens) {
+  ToyExecutor ex(64, 4);
+  Scheduler s(ex, kEos, {});
+  std::vector<int32_t> prompt = {3, 9, 27, 4, 5};
+  auto r = run(s, "a", prompt, 12).get();
+  EXPECT_EQ(r.reason, FinishReason::kLength);
+  EXPECT_EQ(r.tokens, expected(prompt, 12));
+  EXPECT_TRUE(s.wait_idle(5));
+  EXPECT_EQ(ex.kv_cache().free_blocks(), 64);
+}
+
+TEST(Scheduler, EosAndCallbackStop) {
+  ToyExecutor ex(64, 4);
+  std::vector<int32_t> prompt = {3, 9};
+  auto want = expected(prompt, 8);
+  ex.eos_after_token = want[4];
+  Scheduler s(ex, kEos, {});
+  auto r = run(s, "eos", prompt, 100).get();
+  EXPECT_EQ(r.reason, FinishReason::kStop);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(want.begin(), want.begin() + 5));
+  auto c = run(s, "cb", {7, 7}, 100, [](const TokenOutput& t) { return t.index < 2; }).get();
+  EXPECT_EQ(c.reason, FinishReason::kStop);
+  EXPECT_EQ(c.tokens.size(), 3u);
+}
+
+TEST(Scheduler, ManyConcurrentRequestsBatchAndStayCorrect) {
+  ToyExecutor ex(256, 4);
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  SchedulerConfig cfg;
+  cfg.max_running = 4;
+  cfg.max_prefill_chunk = 8;  // long prompts take several chunks
+  Scheduler s(ex, kEos, cfg);
+  std::vector<std::future<Result>> futures;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 20; ++i) {
+    std::vector<int32_t> p;
+    for (int k = 0; k < 1 + (i * 5) % 23; ++k) p.push_back((i * 13 + k * 3) % kVocab);
+    prompts.push_back(p);
+    futures.push_back(run(s, "r" + std::to_string(i), p, 10 + i % 7));
+  }
+  open.set_value();
+  for (int i = 0; i < 20; ++i) {
+    auto r = futures[static_cast<size_t>(i)].get();
+    EXPECT_EQ(r.reason, FinishReason::kLength) << i;
+    EXPECT_EQ(r.tokens, expected(prompts[static_cast<size_t>(i)], 10 + i % 7)) << i;
+  }
+  EXPECT_GT(ex.max_batch, 1);
+  EXPECT_LE(ex.max_batch, 4);
+  EXPECT_TRUE(s.wait_idle(5));
+  EXPECT_EQ(ex.kv_cache().free_blocks(), 256);
+}
+
+TEST(Scheduler, PreemptsUnderKvPressureAndRecomputes) {
+  ToyExecutor ex(10, 4);  // 40 tokens of KV for 4 sequences wanting ~30 each
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  SchedulerConfig cfg;
+  cfg.max_running = 4;
+  Scheduler s(ex, kEos, cfg);
+  std::vector<std::future<Result>> futures;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) {
+    prompts.push_back({i + 3, i + 4, i + 5, i + 6, i + 7, i + 8});
+    futures.push_back(run(s, "p" + std::to_string(i), prompts.back(), 24));
+  }
+  open.set_value();
+  for (int i = 0; i < 4; ++i) {
+    auto r = futures[static_cast<size_t>(i)].get();
+    EXPECT_EQ(r.reason, FinishReason::kLength);
+    EXPECT_EQ(r.tokens, expected(prompts[static_cast<size_t>(i)], 24)) << i;
+  }
+  EXPECT_GT(s.stats().preemptions, 0);
+  EXPECT_TRUE(s.wait_idle(5));
+  EXPECT_EQ(ex.kv_cache().free_blocks(), 10);
+}
+
+TEST(Scheduler, CancelFreesKvAndOthersContinue) {
+  ToyExecutor ex(64, 4);
+  Scheduler s(ex, kEos, {});
+  std::promise<void> started;
+  std::atomic<bool> once{false};
+  auto victim = run(s, "victim", {5, 6, 7}, 200, [&](const TokenOutput&) {
+    if (!once.exchange(true)) started.set_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;
+  });
+  started.get_future().wait();
+  s.cancel("victim");
+  auto r = victim.get();
+  EXPECT_EQ(r.reason, FinishReason::kAbort);
+  EXPECT_LT(r.tokens.size(), 200u);
+  auto other = run(s, "other", {8, 9}, 5).get();
+  EXPECT_EQ(other.tokens, expected({8, 9}, 5));
+  EXPECT_TRUE(s.wait_idle(5));
+  EXPECT_EQ(ex.kv_cache().free_blocks(), 64);
+  s.cancel("no-such-request");  // harmless
+}
+
+TEST(Scheduler, ExecutorFailureFailsTheStepOnly) {
+  ToyExecutor ex(64, 4);
+  Scheduler s(ex, kEos, {});
+  ex.fail_next = true;
+  auto bad = run(s, "bad", {4, 5}, 5).get();
+  EXPECT_EQ(bad.reason, FinishReason::kError);
+  EXPECT_NE(bad.error.find("injected"), std::string::npos);
+  auto good = run(s, "good", {4, 5}, 5).get();
+  EXPECT_EQ(good.reason, FinishReason::kLength);
+  EXPECT_EQ(good.tokens, expected({4, 5}, 5));
+}
+
+TEST(Scheduler, RejectsBadRequests) {
+  ToyExecutor ex(8, 4);  // 32 tokens of KV
+  SchedulerConfig cfg;
+  cfg.max_context = 100;
+  Scheduler s(ex, kEos, cfg);
+  auto submit = [&](std::vector<int32_t> prompt, int max_tokens) {
+    GenerationRequest r;
+    r.id = "x";
+    r.prompt = std::move(prompt);
+    r.sampling.max_tokens = max_tokens;
+    r.callbacks.on_finish = [](FinishReason, const std::string&) {};
+    s.submit(std::move(r));
+  };
+  auto kind_of = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::kInternal;
+  };
+  EXPECT_EQ(kind_of([&] { submit({}, 1); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { submit({kVocab}, 1); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { submit({-1}, 1); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { submit(std::vector<int32_t>(100, 3), 1); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { submit(std::vector<int32_t>(50, 3), 60); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { submit(std::vector<int32_t>(40, 3), 1); }), ErrorKind::kResourceExhausted);
+  s.stop_accepting();
+  EXPECT_EQ(kind_of([&] { submit({3}, 1); }), ErrorKind::kUnavailable);
+}
+
+}  // namespace
+}  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+TEST(Scheduler, NeverSamplesPastTheTokenizerVocabulary) {
+  ToyExecutor ex(64, 4);
+  SchedulerConfig cfg;
+  cfg.sample_vocab = 32;  // the toy model prefers ids up to 63
+  Scheduler s(ex, kEos, cfg);
+  auto r = run(s, "pad", {40, 50, 60}, 40).get();
+  ASSERT_EQ(r.tokens.size(), 40u);
+  for (int32_t t : r.tokens) EXPECT_LT(t, 32);
+}
+
+}  // namespace
+}  // namespace hymoe

@@ -1,0 +1,74 @@
+#include "hymoe/server/server_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hymoe/common/error.h"
+
+namespace hymoe::server {
+namespace {
+
+struct TempFile {
+  std::filesystem::path path;
+  explicit TempFile(const std::string& text) {
+    path = std::filesystem::temp_directory_path() / ("hymoe_cfg_" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+ServerConfig parse(std::vector<std::string> args) {
+  std::vector<const char*> argv = {"hymoe-server"};
+  for (auto& a : args) argv.push_back(a.c_str());
+  CLI::App app;
+  ServerConfig c;
+  parse_server_command_line(app, c, static_cast<int>(argv.size()), argv.data());
+  return c;
+}
+
+TEST(ServerConfig, DefaultsAreSafe) {
+  auto c = parse({});
+  EXPECT_EQ(c.host, "127.0.0.1");
+  EXPECT_TRUE(c.api_keys.empty());
+  EXPECT_NO_THROW(c.validate());
+}
+
+TEST(ServerConfig, FlagsBeatEnvironmentBeatsFile) {
+  TempFile f(R"({"port": 9001, "max_running": 3, "api_keys": ["k1"], // comments are allowed
+                 "host": "0.0.0.0"})");
+  ::setenv("HYMOE_MAX_RUNNING", "5", 1);
+  auto c = parse({"--config", f.path.string(), "--host", "127.0.0.2"});
+  ::unsetenv("HYMOE_MAX_RUNNING");
+  EXPECT_EQ(c.port, 9001);        // file
+  EXPECT_EQ(c.max_running, 5);    // environment over file
+  EXPECT_EQ(c.host, "127.0.0.2"); // flag over file
+  EXPECT_EQ(c.api_keys, std::vector<std::string>{"k1"});
+}
+
+TEST(ServerConfig, ClearErrors) {
+  TempFile unknown(R"({"prot": 1})");
+  EXPECT_THROW(parse({"--config", unknown.path.string()}), Error);
+  TempFile wrong(R"({"port": "eighty"})");
+  EXPECT_THROW(parse({"--config", wrong.path.string()}), Error);
+  EXPECT_THROW(parse({"--config", "/nonexistent/hymoe.json"}), Error);
+  EXPECT_THROW(parse({"--port", "70000"}), Error);
+  EXPECT_THROW(parse({"--load-format", "gguf"}), Error);
+  EXPECT_THROW(parse({"--port", "abc"}), CLI::ParseError);
+}
+
+TEST(ServerConfig, ShippedConfigsParse) {
+  for (const auto& entry : std::filesystem::directory_iterator("configs")) {
+    if (entry.path().extension() != ".json") continue;
+    ServerConfig c;
+    EXPECT_NO_THROW(load_server_config_file(entry.path(), c)) << entry.path();
+    EXPECT_NO_THROW(c.validate()) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace hymoe::server
