@@ -27,6 +27,7 @@
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
@@ -238,6 +239,39 @@ void bench_gemv(Bench& bench, const Ceilings& c) {
       bench.add({fmt::format("fp8_gemv/{} tokens={}", l.name, tokens), bytes / (ms * 1e-3) / 1e9,
                  "GB/s", c.copy_gbs, "d2d copy"});
     }
+  }
+}
+
+// Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
+void bench_mla_prefill(Bench& bench, const Ceilings& c) {
+  cudaStream_t s = bench.stream();
+  const int heads = 128;
+  const double mscale = 0.1 * std::log(40.0) + 1.0;
+  for (int tokens : {4096, 16384}) {
+    DeviceBuffer q = random_bf16(size_t(tokens) * heads * kMlaQkDim, s);
+    DeviceBuffer kv = random_bf16(size_t(tokens) * heads * 256, s);
+    DeviceBuffer kpe = random_bf16(size_t(tokens) * 64, s);
+    DeviceBuffer out(size_t(tokens) * heads * kMlaVDim * 2);
+    MlaPrefillParams p;
+    p.q = q.as<Bf16>();
+    p.k_nope = kv.as<Bf16>();
+    p.v = kv.as<Bf16>() + kMlaNopeDim;
+    p.k_pe = kpe.as<Bf16>();
+    p.out = out.as<Bf16>();
+    p.tokens = p.kv_tokens = tokens;
+    p.heads = heads;
+    p.q_token_stride = int64_t{heads} * kMlaQkDim;
+    p.q_head_stride = kMlaQkDim;
+    p.k_token_stride = p.v_token_stride = int64_t{heads} * 256;
+    p.k_head_stride = p.v_head_stride = 256;
+    p.k_pe_token_stride = 64;
+    p.out_token_stride = int64_t{heads} * kMlaVDim;
+    p.out_head_stride = kMlaVDim;
+    p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
+    const double ms = bench.time_ms([&] { mla_prefill(p, s); });
+    const double flops = 2.0 * heads * (double(tokens) * (tokens + 1) / 2) * (kMlaQkDim + kMlaVDim);
+    bench.add({fmt::format("mla_prefill/causal {} tokens x 128 heads", tokens),
+               flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
   }
 }
 
@@ -478,6 +512,7 @@ int run(int argc, char** argv) {
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] { bench_mla_decode(bench, c, info); });
   section("sampling", [&] { bench_sampling(bench, c); });
+  section("mla_prefill", [&] { bench_mla_prefill(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, max_tokens); });
   if (!out_path.empty()) {

@@ -11,6 +11,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
@@ -32,5 +33,6 @@ cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
 cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
+cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

@@ -1,0 +1,45 @@
+// MLA prefill attention of DeepSeek-V3 in the naive form (keys and values expanded by kv_b):
+// per head h, q = [q_nope (128) | q_pe (64)], k = [k_nope[h] (128) | k_pe (64, shared by every
+// head)], v[h] (128). Causal: query i sits at position past + i and attends keys
+// j <= past + i. past > 0 is chunked prefill: a chunk of new tokens attends the cached tokens and
+// itself (kv_tokens >= past + tokens). Flash-style: online softmax, no score matrix in memory.
+// Every tensor takes a token and a head stride (elements), so kv_b's output [kv, heads, 256]
+// (k_nope | v per head) is read in place.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+inline constexpr int kMlaNopeDim = 128;
+inline constexpr int kMlaQkDim = kMlaNopeDim + 64;  // 192
+inline constexpr int kMlaVDim = 128;
+
+struct MlaPrefillParams {
+  const Bf16* q = nullptr;       // [tokens, heads, 192]
+  const Bf16* k_nope = nullptr;  // [kv_tokens, heads, 128]
+  const Bf16* k_pe = nullptr;    // [kv_tokens, 64]
+  const Bf16* v = nullptr;       // [kv_tokens, heads, 128]
+  Bf16* out = nullptr;           // [tokens, heads, 128]
+  int tokens = 0;
+  int kv_tokens = 0;             // >= past + tokens
+  int heads = 0;
+  int past = 0;                  // position of query 0
+  int64_t q_token_stride = 0, q_head_stride = 0;
+  int64_t k_token_stride = 0, k_head_stride = 0;
+  int64_t k_pe_token_stride = 0;
+  int64_t v_token_stride = 0, v_head_stride = 0;
+  int64_t out_token_stride = 0, out_head_stride = 0;
+  float softmax_scale = 0.0f;
+};
+
+// Strides must keep every row 16-byte aligned (multiples of 8 elements, aligned pointers).
+// NOTES: CUDA-core kernel (the correctness reference and API); cuDNN's fused attention or a
+// wgmma kernel is the path to the BF16 GEMM ceiling.
+void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

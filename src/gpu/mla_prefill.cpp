@@ -1,0 +1,32 @@
+// Entry point of MLA prefill attention: shape, stride and alignment checks, then the launcher.
+#include "hymoe/gpu/mla_prefill.h"
+
+#include "hymoe/gpu/cuda_check.h"
+#include "kernel_launch.h"
+
+namespace hymoe::gpu {
+
+void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.heads >= 1 && p.heads <= 65535 && p.past >= 0 &&
+                  p.kv_tokens >= p.past + p.tokens,
+              kInvalidArgument, "mla_prefill: tokens {} kv_tokens {} past {} heads {}", p.tokens,
+              p.kv_tokens, p.past, p.heads);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.q && p.k_nope && p.k_pe && p.v && p.out, kInvalidArgument,
+              "mla_prefill: null pointer");
+  for (const int64_t s : {p.q_token_stride, p.q_head_stride, p.k_token_stride, p.k_head_stride,
+                          p.k_pe_token_stride, p.v_token_stride, p.v_head_stride,
+                          p.out_token_stride, p.out_head_stride}) {
+    HYMOE_CHECK(s >= 0 && s % 8 == 0, kInvalidArgument,
+                "mla_prefill: strides must be multiples of 8 elements (got {})", s);
+  }
+  for (const void* ptr : {static_cast<const void*>(p.q), static_cast<const void*>(p.k_nope),
+                          static_cast<const void*>(p.k_pe), static_cast<const void*>(p.v),
+                          static_cast<const void*>(p.out)}) {
+    HYMOE_CHECK((reinterpret_cast<uintptr_t>(ptr) & 15u) == 0, kInvalidArgument,
+                "mla_prefill: tensors must be 16-byte aligned");
+  }
+  HYMOE_CUDA_CHECK(launch::mla_prefill(p, stream));
+}
+
+}  // namespace hymoe::gpu
