@@ -76,7 +76,8 @@ TEST_F(BenchBinary, TraceWithMisbehavingRequests) {
         << R"({"timestamp": 180, "output_length": 9, "prompt": "no end MISBEHAVE_NODONE"})" "\n"
         << R"({"timestamp": 200, "output_length": 9, "prompt": "bad MISBEHAVE_MALFORMED"})" "\n"
         << R"({"timestamp": 220, "output_length": 9, "prompt": "err MISBEHAVE_ERROR"})" "\n"
-        << R"({"timestamp": 240, "output_length": 4, "prompt": "late MISBEHAVE_SLOW"})" "\n";
+        << R"({"timestamp": 240, "output_length": 4, "prompt": "late MISBEHAVE_SLOW"})" "\n"
+        << R"({"timestamp": 260, "output_length": 4, "prompt": "MISBEHAVE_NOLINE"})" "\n";
   trace.close();
   const int rc = run(base(server) + " --trace " + (dir_ / "trace.jsonl").string() +
                      " --block-size 16 --request-timeout 1.5 --save-result --save-detailed"
@@ -85,10 +86,10 @@ TEST_F(BenchBinary, TraceWithMisbehavingRequests) {
   ASSERT_EQ(rc, 0) << output_;
   const json r = result("r.json");
   EXPECT_EQ(r["completed"], 3) << output_;
-  EXPECT_EQ(r["failed"], 7);
-  EXPECT_EQ(r["num_prompts"], 10);
+  EXPECT_EQ(r["failed"], 8);
+  EXPECT_EQ(r["num_prompts"], 11);
   EXPECT_EQ(r["tokenizer_id"], "server:/tokenize");
-  EXPECT_EQ(r["output_lens"], json::array({8, 5, 6, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(r["output_lens"], json::array({8, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(r["total_input_tokens"], 40 + 33 + 20);
   EXPECT_EQ(r["total_output_tokens"], 19);
   const auto& e = r["errors"];
@@ -100,25 +101,27 @@ TEST_F(BenchBinary, TraceWithMisbehavingRequests) {
   EXPECT_NE(e[7].get<std::string>().find("malformed SSE data"), std::string::npos) << e[7];
   EXPECT_EQ(e[8], "server error in stream: injected stream error");
   EXPECT_NE(e[9].get<std::string>().find("timed out"), std::string::npos) << e[9];
-  // Token timing: the server holds 2 ms per decode step, so the gaps of a request add up to at
-  // least 2 ms per token after the first. (Single gaps can be ~0 when two chunks arrive in one
-  // socket read on a loaded machine; their sum cannot shrink.)
+  EXPECT_EQ(e[10], "malformed SSE: an event longer than 16 MiB without a line end");
+  // Token timing: the server holds 2 ms per decode step, so the gaps of a request add up to
+  // about 2 ms per token after the first. On a loaded machine single gaps can be ~0 (two chunks
+  // in one socket read) and a late read of the first chunk shortens the sum by up to a step, so
+  // the bound allows one step.
   for (int i = 0; i < 3; ++i) {
     const auto n = r["output_lens"][i].get<std::size_t>();
     ASSERT_EQ(r["itls"][i].size(), n - 1);
     double sum = 0;
     for (const auto& gap : r["itls"][i]) sum += gap.get<double>();
-    EXPECT_GT(sum, 0.0019 * static_cast<double>(n - 1)) << r["itls"][i];
+    EXPECT_GT(sum, 0.0019 * static_cast<double>(n - 2)) << r["itls"][i];
     EXPECT_NEAR(sum, r["latencies"][i].get<double>() - r["ttfts"][i].get<double>(), 1e-9);
   }
-  EXPECT_GT(r["mean_itl_ms"].get<double>(), 1.9);
+  EXPECT_GT(r["mean_itl_ms"].get<double>(), 1.5);
   EXPECT_LT(r["mean_itl_ms"].get<double>(), 100);
   // Arrivals follow the trace timestamps.
   EXPECT_NEAR(r["start_times"][2].get<double>() - r["start_times"][0].get<double>(), 0.1, 0.05);
   EXPECT_DOUBLE_EQ(r["request_goodput"].get<double>() * r["duration"].get<double>(), 3.0);
   EXPECT_TRUE(fs::exists(dir_ / "r.timeline.svg"));
   EXPECT_TRUE(fs::exists(dir_ / "r.cdf.svg"));
-  EXPECT_NE(output_.find("Failed requests:                         7"), std::string::npos)
+  EXPECT_NE(output_.find("Failed requests:                         8"), std::string::npos)
       << output_;
 }
 

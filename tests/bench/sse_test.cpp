@@ -81,6 +81,9 @@ TEST(SseParser, TruncatedStreamLeavesPartialState) {
   auto e = parse_in_pieces("data: {\"a\":1}\n\ndata: {\"ch", {5}, &partial);
   EXPECT_EQ(e.size(), 1u);
   EXPECT_TRUE(partial);
+  SseParser p;
+  p.feed("data: 12345\ndata: 678", [](const SseEvent&) { return true; });
+  EXPECT_EQ(p.pending_bytes(), 5u + 9u);  // "12345" held as data, "data: 678" as the line
   e = parse_in_pieces("data: {\"a\":1}\n\ndata: x\n", {}, &partial);  // line done, event not
   EXPECT_EQ(e.size(), 1u);
   EXPECT_TRUE(partial);

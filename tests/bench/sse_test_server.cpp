@@ -95,6 +95,7 @@ TestServer::TestServer(TestServerConfig config)
                              : has_word(words, "MISBEHAVE_NODONE")    ? "nodone"
                              : has_word(words, "MISBEHAVE_MALFORMED") ? "malformed"
                              : has_word(words, "MISBEHAVE_ERROR")     ? "error"
+                             : has_word(words, "MISBEHAVE_NOLINE")    ? "noline"
                                                                       : "ok";
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -103,12 +104,27 @@ TestServer::TestServer(TestServerConfig config)
           ++in_flight_;
           for (int peak = peak_.load(); peak < in_flight_ && !peak_.compare_exchange_weak(peak, in_flight_);) {
           }
+          // Leaves the in-flight count before the last event, so a client that has read
+          // [DONE] never sees itself counted (idempotent; also runs on early returns).
           struct Leave {
             std::atomic<int>& n;
-            ~Leave() { --n; }
+            bool left = false;
+            void operator()() {
+              if (!left) --n;
+              left = true;
+            }
+            ~Leave() { (*this)(); }
           } leave{in_flight_};
           auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
           busy(engine_, config_.prefill_us_per_token * prompt_tokens);
+          if (mode == "noline") {
+            const std::string block(64 << 10, 'x');
+            if (!send("data: ")) return false;
+            for (int i = 0; i < 320; ++i)
+              if (!send(block)) return false;  // the client hangs up past its limit
+            sink.done();
+            return true;
+          }
           if (chat) {  // role-only first delta, as OpenAI and vLLM send it
             send(event({{"object", "chat.completion.chunk"},
                         {"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}}));
@@ -131,6 +147,7 @@ TestServer::TestServer(TestServerConfig config)
                                      {"choices", {{{"index", 0}, {"text", text}}}}};
             if (!send(event(chunk))) return false;
           }
+          leave();
           if (mode == "partial") {
             send("data: {\"ch");
             sink.done();

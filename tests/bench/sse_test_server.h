@@ -17,6 +17,7 @@
 //   MISBEHAVE_MALFORMED  sends "data: this is not json" after 2 tokens
 //   MISBEHAVE_ERROR      sends an {"error": {...}} event after 2 tokens
 //   MISBEHAVE_SLOW       sleeps slow_ms before the first byte of the response
+//   MISBEHAVE_NOLINE     sends "data: " and then 20 MiB without a line end
 #pragma once
 
 #include <atomic>

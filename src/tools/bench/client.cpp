@@ -10,6 +10,9 @@
 namespace hymoe::bench {
 namespace {
 
+// A server that never ends a line must not grow the harness's memory without bound.
+constexpr std::size_t kMaxPendingSse = 16u << 20;
+
 double seconds_since(Clock::time_point t0, Clock::time_point t) {
   return std::chrono::duration<double>(t - t0).count();
 }
@@ -164,6 +167,10 @@ RequestOutput OpenAiClient::send(const RequestInput& in,
       }
       if (done || failed_in_stream) return true;  // drain what follows [DONE]
       parser.feed(std::string_view(data, len), on_event);
+      if (parser.pending_bytes() > kMaxPendingSse) {
+        out.error = "malformed SSE: an event longer than 16 MiB without a line end";
+        return false;
+      }
       return true;
     };
 

@@ -35,6 +35,9 @@ class SseParser {
   // Bytes taken in so far.
   std::size_t bytes_seen() const { return bytes_seen_; }
 
+  // Bytes held for the unfinished line and event (bounded by the caller against runaway input).
+  std::size_t pending_bytes() const { return line_.size() + current_.data.size(); }
+
  private:
   // Handles one complete line; returns an event to dispatch on a blank line with data.
   bool take_line(std::string_view line);
