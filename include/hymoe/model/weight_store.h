@@ -28,7 +28,8 @@ enum class LoadMode {
 struct LoadOptions {
   LoadMode mode = LoadMode::kLoad;
   bool huge_pages = true;   // madvise(MADV_HUGEPAGE) on anonymous memory
-  int numa_nodes = 0;       // experts are interleaved over this many nodes; 0 = all detected
+  int numa_nodes = 0;       // routed experts spread over this many nodes in contiguous ranges
+                            // (placement.h); 0 = all detected; more than the machine has throws
   int io_threads = 4;       // parallel readers in kLoad mode
 };
 
@@ -52,6 +53,8 @@ class WeightStore {
                                            const LoadOptions& options = {});
   // Random tensors with the names, shapes and dtypes of `config` (the --load-format dummy path):
   // FP8 weights with block scales, BF16 embeddings/norms/lm_head, F32 router bias. No files.
+  // The values are those hymoe-make-model writes for the same seed (random_weights.h), made on
+  // every hardware thread into anonymous memory placed as kLoad places it (options.mode ignored).
   static std::unique_ptr<WeightStore> dummy(const ModelConfig& config, uint64_t seed,
                                             const LoadOptions& options = {});
 
