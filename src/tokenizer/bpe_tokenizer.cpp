@@ -15,7 +15,8 @@ struct BpeTokenizer::Scratch {
   std::vector<std::pair<size_t, size_t>> spans, next_spans;  // (begin, end) in the segment
 };
 
-BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec) : spec_(std::move(spec)) {
+BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
+    : spec_(std::move(spec)), cache_(std::make_unique<std::array<CacheShard, kCacheShards>>()) {
   vocab_size_ = std::max(spec_.model.size(), spec_.added.max_id() + 1);
   auto resolve = [&](const std::string& text) -> std::optional<TokenId> {
     if (text.empty()) return std::nullopt;
@@ -93,21 +94,29 @@ void BpeTokenizer::encode_piece_cached(std::string_view piece, std::vector<Token
     spec_.model.encode_piece(piece, out, s.work);
     return;
   }
-  const size_t h = StringHash{}(piece);
-  CacheShard& shard = cache_[(h >> 7) % kCacheShards];
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the piece, then a final mix
+  for (char c : piece) h = (h ^ uint8_t(c)) * 0x100000001b3ULL;
+  h ^= h >> 32;
+  CacheShard& shard = (*cache_)[h % kCacheShards];
+  CacheSlot& slot = shard.slots[(h / kCacheShards) % kCacheShardSlots];
   {
     std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.map.find(piece);
-    if (it != shard.map.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+    if (slot.hash == h && slot.key_len == piece.size() &&
+        std::memcmp(slot.key, piece.data(), piece.size()) == 0) {
+      out.insert(out.end(), slot.ids, slot.ids + slot.n_ids);
       return;
     }
   }
   const size_t before = out.size();
   spec_.model.encode_piece(piece, out, s.work);
+  const size_t n = out.size() - before;
+  if (n > kCacheMaxIds) return;
   std::lock_guard<std::mutex> lock(shard.mu);
-  if (shard.map.size() >= kCacheShardEntries) shard.map.clear();
-  shard.map.emplace(std::string(piece), std::vector<TokenId>(out.begin() + before, out.end()));
+  slot.hash = h;
+  slot.key_len = static_cast<uint8_t>(piece.size());
+  slot.n_ids = static_cast<uint8_t>(n);
+  std::memcpy(slot.key, piece.data(), piece.size());
+  std::copy(out.begin() + long(before), out.end(), slot.ids);
 }
 
 std::string_view BpeTokenizer::token_bytes(TokenId id) const {

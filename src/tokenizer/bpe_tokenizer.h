@@ -4,6 +4,8 @@
 #pragma once
 
 #include <array>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,19 +60,28 @@ class BpeTokenizer final : public Tokenizer {
   struct Scratch;
   void encode_segment(std::string_view segment, std::vector<TokenId>& out, Scratch& s) const;
 
-  // Memo of piece -> ids (pieces repeat: words, indentation, numbers). Sharded by hash so that
-  // threads rarely share a lock; a full shard is cleared.
-  struct CacheShard {
-    std::mutex mu;
-    std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> map;
+  // Memo of piece -> ids (pieces repeat: words, indentation, numbers): a direct-mapped table
+  // of fixed-size slots (no allocation), sharded by hash so that threads rarely share a lock.
+  // A colliding piece simply replaces the slot's previous one.
+  static constexpr size_t kCacheMaxPiece = 30;  // bytes
+  static constexpr size_t kCacheMaxIds = 7;
+  struct CacheSlot {
+    uint64_t hash = 0;
+    uint8_t key_len = 0;  // 0 = empty
+    uint8_t n_ids = 0;
+    char key[kCacheMaxPiece];
+    TokenId ids[kCacheMaxIds];
   };
   static constexpr size_t kCacheShards = 64;
-  static constexpr size_t kCacheShardEntries = 4096;
-  static constexpr size_t kCacheMaxPiece = 64;  // bytes; longer pieces are rare and unique
+  static constexpr size_t kCacheShardSlots = 1024;
+  struct CacheShard {
+    std::mutex mu;
+    std::array<CacheSlot, kCacheShardSlots> slots;
+  };
   void encode_piece_cached(std::string_view piece, std::vector<TokenId>& out, Scratch& s) const;
 
   BpeTokenizerSpec spec_;
-  mutable std::array<CacheShard, kCacheShards> cache_;
+  mutable std::unique_ptr<std::array<CacheShard, kCacheShards>> cache_;
   int32_t vocab_size_ = 0;
   std::optional<TokenId> bos_id_, eos_id_;
 };
