@@ -89,6 +89,7 @@ void Scheduler::submit(GenerationRequest request) {
     HYMOE_CHECK(static_cast<int64_t>(incoming_.size()) + stats_.waiting < config_.max_waiting,
                 kResourceExhausted, "too many queued requests ({}); retry later", config_.max_waiting);
     incoming_.push_back(std::move(s));
+    ++active_;
   }
   wake_.notify_one();
 }
@@ -108,9 +109,7 @@ void Scheduler::stop_accepting() {
 
 bool Scheduler::wait_idle(double timeout_seconds) {
   std::unique_lock lock(mutex_);
-  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [this] {
-    return incoming_.empty() && stats_.running == 0 && stats_.waiting == 0;
-  });
+  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [this] { return active_ == 0; });
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -131,6 +130,10 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
     if (s.req.callbacks.on_finish) s.req.callbacks.on_finish(reason, error);
   } catch (const std::exception& e) {
     log::get("sched")->error("request {}: on_finish failed: {}", s.req.id, e.what());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (--active_ == 0) idle_.notify_all();
   }
 }
 
@@ -193,17 +196,18 @@ void Scheduler::loop() {
       stats_.kv_usage = kv_.usage();
       snapshot = stats_;
       listener = listener_;
-      if (incoming_.empty() && running_.empty() && waiting_.empty()) idle_.notify_all();
     }
     if (listener) listener(snapshot);
   }
   // Shutdown: everything still known finishes as aborted.
   for (auto& s : running_) finish(*s, FinishReason::kAbort, "server shutting down");
   for (auto& s : waiting_) finish(*s, FinishReason::kAbort, "server shutting down");
-  std::lock_guard lock(mutex_);
-  for (auto& s : incoming_) finish(*s, FinishReason::kAbort, "server shutting down");
-  incoming_.clear();
-  idle_.notify_all();
+  std::deque<std::unique_ptr<Sequence>> late;
+  {
+    std::lock_guard lock(mutex_);
+    late.swap(incoming_);
+  }
+  for (auto& s : late) finish(*s, FinishReason::kAbort, "server shutting down");
 }
 
 void Scheduler::run_step(std::vector<Sequence*>& batch) {

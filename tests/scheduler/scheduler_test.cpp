@@ -284,3 +284,21 @@ TEST(Scheduler, NeverSamplesPastTheTokenizerVocabulary) {
 
 }  // namespace
 }  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+TEST(Scheduler, WaitIdleCoversJustSubmittedRequests) {
+  ToyExecutor ex(64, 4);
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  Scheduler s(ex, kEos, {});
+  auto r = run(s, "busy", {3, 4}, 5);
+  EXPECT_FALSE(s.wait_idle(0.2));  // queued or running, not idle
+  open.set_value();
+  EXPECT_TRUE(s.wait_idle(5));
+  EXPECT_EQ(r.get().reason, FinishReason::kLength);
+}
+
+}  // namespace
+}  // namespace hymoe

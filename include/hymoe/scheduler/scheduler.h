@@ -111,6 +111,7 @@ class Scheduler {
   std::vector<std::string> cancelled_;
   bool accepting_ = true;
   bool stopping_ = false;
+  int64_t active_ = 0;  // submitted and not yet finished (what wait_idle waits for)
   SchedulerStats stats_;
   std::function<void(const SchedulerStats&)> listener_;
 
