@@ -2,7 +2,7 @@
 // for decode batches of 1, 2 and 4 tokens, against its floor: the distinct expert bytes the
 // batch touches divided by the probe's bandwidth on the same threads.
 // The expert count is 256 where memory allows (11.3 GB) and otherwise the largest power of two
-// that fits in 40% of MemAvailable: the bytes per token (8 experts) are the same either way, and
+// that fits in 25% of MemAvailable: the bytes per token (8 experts) are the same either way, and
 // random routing over >= 16 experts still touches mostly uncached experts each layer.
 #include <benchmark/benchmark.h>
 
@@ -65,7 +65,7 @@ struct MoeLayer {
 };
 
 int64_t choose_experts(const BenchContext& ctx) {
-  const double budget = 0.4 * static_cast<double>(ctx.mem_available_bytes());
+  const double budget = 0.25 * static_cast<double>(ctx.mem_available_bytes());
   int64_t n = 256;
   while (n > 16 && static_cast<double>(n * kExpertBytes) > budget) n /= 2;
   return n;

@@ -88,8 +88,8 @@ void fp8_gemm_amx(const Fp8GemmParams& p) {
   alignas(64) uint32_t panel[kGemmPanelPairs * kGemmPanelN];
   alignas(64) float tmp[32 * 32];
   const int64_t k_total = p.w.cols;
-  for (int64_t mc = 0; mc < p.m; mc += kGemmChunkM) {
-    const int64_t mc_end = std::min(p.m, mc + kGemmChunkM);
+  for (int64_t mc = 0; mc < p.m; mc += kAmxChunkM) {
+    const int64_t mc_end = std::min(p.m, mc + kAmxChunkM);
     for (int64_t n0 = p.n_begin; n0 < p.n_end; n0 += kGemmPanelN) {
       const int64_t ncols = std::min<int64_t>(kGemmPanelN, p.n_end - n0);
       for (int64_t kb = 0; kb < p.w.scale_cols(); ++kb) {

@@ -39,9 +39,9 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0, in
     for (; k + 64 <= k1; k += 64) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        // A software prefetch `ahead` bytes down each row keeps more DRAM lines in flight per
-        // core than the hardware prefetcher does for R interleaved streams.
-        _mm_prefetch(reinterpret_cast<const char*>(wrow[r] + k + ahead), _MM_HINT_T0);
+        // Software prefetch `ahead` bytes down the weights: by default (ahead = R rows) the same
+        // column of the next pass, into L2, so short rows (K = 2048) stay fed too.
+        _mm_prefetch(reinterpret_cast<const char*>(wrow[r] + k + ahead), _MM_HINT_T1);
         __m512i w0, w1;
         dec(_mm512_loadu_si512(wrow[r] + k), w0, w1);
 #pragma GCC unroll 8
@@ -88,7 +88,8 @@ template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
   constexpr int R = gemv_rows_per_pass(B);
   const Fp8Bf16Decoder dec;
-  const int64_t ahead = gemv_prefetch_distance();
+  const int64_t distance = gemv_prefetch_distance();
+  const int64_t ahead = distance >= 0 ? distance : R * p.w.cols;
   int64_t i = p.row_begin;
   for (; i + R <= p.row_end; i += R) gemv_rows<B, R>(p, dec, i, ahead);
   for (; i < p.row_end; ++i) gemv_rows<B, 1>(p, dec, i, ahead);

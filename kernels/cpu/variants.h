@@ -31,9 +31,10 @@ constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2
 // The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
 constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
 
-// Bytes the AVX512-BF16 GEMV prefetches ahead in each weight row: kGemvPrefetchDistance unless
-// HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once.
-inline constexpr int64_t kGemvPrefetchDistance = 1024;
+// Bytes the AVX512-BF16 GEMV prefetches ahead in the weights: kGemvPrefetchDistance unless
+// HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
+// (R rows x K bytes: the same columns of the next row group).
+inline constexpr int64_t kGemvPrefetchDistance = -1;
 int64_t gemv_prefetch_distance();
 
 }  // namespace hymoe::kernels::detail
