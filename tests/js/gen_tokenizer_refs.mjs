@@ -44,6 +44,14 @@ const dsSpecials = ds.added_tokens.map((t) => t.content).filter((c) => !c.includ
   .concat(["<｜place▁holder▁no▁7｜>", "<｜place▁holder▁no▁700｜>"]);
 writeRefs("deepseek_v3.jsonl", dsSpecials, (t) => ds.encode(t, {add_special_tokens: false}),
   (ids) => ds.decode(ids), count, 0);
+// Random id sequences (often cutting UTF-8 characters): lossy decode only.
+const rng = makeRng(seed + 100);
+const rows = [];
+for (let i = 0; i < Math.max(200, count / 10); i++) {
+  const ids = Array.from({length: rng.range(1, 12)}, () => rng.int(128815));
+  rows.push(JSON.stringify({cat: "random_ids", b64: "", ids, decoded: ds.decode(ids)}));
+}
+fs.appendFileSync(path.join(out, "deepseek_v3.jsonl"), rows.join("\n") + "\n");
 }
 
 // ---- tiktoken: rank files in the tiktoken.model format ----

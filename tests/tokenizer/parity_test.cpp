@@ -36,6 +36,14 @@ void expect_parity(const Tokenizer& tok, const std::vector<nlohmann::json>& refs
   for (const auto& row : refs) {
     const std::string bytes = base64_decode(row.at("b64").get<std::string>());
     const auto want = row.at("ids").get<std::vector<TokenId>>();
+    if (row.at("cat") == "random_ids") {  // decode only: ids that often cut characters
+      const std::string decoded = tok.decode(want, false);
+      if (decoded != row.at("decoded").get<std::string>() && ++bad_decode <= 10) {
+        ADD_FAILURE() << "decode of " << ids_str(want) << ": want "
+                      << hex(row.at("decoded").get<std::string>()) << " got " << hex(decoded);
+      }
+      continue;
+    }
     const std::vector<TokenId> got = tok.encode(bytes, false);
     if (got != want && has_unassigned_for_pcre2(utf8::sanitize(bytes))) {
       ++unicode_version;
