@@ -231,6 +231,30 @@ TEST_F(BenchBinary, ScenariosShowPrefillStallingDecode) {
   EXPECT_NE(output_.find("Mixed prefill/decode scenarios"), std::string::npos);
 }
 
+TEST_F(BenchBinary, ReadyCheckWaitsForALoadingServer) {
+  testing::TestServerConfig cfg;
+  cfg.ready_after_ms = 1500;
+  testing::TestServer server(cfg);
+  const std::string args = base(server) + " --num-prompts 2 --random-input-len 4"
+                           " --random-output-len 2 --save-result --result-dir " + dir_.string() +
+                           " --result-filename a.json --no-charts --append-result";
+  EXPECT_EQ(run(args + " --ready-check-timeout-sec 0.3"), 1) << output_;
+  EXPECT_NE(output_.find("was not ready within"), std::string::npos) << output_;
+  EXPECT_EQ(server.requests(), 0);
+  ASSERT_EQ(run(args + " --ready-check-timeout-sec 30"), 0) << output_;
+  EXPECT_EQ(server.requests(), 2);
+  // --append-result: one JSON document per line.
+  ASSERT_EQ(run(args), 0) << output_;
+  std::ifstream in(dir_ / "a.json");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(json::parse(line)["completed"], 2);
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2);
+}
+
 TEST_F(BenchBinary, NoServerFailsEveryRequestWithoutCrashing) {
   // Bind and close a listener to get a port nobody listens on.
   int port = 0;

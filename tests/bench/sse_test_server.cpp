@@ -43,7 +43,18 @@ TestServer::TestServer(TestServerConfig config)
   auto& srv = *server_;
   srv.new_task_queue = [] { return new httplib::ThreadPool(16); };
   srv.set_tcp_nodelay(true);  // one SSE event per segment, as a streaming server sends them
-  srv.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+  auto loading = [this] {
+    return std::chrono::steady_clock::now() - started_ <
+           std::chrono::milliseconds(config_.ready_after_ms);
+  };
+  srv.Get("/health", [loading](const httplib::Request&, httplib::Response& res) {
+    res.status = loading() ? 503 : 200;
+  });
+  srv.Get("/v1/models", [loading](const httplib::Request&, httplib::Response& res) {
+    if (loading()) {
+      res.status = 503;
+      return;
+    }
     res.set_content(json{{"object", "list"},
                          {"data", {{{"id", "test-model"}, {"root", "test-model"}}}}}
                         .dump(),

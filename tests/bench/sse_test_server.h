@@ -1,7 +1,7 @@
 // A small OpenAI-compatible SSE server for hymoe-bench's integration tests: loopback only, on an
 // ephemeral port, streaming one word per chunk with delays, and misbehaving on request.
 //
-// Endpoints: GET /v1/models, POST /tokenize (one token per whitespace-separated word),
+// Endpoints: GET /health, GET /v1/models, POST /tokenize (one token per whitespace-separated word),
 // POST /v1/completions and /v1/chat/completions (stream only; stream_options.include_usage
 // adds a usage chunk). The prompt's word count is its token count.
 //
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,7 @@ struct TestServerConfig {
   int prefill_us_per_token = 20;    // per prompt word
   int slow_ms = 3000;               // MISBEHAVE_SLOW
   bool tokenize = true;             // serve /tokenize
+  int ready_after_ms = 0;           // /health and /v1/models answer 503 until then ("loading")
 };
 
 class TestServer {
@@ -58,6 +60,7 @@ class TestServer {
   int port_ = 0;
   std::mutex engine_;
   std::atomic<int> requests_{0}, in_flight_{0}, peak_{0};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace hymoe::bench::testing

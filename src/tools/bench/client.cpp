@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <thread>
 
 #include "hymoe/common/error.h"
 #include "sse.h"
@@ -232,6 +233,24 @@ std::optional<std::string> OpenAiClient::first_model(std::string* error) const {
     if (error) *error = std::string("GET /v1/models: ") + e.what();
   }
   return std::nullopt;
+}
+
+bool OpenAiClient::wait_ready(double timeout_s) const {
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(timeout_s));
+  do {
+    try {
+      httplib::Client cli(host_);
+      set_timeouts(cli, std::min(config_.connect_timeout_s, 5.0), 10.0);
+      for (const char* path : {"/health", "/v1/models"}) {
+        auto res = cli.Get(prefix_ + path, to_headers(config_));
+        if (res && res->status == 200) return true;
+      }
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  } while (Clock::now() < until);
+  return false;
 }
 
 std::optional<int> OpenAiClient::count_tokens(const std::string& text) const {

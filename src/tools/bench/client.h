@@ -79,6 +79,10 @@ class OpenAiClient {
   // GET /v1/models: the first model id, or nullopt with `error` set.
   std::optional<std::string> first_model(std::string* error) const;
 
+  // Polls GET /health, then GET /v1/models, until one answers 200 or timeout_s passes (a server
+  // loading its weights answers 503 or refuses connections). True when ready.
+  bool wait_ready(double timeout_s) const;
+
   // POST /tokenize {"model", "prompt", "add_special_tokens": false} -> the token count, or
   // nullopt when the server has no usable /tokenize.
   std::optional<int> count_tokens(const std::string& text) const;

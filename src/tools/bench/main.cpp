@@ -166,6 +166,13 @@ int run(const Options& o) {
   st.save_detailed = o.save_detailed;
 
   EndpointConfig cfg = base_cfg;
+  if (o.ready_check_timeout_sec > 0) {
+    fmt::print("Waiting up to {} s for {} to be ready...\n", o.ready_check_timeout_sec,
+               cfg.base_url);
+    HYMOE_CHECK(OpenAiClient(cfg, Clock::now()).wait_ready(o.ready_check_timeout_sec),
+                kUnavailable, "{} was not ready within {} s", cfg.base_url,
+                o.ready_check_timeout_sec);
+  }
   std::string model = o.model;
   if (model.empty()) {
     std::string err;
@@ -266,9 +273,12 @@ int run(const Options& o) {
   }
   fmt::print("{}", format_report(st, result));
 
-  if (o.save_result) {
+  if (o.save_result || o.append_result) {
     const std::string path = result_path(st, o.result_dir, o.result_filename);
-    write_text_file(path, result.dump() + "\n");
+    if (o.append_result)
+      append_text_file(path, result.dump() + "\n");
+    else
+      write_text_file(path, result.dump() + "\n");
     fmt::print("Result written to {}\n", path);
     if (!o.no_charts) {
       const std::string title = st.label.empty() ? st.backend + " " + model : st.label;

@@ -26,6 +26,9 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_option("--served-model-name", o.served_model_name, "Model name sent in requests")
       ->group(ep);
   app.add_option("--header", o.headers, "KEY=VALUE headers sent with each request")->group(ep);
+  app.add_option("--ready-check-timeout-sec", o.ready_check_timeout_sec,
+                 "Wait up to this long for /health or /v1/models to answer 200 (0: no wait)")
+      ->check(CLI::NonNegativeNumber)->group(ep);
   app.add_flag("--count-empty-chunks", o.count_empty_chunks,
                "Time every chunk with choices, even empty ones, as vLLM does (default: only "
                "chunks with text)")->group(ep);
@@ -108,6 +111,8 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
       ->group(rp);
   app.add_flag("--save-detailed", o.save_detailed,
                "Include per-request arrays (ttfts, itls, errors, ...)")->group(rp);
+  app.add_flag("--append-result", o.append_result,
+               "Append the result as one JSON line to an existing file")->group(rp);
   app.add_option("--result-dir", o.result_dir, "Folder for the result files")->group(rp);
   app.add_option("--result-filename", o.result_filename, "Name of the result JSON")->group(rp);
   app.add_option("--label", o.label, "Label (file name prefix; default: backend)")->group(rp);

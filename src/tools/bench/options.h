@@ -56,6 +56,8 @@ struct Options {
   std::string metric_percentiles = "99";
   bool save_result = false;
   bool save_detailed = false;
+  bool append_result = false;
+  double ready_check_timeout_sec = 0;  // wait for the server first (0: no check)
   std::string result_dir;
   std::string result_filename;
   std::string label;

@@ -197,4 +197,22 @@ void write_text_file(const std::string& path, const std::string& text) {
   HYMOE_CHECK(!out.fail(), kIo, "error writing {}", path);
 }
 
+void append_text_file(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  HYMOE_CHECK(!ec, kIo, "cannot create folder {}: {}", p.parent_path().string(), ec.message());
+  bool need_newline = false;
+  if (std::ifstream in(p, std::ios::binary | std::ios::ate); in.good() && in.tellg() > 0) {
+    in.seekg(-1, std::ios::end);
+    need_newline = in.get() != '\n';
+  }
+  std::ofstream out(p, std::ios::binary | std::ios::app);
+  HYMOE_CHECK(out.good(), kIo, "cannot append to {}", path);
+  if (need_newline) out << '\n';
+  out << text;
+  out.close();
+  HYMOE_CHECK(!out.fail(), kIo, "error writing {}", path);
+}
+
 }  // namespace hymoe::bench

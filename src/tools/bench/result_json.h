@@ -52,7 +52,11 @@ std::string format_report(const RunSettings& settings, const nlohmann::json& res
 std::string result_path(const RunSettings& settings, const std::string& result_dir,
                         const std::string& result_filename);
 
-// Writes JSON text to a file (creating parent folders); throws hymoe::Error (kIo).
+// Writes text to a file (creating parent folders); throws hymoe::Error (kIo).
 void write_text_file(const std::string& path, const std::string& text);
+
+// Appends text to a file (created when absent), after a newline when the file does not end in
+// one: vLLM's --append-result, one JSON document per line.
+void append_text_file(const std::string& path, const std::string& text);
 
 }  // namespace hymoe::bench
