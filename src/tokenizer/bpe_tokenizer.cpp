@@ -90,7 +90,7 @@ void BpeTokenizer::encode_segment(std::string_view segment, std::vector<TokenId>
 
 void BpeTokenizer::encode_piece_cached(std::string_view piece, std::vector<TokenId>& out,
                                        Scratch& s) const {
-  if (piece.size() < 2 || piece.size() > kCacheMaxPiece) {
+  if (piece.size() < 4 || piece.size() > kCacheMaxPiece) {
     spec_.model.encode_piece(piece, out, s.work);
     return;
   }
