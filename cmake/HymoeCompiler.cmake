@@ -23,7 +23,9 @@ function(hymoe_add_test name)
   add_executable(${name} ${T_SOURCES})
   hymoe_target_defaults(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  # gtest_discover_tests splits a list in PROPERTIES: escape the separators.
   set(labels unit ${T_LABELS})
+  string(REPLACE ";" "\\;" labels "${labels}")
   gtest_discover_tests(${name} PROPERTIES LABELS "${labels}" DISCOVERY_TIMEOUT 60
                        WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endfunction()

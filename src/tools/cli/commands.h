@@ -12,5 +12,6 @@ int& exit_code();
 void register_info_commands(CLI::App& app);  // cpu-info
 void register_logits_commands(CLI::App& app);  // logits (reference forward pass)
 void register_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
+void register_generate_commands(CLI::App& app);  // generate (the server's runtime, offline)
 
 }  // namespace hymoe::cli

@@ -1,0 +1,101 @@
+// generate: offline text generation through the same runtime as hymoe-server (weights,
+// tokenizer, chat template, executor, scheduler), streaming text to stdout and a summary with
+// tokens/s to stderr.
+#include <chrono>
+#include <cstdio>
+#include <future>
+
+#include "commands.h"
+#include "hymoe/common/error.h"
+
+#ifdef HYMOE_CLI_HAS_SERVER
+#include "hymoe/server/generation.h"
+#include "hymoe/server/runtime.h"
+#endif
+
+namespace hymoe::cli {
+
+void register_generate_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate text offline (same engine as hymoe-server)");
+  struct Args {
+    std::string model, prompt, tokenizer;
+    int max_tokens = 64;
+    double temperature = 0.0, top_p = 1.0;
+    int top_k = 0;
+    int64_t seed = -1;
+    bool raw = false;
+    int threads = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--model", a->model, "Checkpoint directory")->required();
+  cmd->add_option("--prompt", a->prompt, "Prompt text (a user message unless --raw)")->required();
+  cmd->add_option("--tokenizer", a->tokenizer, "Tokenizer directory (default: the model's)");
+  cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str()->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", a->top_k, "0 = off")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Sampling seed (-1 = random)")->capture_default_str();
+  cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
+  cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
+  cmd->callback([a] {
+#ifndef HYMOE_CLI_HAS_SERVER
+    HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the server runtime");
+#else
+    server::ServerConfig config;
+    config.model = a->model;
+    config.tokenizer = a->tokenizer;
+    config.threads = a->threads;
+    config.max_running = 1;
+    auto rt = server::Runtime::load(config);
+    std::string prompt = a->prompt;
+    bool add_special = true;
+    if (!a->raw) {
+      HYMOE_CHECK(rt->chat_template != nullptr, kInvalidArgument, "the model has no chat template; use --raw");
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a->prompt}}});
+      prompt = rt->chat_template->render(messages, {});
+      add_special = false;
+    }
+    std::vector<int32_t> ids = rt->tokenizer->encode(prompt, add_special);
+    server::GenerationOptions go;
+    go.id = "cli";
+    go.prompt_tokens = static_cast<int64_t>(ids.size());
+    auto gen = std::make_shared<server::Generation>(*rt->tokenizer, go, nullptr);
+    GenerationRequest req;
+    req.id = go.id;
+    req.prompt = std::move(ids);
+    req.sampling.max_tokens = a->max_tokens;
+    req.sampling.temperature = a->temperature;
+    req.sampling.top_p = a->top_p;
+    req.sampling.top_k = a->top_k;
+    if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed);
+    req.callbacks = gen->callbacks(gen);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point first{};
+    rt->scheduler->submit(std::move(req));
+    server::Generation::Delta d;
+    while (true) {
+      if (!gen->wait(d, std::chrono::milliseconds(1000))) continue;
+      if (first == std::chrono::steady_clock::time_point{} && gen->usage().completion_tokens > 0) {
+        first = std::chrono::steady_clock::now();
+      }
+      std::fwrite(d.content.data(), 1, d.content.size(), stdout);
+      std::fflush(stdout);
+      if (d.finished) break;
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto usage = gen->usage();
+    const double ttft = std::chrono::duration<double>(first - t0).count();
+    const double decode = std::chrono::duration<double>(t1 - first).count();
+    std::fprintf(stdout, "\n");
+    std::fprintf(stderr, "[%s] prompt %lld tokens, output %lld tokens, TTFT %.3f s, decode %.2f tokens/s\n",
+                 finish_reason_name(d.reason), static_cast<long long>(usage.prompt_tokens),
+                 static_cast<long long>(usage.completion_tokens), ttft,
+                 usage.completion_tokens > 1 && decode > 0 ? (usage.completion_tokens - 1) / decode : 0.0);
+    if (d.reason == FinishReason::kError) {
+      HYMOE_THROW(kInternal, "generation failed: {}", d.error);
+    }
+#endif
+  });
+}
+
+}  // namespace hymoe::cli
