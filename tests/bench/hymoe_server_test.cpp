@@ -136,7 +136,12 @@ TEST_F(HymoeServerBench, RandomWorkloadAndScenario) {
     EXPECT_EQ(r["input_lens"], json::array({40, 40, 40, 40})) << output_;
     EXPECT_EQ(r["output_lens"], json::array({6, 6, 6, 6})) << r["errors"];
     EXPECT_EQ(output_.find("could not be made exactly"), std::string::npos) << output_;
-    for (const auto& itl : r["itls"]) EXPECT_EQ(itl.size(), 5u);
+    // One gap per text chunk: a chunk can carry two tokens when the detokenizer holds back an
+    // incomplete UTF-8 character (random weights emit byte tokens), so at most 5 for 6 tokens.
+    for (const auto& itl : r["itls"]) {
+      EXPECT_LE(itl.size(), 5u);
+      EXPECT_GE(itl.size(), 1u);
+    }
     EXPECT_GT(r["mean_ttft_ms"].get<double>(), 0);
   }
   ASSERT_EQ(run("--scenario 1P+1D --prefill-len 256 --decode-input-len 16 --decode-output-len 64"
