@@ -113,8 +113,11 @@ RequestOutput OpenAiClient::send(const RequestInput& in,
     if (!c.client) c.client = fresh();
     c.used = true;
     RequestOutput out = send_once(in, on_first_token, *c.client);
-    if (!out.success && reused && out.http_status == 0 && out.token_times.empty()) {
-      c.client = fresh();  // a stale kept-alive connection: retry once on a new one
+    // A kept-alive connection the server closed while idle fails at once, before any response
+    // byte: retry once on a new one. (A slow server that times out is not retried.)
+    if (!out.success && reused && out.http_status == 0 && out.token_times.empty() &&
+        out.latency < 0.5) {
+      c.client = fresh();
       out = send_once(in, on_first_token, *c.client);
     }
     if (!out.success) c.client.reset();
