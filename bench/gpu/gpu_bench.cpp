@@ -379,13 +379,17 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      const double ms = bench.time_ms([&] { mla_decode(p, s); });
-      const double bytes = double(batch) * len * kMlaHeadDim * 2;
-      bench.add({fmt::format("mla_decode/ctx={} batch={} (cache bytes)", len, batch),
-                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
-      const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
-      bench.add({fmt::format("mla_decode/ctx={} batch={} (compute)", len, batch),
-                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+      for (const MlaDecodeImpl impl : {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+        p.impl = impl;
+        const char* tag = impl == MlaDecodeImpl::kTensorCores ? "mma" : "cuda-cores";
+        const double ms = bench.time_ms([&] { mla_decode(p, s); });
+        const double bytes = double(batch) * len * kMlaHeadDim * 2;
+        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", tag, len, batch),
+                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
+        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (compute)", tag, len, batch),
+                   flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+      }
     }
   }
 }

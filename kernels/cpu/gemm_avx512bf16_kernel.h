@@ -49,13 +49,17 @@ inline void pack_panel(const Fp8Matrix& w, int64_t n0, int64_t k0, int64_t k1,
 template <int MR>
 inline void microkernel(const Fp8GemmParams& p, const uint32_t* panel, int64_t m0, int64_t n0,
                         int64_t k0, int64_t k1, int64_t ncols, float scale, bool first) {
+  // Fully unrolled so that the 2 x MR accumulators live in registers (GCC keeps arrays indexed by
+  // a rolled loop in memory).
   __m512 acc[MR][2];
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   const int64_t pairs = (k1 - k0) / 2;
   const uint16_t* xrow = p.x + m0 * p.x_stride + k0;
   for (int64_t kp = 0; kp < pairs; ++kp) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(panel + kp * kGemmPanelN);
     const __m512bh b1 = (__m512bh)_mm512_load_si512(panel + kp * kGemmPanelN + 16);
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       int32_t pair;
       __builtin_memcpy(&pair, xrow + i * p.x_stride + 2 * kp, sizeof(pair));
@@ -69,6 +73,7 @@ inline void microkernel(const Fp8GemmParams& p, const uint32_t* panel, int64_t m
   const __mmask16 m1k = ncols >= 32 ? __mmask16(0xFFFF)
                         : ncols <= 16 ? __mmask16(0)
                                       : __mmask16((1u << (ncols - 16)) - 1u);
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     float* c = p.c + (m0 + i) * p.c_stride + n0;
     __m512 v0 = _mm512_mul_ps(acc[i][0], s), v1 = _mm512_mul_ps(acc[i][1], s);

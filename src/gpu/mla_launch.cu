@@ -1,21 +1,32 @@
 // Launchers of MLA decode attention: split kernel then combine.
 #include "kernel_launch.h"
 #include "mla_decode.cuh"
+#include "mla_decode_mma.cuh"
 
 namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  const bool mma = p.impl != MlaDecodeImpl::kCudaCores;
+  const int tile = mma ? kernels::kMmaTile : kernels::kMlaTile;
   // Per call (a host-side attribute set, microseconds): stays right on every device.
-  const cudaError_t attr = cudaFuncSetAttribute(
-      kernels::mla_decode_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(kernels::kMlaSmemBytes));
+  const cudaError_t attr =
+      mma ? cudaFuncSetAttribute(kernels::mla_decode_mma_kernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kernels::kMmaSmemBytes))
+          : cudaFuncSetAttribute(kernels::mla_decode_split_kernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kernels::kMlaSmemBytes));
   if (attr != cudaSuccess) return attr;
   // Chunk per split, rounded to whole tiles; short sequences leave trailing splits empty.
   int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
-  chunk = (chunk + kernels::kMlaTile - 1) / kernels::kMlaTile * kernels::kMlaTile;
+  chunk = (chunk + tile - 1) / tile * tile;
   const dim3 grid(p.num_splits, p.heads / kernels::kMlaHeadsPerBlock, p.batch);
-  kernels::mla_decode_split_kernel<<<grid, kernels::kMlaThreads, kernels::kMlaSmemBytes, stream>>>(
-      p, chunk);
+  if (mma) {
+    kernels::mla_decode_mma_kernel<<<grid, 256, kernels::kMmaSmemBytes, stream>>>(p, chunk);
+  } else {
+    kernels::mla_decode_split_kernel<<<grid, kernels::kMlaThreads, kernels::kMlaSmemBytes, stream>>>(
+        p, chunk);
+  }
   kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
   return cudaGetLastError();
 }

@@ -24,7 +24,8 @@ const only = args.only;  // deepseek_v3 | o200k | cl100k | kimi_o200k; all when 
 const wanted = (name) => !only || only === name;
 fs.mkdirSync(out, {recursive: true});
 const b64 = (bytes) => Buffer.from(bytes).toString("base64");
-const utf8 = new TextDecoder("utf-8");  // replacement mode, like a JS client
+// Replacement mode like a JS client, but a leading U+FEFF stays text (as in Python).
+const utf8 = new TextDecoder("utf-8", {ignoreBOM: true});
 
 function writeRefs(file, specials, encode, decode, n, seedOffset) {
   const rng = makeRng(seed + seedOffset);
@@ -67,6 +68,12 @@ function expandRanks(compressed) {
   return lines;
 }
 
+// js-tiktoken's decode with our TextDecoder (its own drops a leading U+FEFF).
+function tiktokenDecode(enc, ids) {
+  const parts = ids.map((id) => enc.textMap.get(id) ?? enc.inverseSpecialTokens[id]);
+  return utf8.decode(Buffer.concat(parts.map((p) => Buffer.from(p))));
+}
+
 function writeTiktokenDir(name, ranks, config) {
   const dir = path.join(out, name);
   fs.mkdirSync(dir, {recursive: true});
@@ -87,7 +94,7 @@ for (const [name, ranks, off] of [["o200k", o200k, 1], ["cl100k", cl100k, 2]]) {
   const enc = new Tiktoken(ranks);
   // Reserved ids the C++ loader adds are never written in generated text: only the named ones.
   writeRefs(`${name}.jsonl`, Object.keys(ranks.special_tokens), (t) => enc.encode(t, "all"),
-    (ids) => utf8.decode(Uint8Array.from(Buffer.from(enc.decode(ids), "utf8"))), tiktokenCount, off);
+    (ids) => tiktokenDecode(enc, ids), tiktokenCount, off);
 }
 
 // ---- Kimi-K2 layout over the o200k ranks ----
@@ -124,7 +131,7 @@ writeTiktokenDir("kimi_o200k", o200k, {added_tokens_decoder: kimiDecoder, bos_to
 const kimi = new Tiktoken({pat_str: kimiPattern, special_tokens: kimiSpecial, bpe_ranks: o200k.bpe_ranks});
 writeRefs("kimi_o200k.jsonl", Object.keys(kimiSpecial).slice(0, 24),
   (t) => kimi.encode(t, "all"),
-  (ids) => utf8.decode(Uint8Array.from(Buffer.from(kimi.decode(ids), "utf8"))), tiktokenCount, 3);
+  (ids) => tiktokenDecode(kimi, ids), tiktokenCount, 3);
 }
 
 fs.writeFileSync(path.join(out, "meta.json"), JSON.stringify({seed, count, tiktokenCount}));

@@ -105,9 +105,15 @@ TEST(Router, MatchesReferenceDeepSeekAndKimi) {
       float sum = 0;
       std::set<int> distinct(ids, ids + 8);
       EXPECT_EQ(distinct.size(), 8u);
+      // The kernel ranks by FP32 sigmoid + bias, the reference by double: experts whose choice
+      // values lie within FP32 rounding of each other may swap places. Anything else is a bug.
+      auto choice = [&](int e) { return 1.0 / (1.0 + std::exp(-double(logits[e]))) + bias[e]; };
       for (int k = 0; k < 8; ++k) {
-        EXPECT_EQ(ids[k], rids[k]) << "k " << k;
-        EXPECT_NEAR(w[k], rw[k], 1e-5f);
+        if (ids[k] == rids[k]) {
+          EXPECT_NEAR(w[k], rw[k], 1e-5f);
+        } else {
+          EXPECT_NEAR(choice(ids[k]), choice(rids[k]), 1e-6) << "k " << k;
+        }
         sum += w[k];
       }
       EXPECT_NEAR(sum, cfg.scaling, 1e-4f);

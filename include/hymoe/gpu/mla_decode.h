@@ -21,6 +21,10 @@ inline constexpr int kMlaLatentDim = 512;
 inline constexpr int kMlaRopeDim = 64;
 inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
 
+// Which kernel computes the splits: tensor cores (mma.sync BF16, the default) or the CUDA-core
+// version (kept as a second implementation to cross-check).
+enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores };
+
 struct MlaDecodeParams {
   const Bf16* q = nullptr;              // [batch, heads, 576]
   const Bf16* kv_cache = nullptr;       // [num_blocks, block_size, 576]
@@ -35,6 +39,7 @@ struct MlaDecodeParams {
   int max_seq_len = 0;                  // >= every seq_lens[b]
   int num_splits = 1;                   // chunks per sequence (mla_decode_splits picks one)
   float softmax_scale = 0.0f;
+  MlaDecodeImpl impl = MlaDecodeImpl::kAuto;
 };
 
 // Bytes of split-K scratch: partial o (512 floats), max and sum per (batch, head, split).

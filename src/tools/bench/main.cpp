@@ -123,8 +123,9 @@ std::vector<Job> build_jobs(const Options& o, const PromptBuilder& prompts, RunS
   return jobs;
 }
 
-nlohmann::json run_and_report(const Options& o, const RunSettings& st,
-                              const std::vector<RequestOutput>& outputs, double duration) {
+// vLLM's metrics of the outputs, with the first 10 failures listed on stdout as vLLM does.
+nlohmann::json metrics_json(const RunSettings& st, const std::vector<RequestOutput>& outputs,
+                            double duration) {
   const auto metrics = calculate_metrics(outputs, duration, st.percentiles, st.goodput);
   int shown = 0;
   for (const auto& out : outputs) {
@@ -132,9 +133,7 @@ nlohmann::json run_and_report(const Options& o, const RunSettings& st,
     if (shown == 0) fmt::print("Failed requests during benchmark run detected (capping to 10):\n");
     fmt::print("Error {}: {}\n", shown++, out.error);
   }
-  auto result = build_result_json(st, metrics, outputs, duration);
-  (void)o;
-  return result;
+  return build_result_json(st, metrics, outputs, duration);
 }
 
 int run(const Options& o) {
@@ -249,7 +248,7 @@ int run(const Options& o) {
     duration = run.duration_s;
   }
 
-  auto result = run_and_report(o, st, outputs, duration);
+  auto result = metrics_json(st, outputs, duration);
   if (!scenario_results.empty()) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : scenario_results) {
