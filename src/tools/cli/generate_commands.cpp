@@ -8,7 +8,7 @@
 #include "commands.h"
 #include "hymoe/common/error.h"
 
-#ifdef HYMOE_CLI_HAS_SERVER
+#ifdef HYMOE_CLI_HAS_RUNTIME
 #include "hymoe/engine/cpu_executor.h"
 #include "hymoe/server/generation.h"
 #include "hymoe/server/runtime.h"
@@ -46,8 +46,8 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
   cmd->callback([a] {
-#ifndef HYMOE_CLI_HAS_SERVER
-    HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the server runtime");
+#ifndef HYMOE_CLI_HAS_RUNTIME
+    HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the runtime (tokenizer and CPU engine)");
 #else
     server::ServerConfig config;
     config.model = a->model;
