@@ -146,10 +146,26 @@ TEST_F(BenchBinary, RandomPoissonLoadWithConcurrencyCap) {
   EXPECT_LE(r["max_concurrent_requests"].get<int>(), 3);
   EXPECT_LE(server.peak_in_flight(), 3);
   EXPECT_EQ(server.requests(), 24);
+  // Each worker keeps its connection alive; httplib servers close one after 5 requests, so
+  // 3 workers x 8 requests take at most 6 connections (24 without keep-alive).
+  EXPECT_LE(server.completion_connections(), 6u);
   EXPECT_TRUE(r.contains("mean_client_queue_time_ms"));
   EXPECT_TRUE(r.contains("p99_e2el_ms"));
   EXPECT_GT(r["total_output_tokens"].get<int>(), 24 * 3 - 1);
   EXPECT_LT(r["total_output_tokens"].get<int>(), 24 * 9 + 1);
+}
+
+TEST_F(BenchBinary, StaleKeptAliveConnectionIsRetriedOnAFreshOne) {
+  testing::TestServerConfig cfg;
+  cfg.keep_alive_timeout_s = 1;  // the server drops idle connections between our requests
+  testing::TestServer server(cfg);
+  const int rc = run(base(server) + " --num-prompts 3 --random-input-len 5 --random-output-len 3"
+                     " --request-rate 0.6 --burstiness inf --max-concurrency 1 --save-result"
+                     " --no-charts --result-dir " + dir_.string() + " --result-filename k.json");
+  ASSERT_EQ(rc, 0) << output_;
+  const json r = result("k.json");
+  EXPECT_EQ(r["completed"], 3) << output_;
+  EXPECT_EQ(server.completion_connections(), 3u);
 }
 
 TEST_F(BenchBinary, ChatEndpointWithoutTokenize) {

@@ -43,6 +43,7 @@ TestServer::TestServer(TestServerConfig config)
   auto& srv = *server_;
   srv.new_task_queue = [] { return new httplib::ThreadPool(16); };
   srv.set_tcp_nodelay(true);  // one SSE event per segment, as a streaming server sends them
+  srv.set_keep_alive_timeout(config_.keep_alive_timeout_s);
   auto loading = [this] {
     return std::chrono::steady_clock::now() - started_ <
            std::chrono::milliseconds(config_.ready_after_ms);
@@ -78,6 +79,10 @@ TestServer::TestServer(TestServerConfig config)
 
   auto complete = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
     ++requests_;
+    {
+      std::lock_guard lock(ports_mu_);
+      ports_.insert(req.remote_port);
+    }
     const auto body = json::parse(req.body, nullptr, false);
     std::string prompt;
     int max_tokens = 16;
@@ -187,6 +192,11 @@ TestServer::TestServer(TestServerConfig config)
   for (int i = 0; i < 5000 && !server_->is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (!server_->is_running()) throw std::runtime_error("test server: did not start");
+}
+
+std::size_t TestServer::completion_connections() const {
+  std::lock_guard lock(ports_mu_);
+  return ports_.size();
 }
 
 TestServer::~TestServer() {

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace httplib {
@@ -38,6 +39,7 @@ struct TestServerConfig {
   int slow_ms = 3000;               // MISBEHAVE_SLOW
   bool tokenize = true;             // serve /tokenize
   int ready_after_ms = 0;           // /health and /v1/models answer 503 until then ("loading")
+  int keep_alive_timeout_s = 5;     // idle kept-alive connections are closed after this
 };
 
 class TestServer {
@@ -52,6 +54,8 @@ class TestServer {
   int requests() const { return requests_.load(); }
   // The largest number of completion requests in flight at once.
   int peak_in_flight() const { return peak_.load(); }
+  // Distinct client connections (remote ports) that completion requests came over.
+  std::size_t completion_connections() const;
 
  private:
   TestServerConfig config_;
@@ -59,6 +63,8 @@ class TestServer {
   std::thread thread_;
   int port_ = 0;
   std::mutex engine_;
+  mutable std::mutex ports_mu_;
+  std::set<int> ports_;
   std::atomic<int> requests_{0}, in_flight_{0}, peak_{0};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

@@ -85,20 +85,61 @@ nlohmann::json OpenAiClient::request_body(const RequestInput& in) const {
   return body;
 }
 
+struct Connection::Impl {
+  std::unique_ptr<httplib::Client> client;
+  bool used = false;  // a request went over it already
+};
+
+Connection::Connection() : impl_(std::make_unique<Impl>()) {}
+Connection::~Connection() = default;
+
 RequestOutput OpenAiClient::send(const RequestInput& in,
-                                 const std::function<void()>& on_first_token) const {
+                                 const std::function<void()>& on_first_token,
+                                 Connection* connection) const {
+  auto fresh = [&] {
+    auto cli = std::make_unique<httplib::Client>(host_);
+    set_timeouts(*cli, config_.connect_timeout_s, config_.timeout_s);
+    cli->set_tcp_nodelay(true);
+    cli->set_keep_alive(connection != nullptr);
+    return cli;
+  };
+  try {
+    if (!connection) {
+      auto cli = fresh();
+      return send_once(in, on_first_token, *cli);
+    }
+    auto& c = *connection->impl_;
+    const bool reused = c.client && c.used;
+    if (!c.client) c.client = fresh();
+    c.used = true;
+    RequestOutput out = send_once(in, on_first_token, *c.client);
+    if (!out.success && reused && out.http_status == 0 && out.token_times.empty()) {
+      c.client = fresh();  // a stale kept-alive connection: retry once on a new one
+      out = send_once(in, on_first_token, *c.client);
+    }
+    if (!out.success) c.client.reset();
+    return out;
+  } catch (const std::exception& e) {
+    RequestOutput out;
+    out.prompt_len = in.prompt_len;
+    out.error = std::string("client exception: ") + e.what();
+    if (connection) connection->impl_->client.reset();
+    return out;
+  }
+}
+
+RequestOutput OpenAiClient::send_once(const RequestInput& in,
+                                      const std::function<void()>& on_first_token,
+                                      httplib::Client& cli) const {
   RequestOutput out;
   out.prompt_len = in.prompt_len;
   const auto start = Clock::now();
   out.start_time = seconds_since(t0_, start);
   try {
-    httplib::Client cli(host_);
     if (!cli.is_valid()) {
       out.error = "cannot use base URL " + config_.base_url + " (https needs an SSL build)";
       return out;
     }
-    set_timeouts(cli, config_.connect_timeout_s, config_.timeout_s);
-    cli.set_tcp_nodelay(true);
 
     SseParser parser;
     std::string error_body;  // body of a non-200 response

@@ -7,12 +7,17 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+namespace httplib {
+class Client;
+}
 
 namespace hymoe::bench {
 
@@ -59,6 +64,21 @@ struct RequestOutput {
   std::string generated_text;
 };
 
+// A kept-alive connection that one thread reuses across its requests (as vLLM's aiohttp
+// connector does), so TTFT does not pay a TCP connect per request. Dropped after a failure.
+class Connection {
+ public:
+  Connection();
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+ private:
+  friend class OpenAiClient;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class OpenAiClient {
  public:
   // t0: the benchmark's start instant for start_time/token_times.
@@ -73,8 +93,12 @@ class OpenAiClient {
 
   // Streams one request. on_first_token, when set, runs on the calling thread as the first text
   // chunk arrives (scenarios use it to start the next phase).
+  // With `connection`, the request goes over that kept-alive connection (opened on first use);
+  // a request that fails before any response byte on a reused connection (the server closed
+  // it while idle) is retried once on a fresh one.
   RequestOutput send(const RequestInput& input,
-                     const std::function<void()>& on_first_token = {}) const;
+                     const std::function<void()>& on_first_token = {},
+                     Connection* connection = nullptr) const;
 
   // GET /v1/models: the first model id, or nullopt with `error` set.
   std::optional<std::string> first_model(std::string* error) const;
@@ -88,6 +112,10 @@ class OpenAiClient {
   std::optional<int> count_tokens(const std::string& text) const;
 
  private:
+  // One attempt over `cli`.
+  RequestOutput send_once(const RequestInput& input, const std::function<void()>& on_first_token,
+                          httplib::Client& cli) const;
+
   std::string host_;    // scheme://host:port for httplib
   std::string prefix_;  // path prefix of base_url ("" or "/api")
   EndpointConfig config_;

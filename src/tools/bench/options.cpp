@@ -56,8 +56,8 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_option("--request-rate", request_rate,
                  "Requests/s (default inf: all at once); Poisson or gamma arrivals")->group(wl);
   app.add_option("--burstiness", o.burstiness,
-                 "Gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular")
-      ->check(CLI::PositiveNumber)->group(wl);
+                 "Gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular, inf even")
+      ->group(wl);
   app.add_option("--max-concurrency", o.max_concurrency, "Most requests in flight at once")
       ->check(CLI::PositiveNumber)->group(wl);
   app.add_flag("--self-timed", self_timed, "Traces: send at the trace timestamps (default)")

@@ -35,6 +35,7 @@ RunResult run_jobs(const OpenAiClient& base, const std::vector<Job>& jobs,
   bool all_dispatched = false;
 
   auto worker = [&] {
+    Connection connection;  // kept alive across this worker's requests
     for (;;) {
       std::size_t i;
       {
@@ -45,7 +46,7 @@ RunResult run_jobs(const OpenAiClient& base, const std::vector<Job>& jobs,
         ready.pop_front();
       }
       progress.on_start();
-      RequestOutput out = client.send(jobs[i].input);
+      RequestOutput out = client.send(jobs[i].input, {}, &connection);
       out.client_queue_time = std::max(0.0, out.start_time - jobs[i].arrival_s);
       progress.on_finish(out);
       result.outputs[i] = std::move(out);
