@@ -1,6 +1,7 @@
 #include "hymoe/engine/cpu_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "cpu_ops.h"
@@ -155,10 +156,20 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
   float* h = room(b.h, static_cast<size_t>(T * hidden));
   for (int64_t t = 0; t < T; ++t) dense_row(weights_.embed, token_id[static_cast<size_t>(t)], h + t * hidden);
 
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); };
   for (size_t li = 0; li < layers_.size(); ++li) {
+    const auto t0 = Clock::now();
     attention(layers_[li], static_cast<int64_t>(li), token_item, token_pos, T);
+    const auto t1 = Clock::now();
     ffn(layers_[li], static_cast<int64_t>(li), T);
+    const auto t2 = Clock::now();
+    profile_.attention_s += seconds(t0, t1);
+    (weights_.layers[li].dense ? profile_.dense_s : profile_.moe_s) += seconds(t1, t2);
   }
+  const auto t_head = Clock::now();
+  ++profile_.steps;
+  profile_.tokens += T;
   for (const StepItem& it : items) it.table->tokens = it.start + static_cast<int64_t>(it.tokens.size());
 
   // Logits of the last token of each item that wants them.
@@ -177,6 +188,7 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
                      static_cast<float>(c.rms_norm_eps), xf + r * hidden);
   }
   engine::dense_linear(pool_, weights_.lm_head, xf, R, logits.data());
+  profile_.lm_head_s += seconds(t_head, Clock::now());
 }
 
 void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<const StepItem*>& token_item,

@@ -37,6 +37,18 @@ class CpuExecutor final : public Executor {
   void forward(std::span<const StepItem> items, std::span<float> logits) override;
   const char* name() const override { return "cpu"; }
 
+  // Wall time spent per stage since construction or the last reset (for benchmarks).
+  struct Profile {
+    double attention_s = 0;  // norms, q/kv projections, cache writes, attention, o_proj
+    double dense_s = 0;      // dense MLP layers
+    double moe_s = 0;        // router, shared and routed experts
+    double lm_head_s = 0;    // final norm and lm_head
+    int64_t steps = 0;
+    int64_t tokens = 0;
+  };
+  Profile profile() const { return profile_; }
+  void reset_profile() { profile_ = {}; }
+
  private:
   struct Layer;
   struct Buffers;
@@ -56,6 +68,7 @@ class CpuExecutor final : public Executor {
   std::vector<float> final_norm_;
   std::unique_ptr<cpu::MoeExecutor> moe_;
   std::unique_ptr<Buffers> buf_;
+  Profile profile_;
 };
 
 }  // namespace hymoe

@@ -8,7 +8,8 @@
 #include "commands.h"
 #include "hymoe/common/error.h"
 
-#ifdef HYMOE_CLI_HAS_SERVER
+#ifdef HYMOE_CLI_HAS_RUNTIME
+#include "hymoe/engine/cpu_executor.h"
 #include "hymoe/server/generation.h"
 #include "hymoe/server/runtime.h"
 #endif
@@ -25,9 +26,16 @@ void register_generate_commands(CLI::App& app) {
     int64_t seed = -1;
     bool raw = false;
     int threads = 0;
+    std::string load_format = "auto", preset = "deepseek-v3";
+    int layers = -1;
+    bool profile = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--model", a->model, "Checkpoint directory")->required();
+  cmd->add_option("--model", a->model, "Checkpoint directory");
+  cmd->add_option("--load-format", a->load_format, "auto | dummy (random weights of --preset)")->capture_default_str();
+  cmd->add_option("--preset", a->preset, "Preset for --load-format dummy")->capture_default_str();
+  cmd->add_option("--layers", a->layers, "Layers for --load-format dummy (-1 = preset's)")->capture_default_str();
+  cmd->add_flag("--profile", a->profile, "Print time per engine stage (attention, MoE, lm_head) to stderr");
   cmd->add_option("--prompt", a->prompt, "Prompt text (a user message unless --raw)")->required();
   cmd->add_option("--tokenizer", a->tokenizer, "Tokenizer directory (default: the model's)");
   cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -38,12 +46,16 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
   cmd->callback([a] {
-#ifndef HYMOE_CLI_HAS_SERVER
-    HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the server runtime");
+#ifndef HYMOE_CLI_HAS_RUNTIME
+    HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the runtime (tokenizer and CPU engine)");
 #else
     server::ServerConfig config;
     config.model = a->model;
     config.tokenizer = a->tokenizer;
+    config.load_format = a->load_format;
+    config.preset = a->preset;
+    config.dummy_layers = a->layers;
+    config.validate();
     config.threads = a->threads;
     config.max_running = 1;
     auto rt = server::Runtime::load(config);
@@ -69,14 +81,20 @@ void register_generate_commands(CLI::App& app) {
     req.sampling.top_k = a->top_k;
     if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed);
     req.callbacks = gen->callbacks(gen);
+    auto* cpu = dynamic_cast<CpuExecutor*>(rt->executor.get());
     const auto t0 = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point first{};
+    CpuExecutor::Profile prefill_profile;
     rt->scheduler->submit(std::move(req));
     server::Generation::Delta d;
     while (true) {
       if (!gen->wait(d, std::chrono::milliseconds(1000))) continue;
       if (first == std::chrono::steady_clock::time_point{} && gen->usage().completion_tokens > 0) {
         first = std::chrono::steady_clock::now();
+        if (cpu) {
+          prefill_profile = cpu->profile();
+          cpu->reset_profile();
+        }
       }
       std::fwrite(d.content.data(), 1, d.content.size(), stdout);
       std::fflush(stdout);
@@ -91,6 +109,17 @@ void register_generate_commands(CLI::App& app) {
                  finish_reason_name(d.reason), static_cast<long long>(usage.prompt_tokens),
                  static_cast<long long>(usage.completion_tokens), ttft,
                  usage.completion_tokens > 1 && decode > 0 ? (usage.completion_tokens - 1) / decode : 0.0);
+    if (cpu && a->profile) {
+      auto show = [](const char* what, const CpuExecutor::Profile& p) {
+        const double total = p.attention_s + p.dense_s + p.moe_s + p.lm_head_s;
+        std::fprintf(stderr,
+                     "%s: %lld steps, %lld tokens, %.4f s: attention %.4f s, dense %.4f s, MoE %.4f s, lm_head %.4f s\n",
+                     what, static_cast<long long>(p.steps), static_cast<long long>(p.tokens), total, p.attention_s,
+                     p.dense_s, p.moe_s, p.lm_head_s);
+      };
+      show("prefill", prefill_profile);
+      show("decode", cpu->profile());
+    }
     if (d.reason == FinishReason::kError) {
       HYMOE_THROW(kInternal, "generation failed: {}", d.error);
     }
