@@ -147,8 +147,9 @@ TEST_F(BenchBinary, RandomPoissonLoadWithConcurrencyCap) {
   EXPECT_LE(server.peak_in_flight(), 3);
   EXPECT_EQ(server.requests(), 24);
   // Each worker keeps its connection alive; httplib servers close one after 5 requests, so
-  // 3 workers x 8 requests take at most 6 connections (24 without keep-alive).
-  EXPECT_LE(server.completion_connections(), 6u);
+  // 24 requests over 3 workers take sum(ceil(n_i / 5)) <= (24 + 3 * 4) / 5 -> at most 7
+  // connections, however unevenly the workers share them (24 without keep-alive).
+  EXPECT_LE(server.completion_connections(), 7u);
   EXPECT_TRUE(r.contains("mean_client_queue_time_ms"));
   EXPECT_TRUE(r.contains("p99_e2el_ms"));
   EXPECT_GT(r["total_output_tokens"].get<int>(), 24 * 3 - 1);
