@@ -95,6 +95,8 @@ void ServerConfig::validate() const {
   };
   check(load_format == "auto" || load_format == "dummy", "load_format", "must be auto or dummy");
   check(load_mode == "load" || load_mode == "mmap", "load_mode", "must be load or mmap");
+  check(!model.empty() || load_format == "dummy", "model",
+        "is required: a checkpoint directory (or load_format dummy with a tokenizer for random weights)");
   check(port >= 0 && port <= 65535, "port", "must be 0..65535 (0 = any free port)");
   check(max_body_bytes >= 1024, "max_body_bytes", "must be at least 1024");
   check(http_threads >= 2, "http_threads", "must be at least 2");
@@ -127,7 +129,7 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   auto opt = [&app](const char* flag, auto& field, const char* help, const char* env) {
     return app.add_option(flag, field, help)->envname(env)->capture_default_str();
   };
-  opt("--model", c.model, "Checkpoint directory (HF DeepSeek-V3 format); empty = embedded tiny model", "HYMOE_MODEL");
+  opt("--model", c.model, "Checkpoint directory (HF DeepSeek-V3 format); required unless --load-format dummy", "HYMOE_MODEL");
   opt("--served-model-name", c.served_model_name, "Model name in the API", "HYMOE_SERVED_MODEL_NAME");
   opt("--load-format", c.load_format, "auto | dummy (random weights of --preset, no files)", "HYMOE_LOAD_FORMAT");
   opt("--preset", c.preset, "Preset for --load-format dummy: tiny | deepseek-v3 | kimi-k2", "HYMOE_PRESET");

@@ -32,7 +32,8 @@ ServerConfig parse(std::vector<std::string> args) {
 }
 
 TEST(ServerConfig, DefaultsAreSafe) {
-  auto c = parse({});
+  EXPECT_THROW(parse({}), Error);  // no model
+  auto c = parse({"--model", "/models/x"});
   EXPECT_EQ(c.host, "127.0.0.1");
   EXPECT_TRUE(c.api_keys.empty());
   EXPECT_NO_THROW(c.validate());
@@ -42,7 +43,7 @@ TEST(ServerConfig, FlagsBeatEnvironmentBeatsFile) {
   TempFile f(R"({"port": 9001, "max_running": 3, "api_keys": ["k1"], // comments are allowed
                  "host": "0.0.0.0"})");
   ::setenv("HYMOE_MAX_RUNNING", "5", 1);
-  auto c = parse({"--config", f.path.string(), "--host", "127.0.0.2"});
+  auto c = parse({"--config", f.path.string(), "--host", "127.0.0.2", "--model", "/m"});
   ::unsetenv("HYMOE_MAX_RUNNING");
   EXPECT_EQ(c.port, 9001);        // file
   EXPECT_EQ(c.max_running, 5);    // environment over file
@@ -56,9 +57,9 @@ TEST(ServerConfig, ClearErrors) {
   TempFile wrong(R"({"port": "eighty"})");
   EXPECT_THROW(parse({"--config", wrong.path.string()}), Error);
   EXPECT_THROW(parse({"--config", "/nonexistent/hymoe.json"}), Error);
-  EXPECT_THROW(parse({"--port", "70000"}), Error);
-  EXPECT_THROW(parse({"--load-format", "gguf"}), Error);
-  EXPECT_THROW(parse({"--port", "abc"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model", "/m", "--port", "70000"}), Error);
+  EXPECT_THROW(parse({"--model", "/m", "--load-format", "gguf"}), Error);
+  EXPECT_THROW(parse({"--model", "/m", "--port", "abc"}), CLI::ParseError);
 }
 
 TEST(ServerConfig, ShippedConfigsParse) {

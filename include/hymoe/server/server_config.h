@@ -15,7 +15,7 @@ namespace hymoe::server {
 
 struct ServerConfig {
   // Model.
-  std::string model;                 // checkpoint directory; empty = the embedded tiny default
+  std::string model;                 // checkpoint directory; required unless load_format is dummy
   std::string served_model_name;     // name in /v1/models and responses; default: folder name
   std::string load_format = "auto";  // auto (the checkpoint) | dummy (random weights of a preset)
   std::string preset = "tiny";       // for load_format dummy

@@ -77,10 +77,11 @@ int main(int argc, char** argv) {
     std::unique_ptr<server::Runtime> rt;
     try {
       rt = server::Runtime::load(config);
-    } catch (...) {
-      http.stop();
-      serve_thread.join();
-      throw;
+    } catch (const std::exception& e) {
+      // Nothing is in flight yet: report and leave (systemd sees the failure and restarts).
+      log->error("loading failed: {}", e.what());
+      notify("STOPPING=1");
+      std::_Exit(1);
     }
     rt->scheduler->set_stats_listener([&metrics](const SchedulerStats& s) {
       metrics.set_queue(s.running, s.waiting);
