@@ -4,18 +4,12 @@
 #pragma once
 
 #include "common.cuh"
+#include "hymoe/common/sampling_random.h"
 #include "hymoe/gpu/sampling.h"
 
 namespace hymoe::gpu::kernels {
 
 inline constexpr int kSampleThreads = 1024;
-
-__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Monotone map float -> uint32 (a < b  <=>  key(a) < key(b)); -inf is the smallest real key.
 __device__ __forceinline__ uint32_t order_key(float v) {
@@ -171,8 +165,7 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
     float run = 0.0f;
     for (int t = 0; t < blockDim.x; ++t) { const float m = seg_mass[t]; seg_mass[t] = run; run += m; }
     s_val = run;  // total kept mass
-    const uint64_t r = splitmix64(splitmix64(opt.seed) ^ (opt.step * 0xD1B54A32D192ED03ull));
-    const double u = static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
+    const double u = hymoe::sampling_uniform(opt.seed, opt.step);  // the CPU sampler's draw
     float target = static_cast<float>(u * run);
     if (target >= run) target = nextafterf(run, 0.0f);  // u < 1, but the float product may round up
     scratch[0] = target;

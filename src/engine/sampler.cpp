@@ -10,13 +10,6 @@
 namespace hymoe {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // log_softmax normaliser of raw logits: max + log(sum exp(l - max)).
 double log_normaliser(std::span<const float> logits) {
   float mx = -std::numeric_limits<float>::infinity();
@@ -27,11 +20,6 @@ double log_normaliser(std::span<const float> logits) {
 }
 
 }  // namespace
-
-double sampling_uniform(uint64_t seed, uint64_t step) {
-  uint64_t r = splitmix64(splitmix64(seed) ^ (step * 0xD1B54A32D192ED03ull));
-  return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
-}
 
 Sampler::Sampler(int32_t vocab_size) : vocab_(vocab_size) {
   HYMOE_CHECK(vocab_size > 0, kInvalidArgument, "sampler: vocab size must be positive, got {}", vocab_size);

@@ -106,7 +106,17 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
   return true;
 }
 
-void start_stream(httplib::Response& res, std::shared_ptr<Stream> st) {
+// Answers with an SSE stream fed by `gen`.
+void start_stream(httplib::Response& res, const ServedModel& m, std::shared_ptr<Generation> gen,
+                  const ResponseHead& head, bool chat, bool include_usage, bool logprobs, std::string echo) {
+  auto st = std::make_shared<Stream>();
+  st->gen = std::move(gen);
+  st->head = head;
+  st->scheduler = m.scheduler;
+  st->chat = chat;
+  st->include_usage = include_usage;
+  st->logprobs = logprobs;
+  st->echo = std::move(echo);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
@@ -187,14 +197,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   submit(m, gen, std::move(ids), r.sampling);
 
   if (r.stream) {
-    auto st = std::make_shared<Stream>();
-    st->gen = gen;
-    st->head = head;
-    st->scheduler = m.scheduler;
-    st->chat = true;
-    st->include_usage = r.include_usage;
-    st->logprobs = r.sampling.logprobs;
-    start_stream(res, st);
+    start_stream(res, m, gen, head, /*chat=*/true, r.include_usage, r.sampling.logprobs, "");
     return;
   }
   Generation::Delta d = collect(*gen);
@@ -237,15 +240,8 @@ void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics
   submit(m, gen, std::move(ids), r.sampling);
 
   if (r.stream) {
-    auto st = std::make_shared<Stream>();
-    st->gen = gen;
-    st->head = head;
-    st->scheduler = m.scheduler;
-    st->chat = false;
-    st->include_usage = r.include_usage;
-    st->logprobs = r.sampling.logprobs;
-    if (r.echo) st->echo = prompt_text;
-    start_stream(res, st);
+    start_stream(res, m, gen, head, /*chat=*/false, r.include_usage, r.sampling.logprobs,
+                 r.echo ? prompt_text : std::string());
     return;
   }
   Generation::Delta d = collect(*gen);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "hymoe/common/sampling_random.h"  // sampling_uniform(seed, step)
 #include "hymoe/engine/sampling_params.h"
 
 namespace hymoe {
@@ -23,8 +24,6 @@ struct SampledToken {
   std::vector<std::pair<int32_t, float>> top;   // top_logprobs alternatives, best first
 };
 
-// The uniform draw in [0, 1) for (seed, step): SplitMix64 of both, 53 random bits.
-double sampling_uniform(uint64_t seed, uint64_t step);
 
 class Sampler {
  public:
