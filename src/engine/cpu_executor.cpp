@@ -61,7 +61,7 @@ struct CpuExecutor::Layer {
 };
 
 struct CpuExecutor::Buffers {
-  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp;
+  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;
   std::vector<uint16_t> xb, qab, attnb, act, gather;
   std::vector<int32_t> rids;
   // Per worker attention scratch.
@@ -123,7 +123,27 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     buf_->scores[static_cast<size_t>(i)].resize(static_cast<size_t>(kv_.capacity_tokens()));
     buf_->lat[static_cast<size_t>(i)].resize(static_cast<size_t>(2 * lora + nope + vd));
   }
-  (void)options.max_step_tokens;
+  // Size the step buffers up front so that steps up to max_step_tokens allocate nothing.
+  {
+    const size_t T = static_cast<size_t>(std::max<int64_t>(options.max_step_tokens, 1));
+    const size_t hidden = static_cast<size_t>(config_.hidden_size);
+    const size_t inter = static_cast<size_t>(std::max(config_.intermediate_size,
+                                                      config_.moe_intermediate_size * std::max<int64_t>(config_.n_shared_experts, 1)));
+    Buffers& b = *buf_;
+    for (auto* v : {&b.h, &b.xf, &b.proj, &b.tmp}) v->resize(T * hidden);
+    b.qa.resize(T * static_cast<size_t>(config_.q_lora_rank));
+    b.q.resize(T * static_cast<size_t>(heads * (nope + config_.qk_rope_head_dim)));
+    b.kva.resize(T * static_cast<size_t>(lora + config_.qk_rope_head_dim));
+    b.attn.resize(T * static_cast<size_t>(heads * vd));
+    for (auto* v : {&b.gate, &b.up}) v->resize(T * inter);
+    b.router.resize(T * static_cast<size_t>(std::max<int64_t>(config_.n_routed_experts, 1)));
+    b.rweights.resize(T * static_cast<size_t>(config_.num_experts_per_tok));
+    b.rids.resize(T * static_cast<size_t>(config_.num_experts_per_tok));
+    b.xb.resize(T * hidden);
+    b.qab.resize(T * static_cast<size_t>(config_.q_lora_rank));
+    b.attnb.resize(T * static_cast<size_t>(heads * vd));
+    b.act.resize(T * inter);
+  }
   log::get("engine")->info("cpu executor: {} layers, {} threads, KV cache {} tokens in {} blocks",
                            config_.num_hidden_layers, pool_.size(), kv_.capacity_tokens(), kv_.total_blocks());
 }
@@ -216,15 +236,15 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
   engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, kva);
 
   // Rope q_pe and k_pe; write this step's latent rows into the cache.
-  std::vector<float> ckv(static_cast<size_t>(lora));
+  float* ckv = room(b.ckv, static_cast<size_t>(lora));
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = token_pos[static_cast<size_t>(t)];
     kernels::rope_apply(rope_, pos, q + t * heads * qk + nope, heads, qk);
     float* kv = kva + t * (lora + rope);
     kernels::rope_apply(rope_, pos, kv + lora, 1, rope);
-    kernels::rmsnorm(kv, layer.kv_a_norm.data(), lora, eps, ckv.data());
+    kernels::rmsnorm(kv, layer.kv_a_norm.data(), lora, eps, ckv);
     uint16_t* row = kv_.row(*token_item[static_cast<size_t>(t)]->table, li, pos);
-    kernels::to_bf16(ckv.data(), lora, row);
+    kernels::to_bf16(ckv, lora, row);
     kernels::to_bf16(kv + lora, rope, row + lora);
   }
 

@@ -22,7 +22,8 @@ class WeightStore;
 struct CpuExecutorOptions {
   size_t kv_cache_bytes = 1ull << 30;
   int64_t kv_block_tokens = 64;
-  int64_t max_step_tokens = 1024;  // buffers are sized for this many tokens per step up front
+  int64_t max_step_tokens = 1024;  // step buffers are sized for this many tokens up front (larger
+                                   // steps still work: buffers grow once)
 };
 
 class CpuExecutor final : public Executor {
