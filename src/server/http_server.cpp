@@ -1,6 +1,7 @@
 #include "hymoe/server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +25,7 @@ struct HttpServer::Impl {
   std::mutex model_mutex;
   std::shared_ptr<const ServedModel> model;
   std::atomic<bool> draining{false};
+  std::atomic<int> listen_fd{-1};  // the listening socket, to widen its accept backlog
 
   Impl(const ServerConfig& c, Metrics& m) : config(c), metrics(m) {}
 
@@ -94,6 +96,9 @@ int HttpServer::bind() {
   }
   HYMOE_CHECK(port > 0, kUnavailable, "cannot listen on {}:{} (address in use or not available)", impl_->config.host,
               impl_->config.port);
+  // Debian's compiled cpp-httplib listens with a backlog of 5, so a burst of new connections
+  // overflows the accept queue; listen() again on the bound socket raises it (Linux).
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
   return port;
 }
 
@@ -114,6 +119,13 @@ void HttpServer::Impl::routes() {
   const int threads = config.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http.set_payload_max_length(static_cast<size_t>(config.max_body_bytes));
+  // Replaces httplib's default socket options (SO_REUSEADDR kept; no SO_REUSEPORT, so a second
+  // server on the same port fails to bind instead of sharing it) and remembers the socket.
+  http.set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = static_cast<int>(sock);
+  });
   http.set_read_timeout(60, 0);
   http.set_write_timeout(60, 0);
   http.set_keep_alive_max_count(1000);

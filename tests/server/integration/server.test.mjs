@@ -253,6 +253,21 @@ test('a client that disconnects mid-stream cancels its request and frees its KV'
   assert.ok(freed, 'request not cancelled within 10 s');
 });
 
+test('a burst of 400 new connections is accepted', async () => {
+  const http = await import('node:http');
+  const one = () => new Promise((resolve) => {
+    const req = http.get(A.base + '/health', { agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('timeout', () => { req.destroy(); resolve('timeout'); });
+    req.on('error', (e) => resolve(e.code));
+  });
+  const statuses = await Promise.all(Array.from({ length: 400 }, one));
+  const bad = statuses.filter((s) => s !== 200);
+  assert.equal(bad.length, 0, `${bad.length} of 400 failed: ${[...new Set(bad)].join(', ')}`);
+});
+
 test('16 concurrent streaming clients all finish, and the server answers afterwards', async () => {
   const one = async (i) => {
     const s = await client().chat.completions.create({
