@@ -39,8 +39,8 @@ Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig conf
       eos_(eos_token),
       config_(config),
       sampler_(static_cast<int32_t>(executor.config().vocab_size)) {
-  HYMOE_CHECK(config.max_running > 0 && config.max_prefill_chunk > 0, kInvalidArgument,
-              "scheduler: max_running and max_prefill_chunk must be positive");
+  HYMOE_CHECK(config.max_running > 0 && config.max_prefill_chunk > 0 && config.decode_prefill_chunk > 0,
+              kInvalidArgument, "scheduler: max_running and the prefill chunks must be positive");
   max_context_ = config.max_context > 0 ? config.max_context : executor.config().max_position_embeddings;
   logits_.resize(static_cast<size_t>(config.max_running + 1) * static_cast<size_t>(executor.config().vocab_size));
   thread_ = std::thread([this] { loop(); });
@@ -216,7 +216,8 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
   std::sort(batch.begin(), batch.end(), [](const Sequence* a, const Sequence* b) { return a->order < b->order; });
   std::vector<StepItem> items;
   std::vector<Sequence*> owners;
-  int64_t prefill_budget = config_.max_prefill_chunk;
+  const bool decoding = std::any_of(batch.begin(), batch.end(), [](const Sequence* s) { return s->pending() == 1; });
+  int64_t prefill_budget = decoding ? config_.decode_prefill_chunk : config_.max_prefill_chunk;
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence* s = batch[i];
     if (s->done) continue;

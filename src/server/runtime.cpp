@@ -76,6 +76,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   sc.max_running = config.max_running;
   sc.max_waiting = config.max_waiting;
   sc.max_prefill_chunk = config.max_prefill_chunk;
+  sc.decode_prefill_chunk = config.decode_prefill_chunk;
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();
   rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc);

@@ -45,6 +45,7 @@ json ServerConfig::to_json() const {
           {"max_running", max_running},
           {"max_waiting", max_waiting},
           {"max_prefill_chunk", max_prefill_chunk},
+          {"decode_prefill_chunk", decode_prefill_chunk},
           {"max_context", max_context},
           {"default_max_tokens", default_max_tokens},
           {"reasoning_parser", reasoning_parser},
@@ -57,7 +58,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
                                 "max_body_bytes", "http_threads", "threads", "kv_cache_bytes",
-                                "max_running", "max_waiting", "max_prefill_chunk", "max_context",
+                                "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
                                 "default_max_tokens", "reasoning_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -82,6 +83,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "max_running", max_running, source);
   take(j, "max_waiting", max_waiting, source);
   take(j, "max_prefill_chunk", max_prefill_chunk, source);
+  take(j, "decode_prefill_chunk", decode_prefill_chunk, source);
   take(j, "max_context", max_context, source);
   take(j, "default_max_tokens", default_max_tokens, source);
   take(j, "reasoning_parser", reasoning_parser, source);
@@ -105,6 +107,7 @@ void ServerConfig::validate() const {
   check(max_running >= 1, "max_running", "must be >= 1");
   check(max_waiting >= 1, "max_waiting", "must be >= 1");
   check(max_prefill_chunk >= 1, "max_prefill_chunk", "must be >= 1");
+  check(decode_prefill_chunk >= 1, "decode_prefill_chunk", "must be >= 1");
   check(max_context >= 0, "max_context", "must be >= 0");
   check(default_max_tokens >= 0, "default_max_tokens", "must be >= 0");
   check(reasoning_parser == "auto" || reasoning_parser == "deepseek_r1" || reasoning_parser == "none",
@@ -147,6 +150,8 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--max-running", c.max_running, "Sequences decoded together", "HYMOE_MAX_RUNNING");
   opt("--max-waiting", c.max_waiting, "Queued requests before 429", "HYMOE_MAX_WAITING");
   opt("--max-prefill-chunk", c.max_prefill_chunk, "Prompt tokens per engine step", "HYMOE_MAX_PREFILL_CHUNK");
+  opt("--decode-prefill-chunk", c.decode_prefill_chunk, "Prompt tokens per step while other requests decode",
+      "HYMOE_DECODE_PREFILL_CHUNK");
   opt("--max-context", c.max_context, "Context length (0 = the model's)", "HYMOE_MAX_CONTEXT");
   opt("--default-max-tokens", c.default_max_tokens, "Chat max_tokens when absent (0 = up to the context)",
       "HYMOE_DEFAULT_MAX_TOKENS");

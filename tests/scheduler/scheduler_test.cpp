@@ -58,6 +58,11 @@ class ToyExecutor final : public Executor {
       }
       it.table->tokens = end;
       max_batch = std::max<int64_t>(max_batch, static_cast<int64_t>(items.size()));
+      if (it.tokens.size() > 1) {
+        const bool with_decode = std::any_of(items.begin(), items.end(), [](const StepItem& o) { return o.tokens.size() == 1; });
+        int64_t& m = with_decode ? max_prefill_beside_decode : max_prefill_alone;
+        m = std::max<int64_t>(m, static_cast<int64_t>(it.tokens.size()));
+      }
       if (!it.want_logits) continue;
       float* out = logits.data() + row * kVocab;
       ++row;
@@ -77,6 +82,8 @@ class ToyExecutor final : public Executor {
   std::atomic<int64_t> steps{0};
   std::atomic<bool> fail_next{false};
   int64_t max_batch = 0;
+  int64_t max_prefill_beside_decode = 0;
+  int64_t max_prefill_alone = 0;
   int32_t eos_after_token = -1;
 
  private:
@@ -298,6 +305,38 @@ TEST(Scheduler, WaitIdleCoversJustSubmittedRequests) {
   open.set_value();
   EXPECT_TRUE(s.wait_idle(5));
   EXPECT_EQ(r.get().reason, FinishReason::kLength);
+}
+
+}  // namespace
+}  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+TEST(Scheduler, PrefillIsCutFinerBesideDecodes) {
+  ToyExecutor ex(256, 4);
+  SchedulerConfig cfg;
+  cfg.max_prefill_chunk = 100;
+  cfg.decode_prefill_chunk = 16;
+  Scheduler s(ex, kEos, cfg);
+  std::vector<int32_t> long_prompt(150, 7);
+  auto first = run(s, "alone", long_prompt, 2).get();  // nothing decodes: 100-token chunks
+  EXPECT_EQ(ex.max_prefill_alone, 100);
+  std::promise<void> decoding;
+  std::atomic<bool> once{false};
+  // The decoder takes 2 ms per token (in its callback), so the prefill arrives while it decodes.
+  auto d = run(s, "decoder", {3, 4}, 100, [&](const TokenOutput&) {
+    if (!once.exchange(true)) decoding.set_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return true;
+  });
+  decoding.get_future().wait();
+  auto p = run(s, "prefill", long_prompt, 2).get();
+  EXPECT_EQ(p.tokens, expected(long_prompt, 2));
+  EXPECT_LE(ex.max_prefill_beside_decode, 16);
+  EXPECT_GT(ex.max_prefill_beside_decode, 0);
+  EXPECT_EQ(d.get().reason, FinishReason::kLength);
+  (void)first;
 }
 
 }  // namespace

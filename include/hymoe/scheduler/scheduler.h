@@ -1,7 +1,7 @@
 // The scheduler: a queue of generation requests keyed by id feeding one engine loop.
 // Each loop iteration admits waiting requests while KV blocks and batch slots allow, builds one
-// step (a prefill chunk of at most max_prefill_chunk tokens plus one decode token for every
-// running sequence), runs it on the Executor, samples, and reports each token through the
+// step (one decode token for every running sequence plus prefill chunks of at most
+// max_prefill_chunk tokens, or decode_prefill_chunk when anything is decoding), runs it on the Executor, samples, and reports each token through the
 // request's callbacks. When a decode step cannot get a KV block, the youngest running sequence
 // is preempted (its blocks freed, its tokens recomputed later). Cancelling a request frees its KV
 // blocks at the start of the next iteration.
@@ -53,7 +53,10 @@ struct GenerationRequest {
 struct SchedulerConfig {
   int32_t max_running = 8;           // sequences decoded together
   int32_t max_waiting = 256;         // queue bound; beyond it submit() throws kResourceExhausted
-  int64_t max_prefill_chunk = 512;   // prompt tokens per step
+  int64_t max_prefill_chunk = 512;   // prompt tokens per step while nothing is decoding
+  // Prompt tokens per step while other sequences are decoding: a step's time is the decode
+  // tokens' inter-token latency, so a long prefill is cut finer beside them.
+  int64_t decode_prefill_chunk = 64;
   int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
   // Ids at or past this are never sampled (the model's vocabulary is padded past the
   // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.

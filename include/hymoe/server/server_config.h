@@ -37,6 +37,7 @@ struct ServerConfig {
   int32_t max_running = 8;
   int32_t max_waiting = 256;
   int64_t max_prefill_chunk = 512;
+  int64_t decode_prefill_chunk = 64;  // prompt tokens per step while others decode
   int64_t max_context = 0;           // 0 = the model's max_position_embeddings
   int32_t default_max_tokens = 0;    // chat requests without max_tokens; 0 = up to the context
 
