@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
 
@@ -19,6 +20,9 @@ void fp8_to_bf16_scalar(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx2(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx512(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n);
+
+void bf16_gemv_scalar(const Bf16GemvParams& p);
+void bf16_gemv_avx512(const Bf16GemvParams& p);
 
 void fp8_gemm_reference(const Fp8GemmParams& p);
 void fp8_gemm_avx512bf16(const Fp8GemmParams& p);

@@ -4,6 +4,7 @@
 
 #include "hymoe/common/error.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
 
@@ -74,8 +75,16 @@ void dense_linear(cpu::ThreadPool& pool, const DenseMatrix& m, const float* x, i
   parallel_for(pool, rows, 16, [&](int64_t b, int64_t e) {
     switch (m.dtype) {
       case DType::kBF16: {
-        const auto* w = static_cast<const uint16_t*>(m.data);
-        dense_rows(x, tokens, cols, rows, b, e, y, [w, cols](int64_t i, int64_t j) { return bf16_to_float(w[i * cols + j]); });
+        kernels::Bf16GemvParams p;
+        p.w = static_cast<const uint16_t*>(m.data);
+        p.rows = rows;
+        p.cols = cols;
+        p.x = x;
+        p.tokens = tokens;
+        p.y = y;
+        p.row_begin = b;
+        p.row_end = e;
+        kernels::bf16_gemv(p);
         break;
       }
       case DType::kF16: {

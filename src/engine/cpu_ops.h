@@ -27,7 +27,8 @@ void parallel_for(cpu::ThreadPool& pool, int64_t n, int64_t align, F&& fn) {
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride,
                 int64_t tokens, float* y);
 
-// y[t][0..rows) = M x[t] for a dense BF16/F32 matrix (lm_head, router). x FP32 [tokens][cols].
+// y[t][0..rows) = M x[t] for a dense matrix (lm_head, router): BF16 through the bf16_gemv kernel,
+// F16/F32 through a plain loop. x FP32 [tokens][cols].
 void dense_linear(cpu::ThreadPool& pool, const DenseMatrix& m, const float* x, int64_t tokens, float* y);
 
 }  // namespace hymoe::engine
