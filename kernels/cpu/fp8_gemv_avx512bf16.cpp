@@ -98,17 +98,7 @@ void gemv_batch(const Fp8GemvParams& p) {
 }  // namespace
 
 void fp8_gemv_avx512bf16(const Fp8GemvParams& p) {
-  switch (p.batch) {
-    case 1: return gemv_batch<1>(p);
-    case 2: return gemv_batch<2>(p);
-    case 3: return gemv_batch<3>(p);
-    case 4: return gemv_batch<4>(p);
-    case 5: return gemv_batch<5>(p);
-    case 6: return gemv_batch<6>(p);
-    case 7: return gemv_batch<7>(p);
-    case 8: return gemv_batch<8>(p);
-    default: return;  // validate() rejects other sizes before any call
-  }
+  with_gemv_batch(p.batch, [&p]<int B>() { gemv_batch<B>(p); });
 }
 
 void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n) {

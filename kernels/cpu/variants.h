@@ -31,6 +31,23 @@ void fp8_gemm_amx(const Fp8GemmParams& p);
 // GEMV rows per pass for a batch size with R x B ZMM accumulators (the block totals live in L1):
 // more rows per pass at small batches keep several weight streams in flight and reuse each
 // activation load R times, while R * B <= 16 accumulators leave room for the decoder's tables.
+// The one switch from a runtime GEMV batch (1..kMaxGemvBatch) to a template parameter:
+// calls fn.template operator()<B>(). validate() rejects other sizes before any call.
+template <typename F>
+void with_gemv_batch(int batch, F&& fn) {
+  switch (batch) {
+    case 1: return fn.template operator()<1>();
+    case 2: return fn.template operator()<2>();
+    case 3: return fn.template operator()<3>();
+    case 4: return fn.template operator()<4>();
+    case 5: return fn.template operator()<5>();
+    case 6: return fn.template operator()<6>();
+    case 7: return fn.template operator()<7>();
+    case 8: return fn.template operator()<8>();
+    default: return;
+  }
+}
+
 constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
 // The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
 constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
