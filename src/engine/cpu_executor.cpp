@@ -64,6 +64,10 @@ struct CpuExecutor::Buffers {
   std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;
   std::vector<uint16_t> xb, qab, attnb, act, gather;
   std::vector<int32_t> rids;
+  // The step's tokens: their item, position and id; the rows that produce logits.
+  std::vector<const StepItem*> token_item;
+  std::vector<int64_t> token_pos, logit_rows;
+  std::vector<int32_t> token_id;
   // Per worker attention scratch.
   std::vector<std::vector<float>> scores, lat;
 };
@@ -143,6 +147,10 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     b.qab.resize(T * static_cast<size_t>(config_.q_lora_rank));
     b.attnb.resize(T * static_cast<size_t>(heads * vd));
     b.act.resize(T * inter);
+    b.token_item.reserve(T);
+    b.token_pos.reserve(T);
+    b.token_id.reserve(T);
+    b.logit_rows.reserve(T);
   }
   log::get("engine")->info("cpu executor: {} layers, {} threads, KV cache {} tokens in {} blocks",
                            config_.num_hidden_layers, pool_.size(), kv_.capacity_tokens(), kv_.total_blocks());
@@ -154,9 +162,13 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size;
   // Flatten the step into tokens, each with its item and position.
-  std::vector<const StepItem*> token_item;
-  std::vector<int64_t> token_pos;
-  std::vector<int32_t> token_id;
+  // Flat per-token views of the step, in buffers reused across steps (no allocation per token).
+  std::vector<const StepItem*>& token_item = buf_->token_item;
+  std::vector<int64_t>& token_pos = buf_->token_pos;
+  std::vector<int32_t>& token_id = buf_->token_id;
+  token_item.clear();
+  token_pos.clear();
+  token_id.clear();
   for (const StepItem& it : items) {
     HYMOE_CHECK(it.table && it.start == it.table->tokens, kInternal, "step item out of sync with its KV table");
     HYMOE_CHECK(kv_.blocks_for(it.start + static_cast<int64_t>(it.tokens.size())) <=
@@ -193,7 +205,8 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
   for (const StepItem& it : items) it.table->tokens = it.start + static_cast<int64_t>(it.tokens.size());
 
   // Logits of the last token of each item that wants them.
-  std::vector<int64_t> rows;
+  std::vector<int64_t>& rows = buf_->logit_rows;
+  rows.clear();
   int64_t t = 0;
   for (const StepItem& it : items) {
     t += static_cast<int64_t>(it.tokens.size());
