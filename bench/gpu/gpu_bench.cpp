@@ -188,15 +188,21 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
   for (int m = 4096; m <= max_tokens; m *= 4) {
     for (const Linear& l : kLinears) {
       const GemmShape shape{m, l.n, l.k, l.k, l.k, l.n};
-      const std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
-      try {
-        GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape);
-        const GemmOperands ops{a.data(), sa.as<float>(), b.data(), sb.as<float>(), d.as<Bf16>()};
-        const double ms = bench.time_ms([&] { plan.run(ops, s); });
-        bench.add({name, plan.flops() / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops,
-                   "fp8 tensor-scale gemm"});
-      } catch (const Error& e) {
-        std::printf("%-52s unsupported: %s\n", name.c_str(), e.message().c_str());
+      // kAuto (cuBLASLt where it has an algorithm) at every size; hymoe's own kernel beside it
+      // at the smallest size, for the ratio between the two.
+      for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kHymoe}) {
+        if (backend == GemmBackend::kHymoe && m != 4096) continue;
+        std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
+        try {
+          GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape, backend);
+          name += fmt::format(" [{}]", gemm_backend_name(plan.backend()));
+          const GemmOperands ops{a.data(), sa.as<float>(), b.data(), sb.as<float>(), d.as<Bf16>()};
+          const double ms = bench.time_ms([&] { plan.run(ops, s); });
+          bench.add({name, plan.flops() / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops,
+                     "fp8 tensor-scale gemm"});
+        } catch (const Error& e) {
+          std::printf("%-52s unsupported: %s\n", name.c_str(), e.message().c_str());
+        }
       }
     }
   }
@@ -516,9 +522,9 @@ int run(int argc, char** argv) {
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] { bench_mla_decode(bench, c, info); });
   section("sampling", [&] { bench_sampling(bench, c); });
-  section("mla_prefill", [&] { bench_mla_prefill(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, max_tokens); });
+  section("mla_prefill", [&] { bench_mla_prefill(bench, c); });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};
     std::ofstream(out_path) << j.dump(2) << "\n";

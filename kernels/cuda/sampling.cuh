@@ -26,12 +26,19 @@ __device__ int block_count(int v, float* scratch) {
   return static_cast<int>(block_sum(static_cast<float>(v), scratch) + 0.5f);
 }
 
+// The upper midpoint of [lo, hi] (lo < hi). hi - lo + 1 would wrap to 0 for the full range
+// [0, 2^32 - 1], leaving mid == lo forever: halve the difference and round up instead.
+__device__ __forceinline__ uint32_t upper_mid(uint32_t lo, uint32_t hi) {
+  const uint32_t d = hi - lo;
+  return lo + (d >> 1) + (d & 1u);
+}
+
 // Largest key K such that count(key(x_i) >= K) >= want (x = logits): the want-th largest value.
 template <typename Fn>
 __device__ uint32_t bisect_kth(Fn&& count_at_least, int want) {
   uint32_t lo = 0, hi = 0xffffffffu;  // invariant: count(lo) >= want, answer in [lo, hi]
   while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    const uint32_t mid = upper_mid(lo, hi);
     if (count_at_least(mid) >= want) lo = mid; else hi = mid - 1;
   }
   return lo;
@@ -134,7 +141,7 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
     const float target = opt.top_p * total;
     uint32_t lo = 0, hi = 0xffffffffu;  // largest key whose mass(>= key) >= target
     while (lo < hi) {
-      const uint32_t mid = lo + (hi - lo + 1) / 2;
+      const uint32_t mid = upper_mid(lo, hi);
       float m = 0.0f;
       int rank = tie_prefix[tid];
       for (int i = begin; i < end; ++i) {

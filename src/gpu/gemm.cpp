@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 
 namespace hymoe::gpu {
 
@@ -14,6 +15,15 @@ const char* gemm_kind_name(GemmKind kind) {
     case GemmKind::kBf16: return "bf16";
     case GemmKind::kFp8TensorScale: return "fp8-tensor-scale";
     case GemmKind::kFp8BlockScale: return "fp8-block-scale";
+  }
+  return "unknown";
+}
+
+const char* gemm_backend_name(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::kAuto: return "auto";
+    case GemmBackend::kCublasLt: return "cublaslt";
+    case GemmBackend::kHymoe: return "hymoe";
   }
   return "unknown";
 }
@@ -89,20 +99,29 @@ void check_shape(GemmKind kind, const GemmShape& s) {
 
 }  // namespace
 
-GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape)
+GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, GemmBackend backend)
     : lt_(&lt), kind_(kind), shape_(shape) {
   check_shape(kind, shape);
+  HYMOE_CHECK(backend != GemmBackend::kHymoe || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
+              "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
   impl_ = new Impl;
   try {
-    impl_->build(lt, kind, shape);
-    int device = 0;
-    cudaDeviceProp prop{};
-    HYMOE_CUDA_CHECK(cudaGetDevice(&device));
-    HYMOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    HYMOE_CHECK(impl_->found, kUnsupported,
-                "cuBLASLt has no {} GEMM algorithm for m={} n={} k={} on {} (sm_{}{})",
-                gemm_kind_name(kind), shape.m, shape.n, shape.k, prop.name, prop.major,
-                prop.minor);
+    if (backend != GemmBackend::kHymoe) impl_->build(lt, kind, shape);
+    const bool fallback = kind == GemmKind::kFp8BlockScale && backend != GemmBackend::kCublasLt &&
+                          fp8_block_gemm_supported();
+    if (impl_->found && backend != GemmBackend::kHymoe) {
+      backend_ = GemmBackend::kCublasLt;
+    } else if (fallback) {
+      backend_ = GemmBackend::kHymoe;
+    } else {
+      int device = 0;
+      cudaDeviceProp prop{};
+      HYMOE_CUDA_CHECK(cudaGetDevice(&device));
+      HYMOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+      HYMOE_THROW(kUnsupported, "no {} GEMM for m={} n={} k={} on {} (sm_{}{}) with backend {}",
+                  gemm_kind_name(kind), shape.m, shape.n, shape.k, prop.name, prop.major,
+                  prop.minor, gemm_backend_name(backend));
+    }
   } catch (...) {
     delete impl_;
     throw;
@@ -112,7 +131,7 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape)
 GemmPlan::~GemmPlan() { delete impl_; }
 
 GemmPlan::GemmPlan(GemmPlan&& other) noexcept
-    : lt_(other.lt_), kind_(other.kind_), shape_(other.shape_),
+    : lt_(other.lt_), kind_(other.kind_), shape_(other.shape_), backend_(other.backend_),
       impl_(std::exchange(other.impl_, nullptr)) {}
 
 bool GemmPlan::supported(const CublasLt& lt, GemmKind kind, const GemmShape& shape) {
@@ -127,6 +146,14 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
   if (kind_ != GemmKind::kBf16) {
     HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
                 gemm_kind_name(kind_));
+    if (backend_ == GemmBackend::kHymoe) {
+      const GemmShape& s = shape_;
+      fp8_block_gemm({static_cast<const Fp8E4M3*>(ops.a), ops.a_scale,
+                      static_cast<const Fp8E4M3*>(ops.b), ops.b_scale, ops.d, s.m, s.n, s.k, s.lda,
+                      s.ldb, s.ldd, s.m, block_scale_ld(s.k)},
+                     stream);
+      return;
+    }
     // cuBLASLt's A is our weight B, its B our activations A.
     const float* weight_scale = ops.b_scale;
     const float* act_scale = ops.a_scale;

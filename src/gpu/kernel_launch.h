@@ -8,6 +8,7 @@
 
 #include "hymoe/gpu/activation.h"
 #include "hymoe/gpu/embedding.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/mla_decode.h"
@@ -28,6 +29,7 @@ cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream);
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);

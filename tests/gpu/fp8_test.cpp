@@ -8,6 +8,7 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
@@ -77,14 +78,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantTest,
                                            QuantShape{5, 200, 203, 210, 5},     // ragged
                                            QuantShape{3, 512, 576, 528, 8}));  // strided
 
-// ---- GEMMs through cuBLASLt ------------------------------------------------------------------
+// ---- GEMMs: cuBLASLt and hymoe's block-scaled kernel -------------------------------------------
 
 struct GemmCase {
   GemmKind kind;
   int m, n, k;
+  GemmBackend backend = GemmBackend::kCublasLt;
 };
 void PrintTo(const GemmCase& c, std::ostream* os) {
-  *os << gemm_kind_name(c.kind) << " m" << c.m << " n" << c.n << " k" << c.k;
+  *os << gemm_kind_name(c.kind) << " " << gemm_backend_name(c.backend) << " m" << c.m << " n"
+      << c.n << " k" << c.k;
 }
 
 class GemmTest : public ::testing::TestWithParam<GemmCase> {};
@@ -97,12 +100,15 @@ TEST_P(GemmTest, MatchesReference) {
   CublasLt lt;
   GemmShape shape{c.m, c.n, c.k, c.k, c.k, c.n};
   const DeviceInfo info = query_device(0);
-  if (!GemmPlan::supported(lt, c.kind, shape)) {
-    // Block scaling exists on Hopper; elsewhere say so and skip.
-    ASSERT_NE(info.sm(), 90) << gemm_kind_name(c.kind) << " unsupported on sm_90";
-    GTEST_SKIP() << gemm_kind_name(c.kind) << " not supported by cuBLASLt on sm_" << info.sm();
+  if (c.backend == GemmBackend::kHymoe) {
+    if (!fp8_block_gemm_supported()) GTEST_SKIP() << "no FP8 mma.sync on sm_" << info.sm();
+  } else if (!GemmPlan::supported(lt, c.kind, shape)) {
+    // cuBLASLt's block scaling does not take every shape (GemmPlan's kAuto falls back): say so.
+    GTEST_SKIP() << gemm_kind_name(c.kind) << " not supported by cuBLASLt on sm_" << info.sm()
+                 << " for this shape";
   }
-  GemmPlan plan(lt, c.kind, shape);
+  GemmPlan plan(lt, c.kind, shape, c.backend);
+  ASSERT_EQ(plan.backend(), c.backend);
   const int kb = (c.k + 127) / 128, nb = (c.n + 127) / 128;
   const int64_t wld = block_scale_ld(c.k);
   std::vector<double> a_val(size_t(c.m) * c.k), b_val(size_t(c.n) * c.k);
@@ -156,7 +162,29 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{GemmKind::kFp8TensorScale, 64, 320, 640},
                       GemmCase{GemmKind::kFp8BlockScale, 64, 256, 512},
                       GemmCase{GemmKind::kFp8BlockScale, 200, 320, 640},   // ragged n, padded ld
-                      GemmCase{GemmKind::kFp8BlockScale, 128, 512, 7168}));
+                      GemmCase{GemmKind::kFp8BlockScale, 128, 512, 7168},
+                      GemmCase{GemmKind::kFp8BlockScale, 35, 320, 256},    // refused on sm_90
+                      GemmCase{GemmKind::kFp8BlockScale, 64, 256, 512, GemmBackend::kHymoe},
+                      GemmCase{GemmKind::kFp8BlockScale, 200, 320, 640, GemmBackend::kHymoe},
+                      GemmCase{GemmKind::kFp8BlockScale, 128, 512, 7168, GemmBackend::kHymoe},
+                      GemmCase{GemmKind::kFp8BlockScale, 35, 320, 256, GemmBackend::kHymoe},
+                      GemmCase{GemmKind::kFp8BlockScale, 1, 576, 7168, GemmBackend::kHymoe},
+                      GemmCase{GemmKind::kFp8BlockScale, 77, 130, 208, GemmBackend::kHymoe},  // k
+                      GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kHymoe}));
+
+TEST(GpuHost, GemmPlanFallsBackWhereCublasLtRefuses) {
+  HYMOE_REQUIRE_GPU();
+  CublasLt lt;
+  const GemmShape shape{35, 320, 256, 256, 256, 320};
+  GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape);
+  if (GemmPlan::supported(lt, GemmKind::kFp8BlockScale, shape)) {
+    EXPECT_EQ(plan.backend(), GemmBackend::kCublasLt);
+  } else if (fp8_block_gemm_supported()) {
+    EXPECT_EQ(plan.backend(), GemmBackend::kHymoe);
+    EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, shape, GemmBackend::kCublasLt), Error);
+  }
+  EXPECT_THROW(GemmPlan(lt, GemmKind::kBf16, shape, GemmBackend::kHymoe), Error);
+}
 
 // ---- FP8 GEMV --------------------------------------------------------------------------------
 

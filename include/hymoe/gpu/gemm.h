@@ -8,8 +8,10 @@
 //                    (BLK128x128_32F; the checkpoint's weight_scale_inv [ceil(n/128), ld] with
 //                    ld = round_up(ceil(k/128), 4): the checkpoint layout as is when
 //                    ceil(k/128) % 4 == 0, true for every DeepSeek-V3 / Kimi-K2 shape).
-// cuBLASLt has block scaling on Hopper (sm_90) from CUDA 12.9; where it has no algorithm (the plan
-// finds none, e.g. on GPUs without it) GemmPlan throws kUnsupported and says so.
+// cuBLASLt has block scaling on Hopper (sm_90) from CUDA 12.9, but not for every shape (it refused
+// an expert of m=35 n=320 k=256 on the H200). Where it has no algorithm for kFp8BlockScale, the
+// plan runs hymoe's own kernel (fp8_block_gemm.h) instead; GemmBackend forces either one. Other
+// kinds without an algorithm throw kUnsupported and say so.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,8 +25,11 @@
 namespace hymoe::gpu {
 
 enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
+// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only).
+enum class GemmBackend { kAuto, kCublasLt, kHymoe };
 
 const char* gemm_kind_name(GemmKind kind);
+const char* gemm_backend_name(GemmBackend backend);
 
 struct GemmShape {
   int m = 0;         // rows of A and D (tokens)
@@ -50,8 +55,10 @@ struct GemmOperands {
 // Not thread-safe (run() sets the scale pointers on its descriptor).
 class GemmPlan {
  public:
-  // Throws kUnsupported when cuBLASLt offers no algorithm, kInvalidArgument for bad shapes.
-  GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape);
+  // Throws kUnsupported when the requested backend cannot run the kind and shape on this device,
+  // kInvalidArgument for bad shapes (or kHymoe with a kind other than kFp8BlockScale).
+  GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape,
+           GemmBackend backend = GemmBackend::kAuto);
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
@@ -61,6 +68,8 @@ class GemmPlan {
   void run(const GemmOperands& ops, cudaStream_t stream);
 
   GemmKind kind() const { return kind_; }
+  // The backend chosen: kCublasLt or kHymoe.
+  GemmBackend backend() const { return backend_; }
   const GemmShape& shape() const { return shape_; }
   double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }
   // Whether cuBLASLt has an algorithm for this kind and shape on the current device.
@@ -71,6 +80,7 @@ class GemmPlan {
   const CublasLt* lt_;
   GemmKind kind_;
   GemmShape shape_;
+  GemmBackend backend_ = GemmBackend::kCublasLt;
   Impl* impl_ = nullptr;
 };
 

@@ -16,6 +16,8 @@
 //   router.h       noaux_tc router (sigmoid, bias, group-limited top-k, normalise, scale)
 //   fp8_quant.h    activation quantiser: FP8 per token per 128 columns (+ grouped scale layout)
 //   gemm.h         cuBLASLt GEMM plans: BF16, FP8 per-tensor, DeepSeek block-scaled FP8
+//   fp8_block_gemm.h  our block-scaled FP8 GEMM (mma.sync), GemmPlan's fallback where cuBLASLt
+//                  has no algorithm
 //   fp8_gemv.h     FP8 GEMV for 1..8 decode tokens
 //   mla_decode.h   MLA decode attention, absorbed form, paged latent cache, split-K
 //   mla_prefill.h  MLA prefill attention, causal, chunked prefill over a cache
@@ -30,6 +32,7 @@
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/dtypes.h"
 #include "hymoe/gpu/embedding.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"

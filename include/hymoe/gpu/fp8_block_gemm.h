@@ -1,0 +1,33 @@
+// hymoe's own block-scaled FP8 GEMM (tensor cores through mma.sync, sm_89 and newer): the same
+// operation and layouts as GemmKind::kFp8BlockScale (gemm.h), for shapes cuBLASLt has no
+// algorithm for (GemmPlan falls back to it) and as a cross-check of cuBLASLt.
+//   D[m, n] (BF16) = A[m, k] (FP8, a_scale[kb * a_scale_ld + row]) * B[n, k]^T (FP8,
+//   b_scale[(row / 128) * b_scale_ld + kb]), FP32 accumulation promoted once per 128-wide K block.
+// k, lda and ldb are multiples of 16 and a, b 16-byte aligned; m, n and k otherwise arbitrary.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+struct Fp8BlockGemmParams {
+  const Fp8E4M3* a = nullptr;
+  const float* a_scale = nullptr;   // [ceil(k/128)][a_scale_ld], a_scale_ld >= m
+  const Fp8E4M3* b = nullptr;
+  const float* b_scale = nullptr;   // [ceil(n/128)][b_scale_ld], b_scale_ld >= ceil(k/128)
+  Bf16* d = nullptr;
+  int m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldd = 0;
+  int64_t a_scale_ld = 0, b_scale_ld = 0;
+};
+
+// Whether the current device runs it (FP8 mma.sync: compute capability 8.9 or newer).
+bool fp8_block_gemm_supported();
+// Checks shapes and alignment (kInvalidArgument), the device (kUnsupported), launches on stream.
+void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,160 @@
+// Block-scaled FP8 GEMM on mma.sync (sm_89+: m16n8k32 E4M3 -> FP32), the fallback for shapes
+// cuBLASLt refuses. D[m, n] = sum over 128-wide K blocks kb of
+//   a_scale[kb][row] * b_scale[n / 128][kb] * (A[row, kb] . B[n, kb]),
+// each block's FP8 products summed in FP32 by the tensor cores, then scaled and accumulated in
+// FP32 registers (the promotion DeepSeek-V3's recipe asks for), BF16 output.
+// Tile: 64 tokens x 128 outputs x 128 K per stage (one weight scale per tile and stage), 8 warps
+// of 32 x 32, two cp.async stages. Rows past m or n and K past k are zero-filled by cp.async.
+#pragma once
+
+#include "common.cuh"
+#include "hymoe/gpu/fp8_block_gemm.h"
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kBgM = 64, kBgN = 128, kBgK = 128;
+inline constexpr int kBgThreads = 256;
+inline constexpr int kBgStride = kBgK + 16;  // bytes per smem row: 36 words, conflict-free frags
+inline constexpr int kBgStageBytes = (kBgM + kBgN) * kBgStride;
+inline constexpr int kBgSmemBytes = 2 * kBgStageBytes;
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void mma_fp8_16832(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // the launcher refuses devices below sm_89
+#endif
+}
+
+// Stage kb's A [64 x 128] and B [128 x 128] tiles into smem (16-byte chunks, zero-filled outside).
+__device__ __forceinline__ void bg_load_stage(const Fp8BlockGemmParams& p, uint8_t* stage, int m0,
+                                              int n0, int kb, int tid) {
+  const auto* a = reinterpret_cast<const uint8_t*>(p.a);
+  const auto* b = reinterpret_cast<const uint8_t*>(p.b);
+  uint8_t* as = stage;
+  uint8_t* bs = stage + kBgM * kBgStride;
+#pragma unroll
+  for (int i = 0; i < kBgM * 8 / kBgThreads; ++i) {
+    const int c = tid + i * kBgThreads, row = c / 8, col = (c % 8) * 16;
+    const int gr = m0 + row, gk = kb * kBgK + col;
+    const bool ok = gr < p.m && gk < p.k;
+    cp_async16(as + row * kBgStride + col, ok ? a + gr * p.lda + gk : a, ok);
+  }
+#pragma unroll
+  for (int i = 0; i < kBgN * 8 / kBgThreads; ++i) {
+    const int c = tid + i * kBgThreads, row = c / 8, col = (c % 8) * 16;
+    const int gr = n0 + row, gk = kb * kBgK + col;
+    const bool ok = gr < p.n && gk < p.k;
+    cp_async16(bs + row * kBgStride + col, ok ? b + gr * p.ldb + gk : b, ok);
+  }
+}
+
+__global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemmParams p) {
+  extern __shared__ __align__(16) uint8_t bg_smem[];
+  const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const int wm = (warp / 4) * 32, wn = (warp % 4) * 32;
+  const int n0 = blockIdx.x * kBgN, m0 = blockIdx.y * kBgM;
+  const int kblocks = (p.k + kBgK - 1) / kBgK;
+
+  // This thread's four output rows (per 16-row m tile: g and g + 8) and their scale validity.
+  int rows[2][2];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi) {
+    rows[mi][0] = m0 + wm + mi * 16 + g;
+    rows[mi][1] = rows[mi][0] + 8;
+  }
+  float acc[2][4][4];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[mi][ni][r] = 0.0f;
+
+  bg_load_stage(p, bg_smem, m0, n0, 0, tid);
+  cp_async_commit();
+  for (int kb = 0; kb < kblocks; ++kb) {
+    if (kb + 1 < kblocks) bg_load_stage(p, bg_smem + ((kb + 1) & 1) * kBgStageBytes, m0, n0, kb + 1, tid);
+    cp_async_commit();
+    cp_async_wait<1>();  // stage kb has landed (the group just committed may still fly)
+    __syncthreads();
+    const uint8_t* as = bg_smem + (kb & 1) * kBgStageBytes;
+    const uint8_t* bs = as + kBgM * kBgStride;
+    float part[2][4][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) part[mi][ni][r] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kBgK; kk += 32) {
+      uint32_t af[2][4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) {
+        const uint8_t* r0 = as + (wm + mi * 16 + g) * kBgStride + kk + t * 4;
+        const uint8_t* r8 = r0 + 8 * kBgStride;
+        af[mi][0] = *reinterpret_cast<const uint32_t*>(r0);
+        af[mi][1] = *reinterpret_cast<const uint32_t*>(r8);
+        af[mi][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
+        af[mi][3] = *reinterpret_cast<const uint32_t*>(r8 + 16);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const uint8_t* br = bs + (wn + ni * 8 + g) * kBgStride + kk + t * 4;
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(br);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(br + 16);
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) mma_fp8_16832(part[mi][ni], af[mi], b0, b1);
+      }
+    }
+    // Promote: one weight scale for the tile, one activation scale per row.
+    const float ws = p.b_scale[static_cast<int64_t>(n0 / kBgN) * p.b_scale_ld + kb];
+    const float* sa = p.a_scale + static_cast<int64_t>(kb) * p.a_scale_ld;
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+      const float s0 = rows[mi][0] < p.m ? sa[rows[mi][0]] * ws : 0.0f;
+      const float s1 = rows[mi][1] < p.m ? sa[rows[mi][1]] * ws : 0.0f;
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        acc[mi][ni][0] += part[mi][ni][0] * s0;
+        acc[mi][ni][1] += part[mi][ni][1] * s0;
+        acc[mi][ni][2] += part[mi][ni][2] * s1;
+        acc[mi][ni][3] += part[mi][ni][3] * s1;
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before it is refilled
+  }
+
+  auto* d = reinterpret_cast<uint16_t*>(p.d);
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = rows[mi][h];
+      if (row >= p.m) continue;
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const int col = n0 + wn + ni * 8 + t * 2;
+        if (col < p.n) d[row * p.ldd + col] = float_to_bf16_bits(acc[mi][ni][2 * h]);
+        if (col + 1 < p.n) d[row * p.ldd + col + 1] = float_to_bf16_bits(acc[mi][ni][2 * h + 1]);
+      }
+    }
+}
+
+}  // namespace hymoe::gpu::kernels
