@@ -1,8 +1,10 @@
-// FP8 GEMV for 1..8 tokens on CUDA cores. A block owns kRows consecutive output rows and splits
-// K among its threads in 16-byte chunks (16 FP8 weights): thread i takes chunks i, i+threads, ...
-// Each chunk's 16-term partial dot is scaled by its 128x128 block's scale_inv and accumulated in
-// FP32; then a warp-shuffle and shared-memory reduction over the block. The weight is streamed
-// once (no L1 allocation); the activations are re-read through L1 by every block.
+// FP8 GEMV for 1..8 tokens on CUDA cores, one warp per kRows consecutive output rows (no block
+// synchronisation: warps retire independently). Lanes split K into 16-byte chunks (16 FP8
+// weights): lane l takes chunks l, l + 32, ...; every lane issues kUnroll x kRows streaming 16-byte
+// weight loads before it uses the first, so each SM keeps enough bytes in flight to cover DRAM
+// latency even for the short rows of 7168x2048. Each chunk's 16-term partial dot is scaled by its
+// 128x128 block's scale_inv and accumulated in FP32; a warp shuffle sums the lanes. The
+// activations (a few KB) are re-read through L1/L2 by every warp.
 #pragma once
 
 #include "common.cuh"
@@ -10,87 +12,105 @@
 
 namespace hymoe::gpu::kernels {
 
-inline constexpr int kGemvRows = 4;
-inline constexpr int kGemvMaxThreads = 256;
+inline constexpr int kGemvWarps = 4;
+inline constexpr int kGemvThreads = kGemvWarps * kWarpSize;
+inline constexpr int kGemvLoadsInFlight = 8;  // 16-byte weight loads per lane per round
 
-template <int kTokens>
-__global__ void __launch_bounds__(kGemvMaxThreads) fp8_gemv_kernel(Fp8GemvParams p) {
-  __shared__ float partial[kGemvMaxThreads / kWarpSize][kGemvRows][kTokens];
-  const int row0 = blockIdx.x * kGemvRows;
+// Rows per warp for a K of `chunks` 16-byte chunks: enough rows that a lane has
+// kGemvLoadsInFlight loads to issue even when K is short.
+inline int gemv_rows_per_warp(int chunks) {
+  const int per_lane = (chunks + kWarpSize - 1) / kWarpSize;
+  return per_lane >= 8 ? 1 : per_lane >= 4 ? 2 : 4;
+}
+
+template <int kTokens, int kRows>
+__global__ void __launch_bounds__(kGemvThreads) fp8_gemv_kernel(Fp8GemvParams p) {
+  constexpr int kUnroll = kGemvLoadsInFlight / kRows;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int row0 = (blockIdx.x * kGemvWarps + warp) * kRows;
+  if (row0 >= p.n) return;
   const int chunks = p.k / 16;
   const auto* w = reinterpret_cast<const uint8_t*>(p.w);
   const auto* x = reinterpret_cast<const uint16_t*>(p.x);
-
-  float acc[kGemvRows][kTokens];
+  const float* scale_row[kRows];
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r)
+  for (int r = 0; r < kRows; ++r) scale_row[r] = p.w_scales + (min(row0 + r, p.n - 1) / 128) * p.scale_ld;
+
+  float acc[kRows][kTokens];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) acc[r][t] = 0.0f;
 
-  for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-    // Issue every load of this chunk before the first use.
-    uint4 wv[kGemvRows];
+  for (int c0 = lane; c0 < chunks; c0 += kWarpSize * kUnroll) {
+    uint4 wv[kUnroll][kRows];
 #pragma unroll
-    for (int r = 0; r < kGemvRows; ++r) {
-      const int row = row0 + r;
-      wv[r] = row < p.n ? __ldcs(reinterpret_cast<const uint4*>(w + row * p.ldw) + c)
-                        : make_uint4(0, 0, 0, 0);
-    }
-    float xf[kTokens][16];
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kWarpSize;
 #pragma unroll
-    for (int t = 0; t < kTokens; ++t) {
-      const auto* xp = reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16);
-      const uint4 lo = __ldg(xp), hi = __ldg(xp + 1);
-      const uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        xf[t][2 * i] = __uint_as_float(words[i] << 16);
-        xf[t][2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+      for (int r = 0; r < kRows; ++r) {
+        wv[u][r] = c < chunks && row0 + r < p.n
+                       ? __ldcs(reinterpret_cast<const uint4*>(w + (row0 + r) * p.ldw) + c)
+                       : make_uint4(0, 0, 0, 0);
       }
     }
-    const int kb = c / 8;  // 8 chunks of 16 per 128-column scale block
 #pragma unroll
-    for (int r = 0; r < kGemvRows; ++r) {
-      const int row = min(row0 + r, p.n - 1);
-      const float scale = __ldg(p.w_scales + (row / 128) * p.scale_ld + kb);
-      const uint32_t words[4] = {wv[r].x, wv[r].y, wv[r].z, wv[r].w};
-      float dot[kTokens];
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kWarpSize;
+      if (c >= chunks) break;
+      float dot[kRows][kTokens];
 #pragma unroll
-      for (int t = 0; t < kTokens; ++t) dot[t] = 0.0f;
+      for (int r = 0; r < kRows; ++r)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 a = fp8x2_bits_to_float2(static_cast<uint16_t>(words[i] & 0xffffu));
-        const float2 b = fp8x2_bits_to_float2(static_cast<uint16_t>(words[i] >> 16));
+        for (int t = 0; t < kTokens; ++t) dot[r][t] = 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {  // 8 weights (two 32-bit words) at a time
+        float xf[kTokens][8];
 #pragma unroll
         for (int t = 0; t < kTokens; ++t) {
-          dot[t] = fmaf(a.x, xf[t][4 * i], dot[t]);
-          dot[t] = fmaf(a.y, xf[t][4 * i + 1], dot[t]);
-          dot[t] = fmaf(b.x, xf[t][4 * i + 2], dot[t]);
-          dot[t] = fmaf(b.y, xf[t][4 * i + 3], dot[t]);
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16) + half);
+          const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            xf[t][2 * i] = __uint_as_float(words[i] << 16);
+            xf[t][2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const uint32_t words[2] = {half ? wv[u][r].z : wv[u][r].x, half ? wv[u][r].w : wv[u][r].y};
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const float2 a = fp8x2_bits_to_float2(static_cast<uint16_t>(words[i] & 0xffffu));
+            const float2 b = fp8x2_bits_to_float2(static_cast<uint16_t>(words[i] >> 16));
+#pragma unroll
+            for (int t = 0; t < kTokens; ++t) {
+              dot[r][t] = fmaf(a.x, xf[t][4 * i], dot[r][t]);
+              dot[r][t] = fmaf(a.y, xf[t][4 * i + 1], dot[r][t]);
+              dot[r][t] = fmaf(b.x, xf[t][4 * i + 2], dot[r][t]);
+              dot[r][t] = fmaf(b.y, xf[t][4 * i + 3], dot[r][t]);
+            }
+          }
         }
       }
+      const int kb = c / 8;  // 8 chunks of 16 per 128-column scale block
 #pragma unroll
-      for (int t = 0; t < kTokens; ++t) acc[r][t] = fmaf(dot[t], scale, acc[r][t]);
+      for (int r = 0; r < kRows; ++r) {
+        const float scale = __ldg(scale_row[r] + kb);
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t) acc[r][t] = fmaf(dot[r][t], scale, acc[r][t]);
+      }
     }
   }
 
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  auto* y = reinterpret_cast<uint16_t*>(p.y);
 #pragma unroll
-  for (int r = 0; r < kGemvRows; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
       const float v = warp_sum(acc[r][t]);
-      if (lane == 0) partial[warp][r][t] = v;
+      if (lane == 0 && row0 + r < p.n) y[t * p.ldy + row0 + r] = float_to_bf16_bits(v);
     }
-  __syncthreads();
-  const int warps = blockDim.x / kWarpSize;
-  for (int i = threadIdx.x; i < kGemvRows * kTokens; i += blockDim.x) {
-    const int r = i / kTokens, t = i % kTokens;
-    if (row0 + r >= p.n) continue;
-    float sum = 0.0f;
-    for (int wi = 0; wi < warps; ++wi) sum += partial[wi][r][t];
-    reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
-  }
 }
 
 }  // namespace hymoe::gpu::kernels

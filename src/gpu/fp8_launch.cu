@@ -21,22 +21,34 @@ cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream)
   return cudaGetLastError();
 }
 
-cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
-  const int chunks = p.k / 16;
-  const int threads = std::clamp((chunks + 31) / 32 * 32, 32, kernels::kGemvMaxThreads);
-  const int blocks = (p.n + kernels::kGemvRows - 1) / kernels::kGemvRows;
-  switch (p.tokens) {
-    case 1: kernels::fp8_gemv_kernel<1><<<blocks, threads, 0, stream>>>(p); break;
-    case 2: kernels::fp8_gemv_kernel<2><<<blocks, threads, 0, stream>>>(p); break;
-    case 3: kernels::fp8_gemv_kernel<3><<<blocks, threads, 0, stream>>>(p); break;
-    case 4: kernels::fp8_gemv_kernel<4><<<blocks, threads, 0, stream>>>(p); break;
-    case 5: kernels::fp8_gemv_kernel<5><<<blocks, threads, 0, stream>>>(p); break;
-    case 6: kernels::fp8_gemv_kernel<6><<<blocks, threads, 0, stream>>>(p); break;
-    case 7: kernels::fp8_gemv_kernel<7><<<blocks, threads, 0, stream>>>(p); break;
-    case 8: kernels::fp8_gemv_kernel<8><<<blocks, threads, 0, stream>>>(p); break;
-    default: return cudaErrorInvalidValue;
+namespace {
+
+template <int kTokens>
+cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+  const int rows = kernels::gemv_rows_per_warp(p.k / 16);
+  const int blocks = (p.n + kernels::kGemvWarps * rows - 1) / (kernels::kGemvWarps * rows);
+  switch (rows) {
+    case 1: kernels::fp8_gemv_kernel<kTokens, 1><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
+    case 2: kernels::fp8_gemv_kernel<kTokens, 2><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
+    default: kernels::fp8_gemv_kernel<kTokens, 4><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
   }
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+  switch (p.tokens) {
+    case 1: return launch_gemv<1>(p, stream);
+    case 2: return launch_gemv<2>(p, stream);
+    case 3: return launch_gemv<3>(p, stream);
+    case 4: return launch_gemv<4>(p, stream);
+    case 5: return launch_gemv<5>(p, stream);
+    case 6: return launch_gemv<6>(p, stream);
+    case 7: return launch_gemv<7>(p, stream);
+    case 8: return launch_gemv<8>(p, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace hymoe::gpu::launch

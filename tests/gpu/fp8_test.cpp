@@ -229,7 +229,8 @@ TEST_P(GemvTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                          ::testing::Values(GemvCase{1, 1000, 1536}, GemvCase{3, 129, 7168},
                                            GemvCase{8, 300, 2048}, GemvCase{5, 7, 16},
-                                           GemvCase{2, 2048, 512}));
+                                           GemvCase{2, 2048, 512}, GemvCase{4, 576, 7168},
+                                           GemvCase{1, 300, 16384}, GemvCase{7, 131, 4096}));
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;
