@@ -1,14 +1,17 @@
-// MLA decode attention on tensor cores (mma.sync m16n8k16 BF16 -> FP32, sm_80 and later, so both
-// sm_90 and sm_120). Same blocks, splits and workspace as mla_decode.cuh (the combine kernel is
-// shared): block = (split, 16-head group, sequence), 256 threads, 64-token tiles.
-//   scores  S[16 heads][64 tokens] = Q[16][576] K^T: warp w owns tokens 8w..8w+7 (36 k-steps)
-//   softmax warp w owns heads 2w, 2w+1 (lanes over tokens), P stored as BF16
-//   values  O[16][512] += P[16][64] V[64][512]: warp w owns dimensions 64w..64w+63 (8 n-blocks)
+// MLA decode attention on tensor cores (mma.sync m16n8k16 BF16 -> FP32 with ldmatrix fragment
+// loads, sm_80 and later, so both sm_90 and sm_120). The splits, workspace and combine kernel are
+// mla_decode.cuh's. All heads of a sequence share its latent cache, so a block takes 64 heads
+// (M = 64) against each cache tile: the cache is read once per 64 heads, not once per 16.
+// Block = (64-head group, split, sequence), 256 threads (8 warps), 32-token tiles streamed by
+// cp.async into two stages while the previous tile is being used.
+//   scores  S[64][32] = Q[64][576] K^T     warp w: heads 16(w/2).., tokens 16(w%2).. (2 n-tiles)
+//   softmax warp w: heads 8w..8w+7, lanes over the 32 tokens (log2 domain, online)
+//   values  O[64][512] += P[64][32] V[32][512]  warp w: heads 16(w/2).., dims 256(w%2).. (32 n-tiles)
 // Fragment layouts (PTX ISA, m16n8k16): g = lane / 4, c = lane % 4;
-//   A regs: (row g, k 2c..2c+1), (row g+8, k 2c..), (row g, k 2c+8..), (row g+8, k 2c+8..)
-//   B regs: (k 2c..2c+1, col g), (k 2c+8..2c+9, col g)
-//   C regs: (row g, col 2c), (row g, col 2c+1), (row g+8, col 2c), (row g+8, col 2c+1)
-// Shared-memory rows are padded so the fragment loads of a warp hit 32 different banks.
+//   A (row g / g+8, k 2c.. / 2c+8..), B (k 2c.. / 2c+8.., col g), C (row g / g+8, col 2c, 2c+1).
+// ldmatrix x4 loads four 8x8 BF16 matrices (lane l gives a row address of matrix l / 8); its
+// .trans form turns token-major V rows into B fragments with k = token.
+// Shared rows are padded by 16 bytes so the 8 row addresses of a matrix hit different banks.
 #pragma once
 
 #include "common.cuh"
@@ -16,15 +19,16 @@
 
 namespace hymoe::gpu::kernels {
 
-inline constexpr int kMmaTile = 64;                        // tokens per tile
-inline constexpr int kMmaKStride = kMlaHeadDim / 2 + 4;    // 292 words per cache row
-inline constexpr int kMmaQStride = kMlaHeadDim / 2 + 4;    // 292 words per query row
-inline constexpr int kMmaSStride = kMmaTile + 1;           // floats per score row
-inline constexpr int kMmaPStride = kMmaTile / 2 + 4;       // 36 words per probability row
-inline constexpr size_t kMmaSmemBytes =
-    sizeof(uint32_t) * (kMmaTile * kMmaKStride + 16 * kMmaQStride + 16 * kMmaPStride) +
-    sizeof(float) * (16 * kMmaSStride + 16);
-static_assert(kMmaKStride * 4 % 16 == 0, "cache rows stay 16-byte aligned for uint4 stores");
+inline constexpr int kMmaHeads = 64;                          // heads per block
+inline constexpr int kMmaTile = 32;                           // tokens per tile
+inline constexpr int kMmaRowBytes = kMlaHeadDim * 2 + 16;     // 1168: Q and cache rows
+inline constexpr int kMmaSStride = kMmaTile + 1;              // floats per score row
+inline constexpr int kMmaPRowBytes = kMmaTile * 2 + 16;       // 80: P rows (BF16)
+inline constexpr int kMmaQBytes = kMmaHeads * kMmaRowBytes;
+inline constexpr int kMmaStageBytes = kMmaTile * kMmaRowBytes;
+inline constexpr size_t kMmaSmemBytes = size_t{kMmaQBytes} + 2 * kMmaStageBytes +
+                                        kMmaHeads * kMmaPRowBytes +
+                                        sizeof(float) * (kMmaHeads * kMmaSStride + kMmaHeads);
 
 __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                           uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -35,130 +39,190 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(256) mla_decode_mma_kernel(MlaDecodeParams p, int chunk) {
-  extern __shared__ uint32_t smem[];
-  uint32_t* k_s = smem;                                // [64][292] words
-  uint32_t* q_s = k_s + kMmaTile * kMmaKStride;        // [16][292] words
-  uint32_t* p_s = q_s + 16 * kMmaQStride;              // [16][36] words (BF16 pairs)
-  float* s_s = reinterpret_cast<float*>(p_s + 16 * kMmaPStride);  // [16][65]
-  float* alpha_s = s_s + 16 * kMmaSStride;             // [16]
-  const uint16_t* k_h = reinterpret_cast<const uint16_t*>(k_s);
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_addr) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row_addr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_addr) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row_addr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
 
-  const int split = blockIdx.x, h0 = blockIdx.y * 16, b = blockIdx.z;
+__device__ __forceinline__ void mla_cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+
+// Stage the cache rows of tokens [tile, tile + 32) (zeros past `end`) into `stage`.
+__device__ __forceinline__ void mla_load_tile(const MlaDecodeParams& p, const int32_t* table,
+                                              uint8_t* stage, int tile, int end, int tid) {
+  constexpr int kChunks = kMlaHeadDim * 2 / 16;  // 72 per row
+  const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
+  for (int v = tid; v < kMmaTile * kChunks; v += 256) {
+    const int t = v / kChunks, col = v % kChunks;
+    const int token = tile + t;
+    const uint8_t* src = cache;
+    const bool ok = token < end;
+    if (ok) {
+      const int64_t row =
+          static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
+      src = cache + row * (kMlaHeadDim * 2) + col * 16;
+    }
+    mla_cp_async16(stage + t * kMmaRowBytes + col * 16, src, ok);
+  }
+}
+
+__global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams p, int chunk) {
+  extern __shared__ __align__(16) uint8_t mla_smem[];
+  uint8_t* q_s = mla_smem;                                  // [64][1168 B]
+  uint8_t* k_s = q_s + kMmaQBytes;                          // 2 x [32][1168 B]
+  uint8_t* p_s = k_s + 2 * kMmaStageBytes;                  // [64][80 B] BF16 probabilities
+  float* s_s = reinterpret_cast<float*>(p_s + kMmaHeads * kMmaPRowBytes);  // [64][33]
+  float* alpha_s = s_s + kMmaHeads * kMmaSStride;           // [64]
+
+  const int h0 = blockIdx.x * kMmaHeads, split = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int g = lane / 4, c = lane % 4;
+  const int wm = (warp / 2) * 16;  // this warp's 16 heads (scores and values)
+  const int wn = warp % 2;         // score tokens 16 wn.., value dims 256 wn..
   const int len = p.seq_lens[b];
   const int start = split * chunk, end = min(len, start + chunk);
-  const int splits = gridDim.x;
-
-  const auto* q = reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * p.heads + h0) * kMlaHeadDim);
-  for (int v = tid; v < 16 * (kMlaHeadDim / 8); v += 256) {
-    const int r = v / (kMlaHeadDim / 8), col = v % (kMlaHeadDim / 8);
-    *reinterpret_cast<uint4*>(q_s + r * kMmaQStride + col * 4) = q[v];
-  }
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // heads 2*warp + j
-  float acc[8][4] = {};                                      // 8 n-blocks of 8 dims
-  const auto* cache = reinterpret_cast<const uint4*>(p.kv_cache);
+  const int splits = gridDim.y;
   const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
 
-  for (int tile = start; tile < end; tile += kMmaTile) {
-    __syncthreads();
-    for (int v = tid; v < kMmaTile * (kMlaHeadDim / 8); v += 256) {
-      const int t = v / (kMlaHeadDim / 8), col = v % (kMlaHeadDim / 8);
-      const int token = tile + t;
-      uint4 x = make_uint4(0, 0, 0, 0);
-      if (token < end) {
-        const int64_t row = static_cast<int64_t>(table[token / p.block_size]) * p.block_size +
-                            token % p.block_size;
-        x = cache[row * (kMlaHeadDim / 8) + col];
-      }
-      *reinterpret_cast<uint4*>(k_s + t * kMmaKStride + col * 4) = x;
+  // Q rows of this head group (zeros for heads past p.heads), then the first tile.
+  {
+    constexpr int kChunks = kMlaHeadDim * 2 / 16;
+    const auto* q = reinterpret_cast<const uint8_t*>(p.q + static_cast<int64_t>(b) * p.heads * kMlaHeadDim);
+    for (int v = tid; v < kMmaHeads * kChunks; v += 256) {
+      const int r = v / kChunks, col = v % kChunks;
+      const bool ok = h0 + r < p.heads;
+      mla_cp_async16(q_s + r * kMmaRowBytes + col * 16,
+                     ok ? q + (static_cast<int64_t>(h0 + r) * kMlaHeadDim * 2 + col * 16) : q, ok);
     }
+  }
+  if (start < end) mla_load_tile(p, table, k_s, start, end, tid);
+  asm volatile("cp.async.commit_group;\n" ::);
+
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  float m_run[8], l_run[8];  // softmax state of heads 8 warp + j (same in every lane)
+#pragma unroll
+  for (int j = 0; j < 8; ++j) { m_run[j] = -INFINITY; l_run[j] = 0.0f; }
+  float acc[32][4];
+#pragma unroll
+  for (int nb = 0; nb < 32; ++nb)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[nb][r] = 0.0f;
+
+  // ldmatrix row addresses (lane-dependent parts).
+  const int a_row = (lane % 8) + ((lane / 8) & 1) * 8, a_col = (lane / 16) * 8;  // A: x4
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) & 1) * 8;  // B: 2 n-tiles
+  const int v_row = (lane % 8) + ((lane / 8) & 1) * 8, v_col = (lane / 16) * 8;  // V (trans)
+
+  int it = 0;
+  for (int tile = start; tile < end; tile += kMmaTile, ++it) {
+    uint8_t* stage = k_s + (it & 1) * kMmaStageBytes;
+    if (tile + kMmaTile < end)
+      mla_load_tile(p, table, k_s + ((it + 1) & 1) * kMmaStageBytes, tile + kMmaTile, end, tid);
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 1;\n" ::);
     __syncthreads();
 
-    // Scores of the 16 heads against tokens 8w..8w+7.
+    // Scores: heads wm..wm+15 x tokens 16 wn .. 16 wn + 15 (two n-tiles of 8), K = 576.
     {
-      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      const uint32_t* qa = q_s + g * kMmaQStride + c;
-      const uint32_t* qb = qa + 8 * kMmaQStride;
-      const uint32_t* kb = k_s + (warp * 8 + g) * kMmaKStride + c;
+      float d[2][4] = {};
+      const uint8_t* qa = q_s + (wm + a_row) * kMmaRowBytes + a_col * 2;
+      const uint8_t* kb = stage + (wn * 16 + b_row) * kMmaRowBytes + b_col * 2;
 #pragma unroll 4
       for (int ks = 0; ks < kMlaHeadDim / 16; ++ks) {
-        mma_16816(d, qa[ks * 8], qb[ks * 8], qa[ks * 8 + 4], qb[ks * 8 + 4], kb[ks * 8], kb[ks * 8 + 4]);
+        uint32_t a[4], bb[4];
+        ldmatrix_x4(a, qa + ks * 32);
+        ldmatrix_x4(bb, kb + ks * 32);
+        mma_16816(d[0], a[0], a[1], a[2], a[3], bb[0], bb[1]);
+        mma_16816(d[1], a[0], a[1], a[2], a[3], bb[2], bb[3]);
       }
-      const int t0 = warp * 8 + 2 * c;
-      const bool v0 = tile + t0 < end, v1 = tile + t0 + 1 < end;
-      s_s[g * kMmaSStride + t0] = v0 ? d[0] * scale_log2 : -INFINITY;
-      s_s[g * kMmaSStride + t0 + 1] = v1 ? d[1] * scale_log2 : -INFINITY;
-      s_s[(g + 8) * kMmaSStride + t0] = v0 ? d[2] * scale_log2 : -INFINITY;
-      s_s[(g + 8) * kMmaSStride + t0 + 1] = v1 ? d[3] * scale_log2 : -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int t0 = wn * 16 + nt * 8 + 2 * c;
+        const bool v0 = tile + t0 < end, v1 = tile + t0 + 1 < end;
+        s_s[(wm + g) * kMmaSStride + t0] = v0 ? d[nt][0] * scale_log2 : -INFINITY;
+        s_s[(wm + g) * kMmaSStride + t0 + 1] = v1 ? d[nt][1] * scale_log2 : -INFINITY;
+        s_s[(wm + g + 8) * kMmaSStride + t0] = v0 ? d[nt][2] * scale_log2 : -INFINITY;
+        s_s[(wm + g + 8) * kMmaSStride + t0 + 1] = v1 ? d[nt][3] * scale_log2 : -INFINITY;
+      }
     }
     __syncthreads();
 
-    // Online softmax of heads 2w, 2w+1 over the tile's 64 tokens (lanes take t and t+32).
+    // Online softmax of heads 8 warp .. 8 warp + 7, one token per lane.
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int h = 2 * warp + j;
-      const float s0 = s_s[h * kMmaSStride + lane], s1 = s_s[h * kMmaSStride + lane + 32];
-      const float m_new = fmaxf(m[j], warp_max(fmaxf(s0, s1)));  // finite: token `tile` is valid
-      const float alpha = exp2f(m[j] - m_new);
-      const float p0 = exp2f(s0 - m_new), p1 = exp2f(s1 - m_new);  // exp2f(-inf) = 0
-      l[j] = l[j] * alpha + warp_sum(p0 + p1);
-      m[j] = m_new;
-      auto* ph = reinterpret_cast<uint16_t*>(p_s + h * kMmaPStride);
-      ph[lane] = float_to_bf16_bits(p0);
-      ph[lane + 32] = float_to_bf16_bits(p1);
+    for (int j = 0; j < 8; ++j) {
+      const int h = 8 * warp + j;
+      const float s = s_s[h * kMmaSStride + lane];
+      const float m_new = fmaxf(m_run[j], warp_max(s));  // finite: token `tile` is valid
+      const float alpha = exp2f(m_run[j] - m_new);
+      const float pr = exp2f(s - m_new);                 // exp2f(-inf) = 0
+      l_run[j] = l_run[j] * alpha + warp_sum(pr);
+      m_run[j] = m_new;
+      reinterpret_cast<uint16_t*>(p_s + h * kMmaPRowBytes)[lane] = float_to_bf16_bits(pr);
       if (lane == 0) alpha_s[h] = alpha;
     }
     __syncthreads();
 
-    // O[:, 64w .. 64w+63] = alpha * O + P V.
-    const float al = alpha_s[g], ah = alpha_s[g + 8];
+    // O[wm.., 256 wn ..] = alpha O + P V over the tile's 32 tokens (two k-steps of 16).
+    const float al = alpha_s[wm + g], ah = alpha_s[wm + g + 8];
 #pragma unroll
-    for (int nb = 0; nb < 8; ++nb) {
+    for (int nb = 0; nb < 32; ++nb) {
       acc[nb][0] *= al;
       acc[nb][1] *= al;
       acc[nb][2] *= ah;
       acc[nb][3] *= ah;
     }
-    const uint32_t* pa = p_s + g * kMmaPStride + c;
-    const uint32_t* pb = pa + 8 * kMmaPStride;
 #pragma unroll
     for (int ks = 0; ks < kMmaTile / 16; ++ks) {
-      const uint32_t a0 = pa[ks * 8], a1 = pb[ks * 8], a2 = pa[ks * 8 + 4], a3 = pb[ks * 8 + 4];
-      const int t0 = ks * 16 + 2 * c;  // tokens of b0: t0, t0+1; of b1: t0+8, t0+9
+      uint32_t a[4];
+      ldmatrix_x4(a, p_s + (wm + a_row) * kMmaPRowBytes + (ks * 16 + a_col) * 2);
+      const uint8_t* vb = stage + (ks * 16 + v_row) * kMmaRowBytes + (wn * 256 + v_col) * 2;
 #pragma unroll
-      for (int nb = 0; nb < 8; ++nb) {
-        const int dim = warp * 64 + nb * 8 + g;
-        const int row_halves = 2 * kMmaKStride;
-        const uint32_t b0 = uint32_t{k_h[t0 * row_halves + dim]} |
-                            (uint32_t{k_h[(t0 + 1) * row_halves + dim]} << 16);
-        const uint32_t b1 = uint32_t{k_h[(t0 + 8) * row_halves + dim]} |
-                            (uint32_t{k_h[(t0 + 9) * row_halves + dim]} << 16);
-        mma_16816(acc[nb], a0, a1, a2, a3, b0, b1);
+      for (int np = 0; np < 16; ++np) {  // pairs of n-tiles: dims 256 wn + 16 np ..
+        uint32_t bb[4];
+        ldmatrix_x4_trans(bb, vb + np * 32);
+        mma_16816(acc[2 * np], a[0], a[1], a[2], a[3], bb[0], bb[1]);
+        mma_16816(acc[2 * np + 1], a[0], a[1], a[2], a[3], bb[2], bb[3]);
       }
     }
+    __syncthreads();  // the next iteration refills the other stage and rewrites s_s / p_s
   }
+  asm volatile("cp.async.wait_group 0;\n" ::);
 
   // Partials in mla_decode.cuh's workspace layout (the combine kernel is shared).
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
   float* o_ws = p.workspace;
   float* ml_ws = p.workspace + parts * kMlaLatentDim;
-  const int64_t part_lo = (static_cast<int64_t>(b) * p.heads + h0 + g) * splits + split;
-  const int64_t part_hi = (static_cast<int64_t>(b) * p.heads + h0 + g + 8) * splits + split;
 #pragma unroll
-  for (int nb = 0; nb < 8; ++nb) {
-    const int dim = warp * 64 + nb * 8 + 2 * c;
-    *reinterpret_cast<float2*>(o_ws + part_lo * kMlaLatentDim + dim) = make_float2(acc[nb][0], acc[nb][1]);
-    *reinterpret_cast<float2*>(o_ws + part_hi * kMlaLatentDim + dim) = make_float2(acc[nb][2], acc[nb][3]);
+  for (int half = 0; half < 2; ++half) {
+    const int h = h0 + wm + g + 8 * half;
+    if (h >= p.heads) continue;
+    const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
+#pragma unroll
+    for (int nb = 0; nb < 32; ++nb) {
+      const int dim = wn * 256 + nb * 8 + 2 * c;
+      *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + dim) =
+          make_float2(acc[nb][2 * half], acc[nb][2 * half + 1]);
+    }
   }
   if (lane == 0) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int64_t part = (static_cast<int64_t>(b) * p.heads + h0 + 2 * warp + j) * splits + split;
-      ml_ws[part * 2] = m[j];
-      ml_ws[part * 2 + 1] = l[j];
+    for (int j = 0; j < 8; ++j) {
+      const int h = h0 + 8 * warp + j;
+      if (h >= p.heads) continue;
+      const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
+      ml_ws[part * 2] = m_run[j];
+      ml_ws[part * 2 + 1] = l_run[j];
     }
   }
 }

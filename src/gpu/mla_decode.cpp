@@ -13,9 +13,10 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits) {
 }
 
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len) {
-  const int blocks_per_split = std::max(1, batch * std::max(1, heads / 16));
+  // Blocks of the tensor-core kernel (64 heads each, one block per SM at a time).
+  const int blocks_per_split = std::max(1, batch * ((heads + 63) / 64));
   const int want = std::max(1, 2 * multiprocessors / blocks_per_split);  // ~2 waves
-  const int most = std::max(1, (max_seq_len + 255) / 256);               // >= 256 tokens a chunk
+  const int most = std::max(1, (max_seq_len + 127) / 128);               // >= 128 tokens a chunk
   return std::clamp(want, 1, std::min(most, 1024));
 }
 

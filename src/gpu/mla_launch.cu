@@ -20,10 +20,12 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   // Chunk per split, rounded to whole tiles; short sequences leave trailing splits empty.
   int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
   chunk = (chunk + tile - 1) / tile * tile;
-  const dim3 grid(p.num_splits, p.heads / kernels::kMlaHeadsPerBlock, p.batch);
   if (mma) {
+    // Head groups fastest: the groups of one split run together and share its tiles in L2.
+    const dim3 grid((p.heads + kernels::kMmaHeads - 1) / kernels::kMmaHeads, p.num_splits, p.batch);
     kernels::mla_decode_mma_kernel<<<grid, 256, kernels::kMmaSmemBytes, stream>>>(p, chunk);
   } else {
+    const dim3 grid(p.num_splits, p.heads / kernels::kMlaHeadsPerBlock, p.batch);
     kernels::mla_decode_split_kernel<<<grid, kernels::kMlaThreads, kernels::kMlaSmemBytes, stream>>>(
         p, chunk);
   }

@@ -111,12 +111,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(MlaCase{128, 64, {1, 37, 300, 1000}, 0},    // DeepSeek-V3, ragged batch
                       MlaCase{128, 64, {1, 37, 300, 1000}, 7},    // forced splits (some empty)
                       MlaCase{64, 16, {5, 129, 2048}, 1},          // Kimi-K2 heads, no split
-                      MlaCase{16, 64, {65536}, 0}));               // a 64K context
+                      MlaCase{16, 64, {65536}, 0},                 // a 64K context
+                      MlaCase{128, 64, {8191, 33}, 0},             // 2 head groups, long
+                      MlaCase{80, 32, {700}, 3}));                 // a partial head group
 
 TEST(GpuHost, MlaSplitHeuristic) {
   EXPECT_EQ(mla_decode_splits(132, 1, 128, 100), 1);        // short: one chunk
-  EXPECT_EQ(mla_decode_splits(132, 1, 128, 65536), 33);     // ~2 waves of 8 head groups
-  EXPECT_EQ(mla_decode_splits(132, 64, 128, 65536), 1);     // the batch fills the GPU
+  EXPECT_EQ(mla_decode_splits(132, 1, 128, 65536), 132);    // ~2 waves of 2 head groups
+  EXPECT_EQ(mla_decode_splits(132, 64, 128, 65536), 2);     // the batch nearly fills the GPU
+  EXPECT_EQ(mla_decode_splits(132, 1, 128, 1000), 8);       // chunks of >= 128 tokens
   EXPECT_GE(mla_decode_splits(132, 1, 16, 1 << 20), 100);
 }
 

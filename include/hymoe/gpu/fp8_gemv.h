@@ -2,6 +2,8 @@
 // for 1..8 tokens against a checkpoint FP8 weight, FP32 accumulation, BF16 output. The weight
 // stays FP8 (decoded in registers); the block scale is applied once per 128-column partial sum.
 // Memory-bound: the figure of merit is weight bytes / time against the copy bandwidth.
+// Weights are decoded by bit moves, exact for every finite code; the NaN codes 0x7f/0xff (never
+// in a checkpoint) read as +-480 rather than NaN.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -45,7 +45,8 @@ struct MlaDecodeParams {
 // Bytes of split-K scratch: partial o (512 floats), max and sum per (batch, head, split).
 size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 
-// Splits that give ~2 waves of blocks on `multiprocessors` SMs without chunks under 256 tokens.
+// Splits that give ~2 waves of (64-head) blocks on `multiprocessors` SMs without chunks under
+// 128 tokens.
 // Pure function (testable without a GPU).
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
 
