@@ -249,11 +249,12 @@ void bench_gemv(Bench& bench, const Ceilings& c) {
 }
 
 // Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
-void bench_mla_prefill(Bench& bench, const Ceilings& c) {
+void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
   cudaStream_t s = bench.stream();
   const int heads = 128;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
-  for (int tokens : {4096, 16384}) {
+  for (int tokens : {4096, 16384, 32768, 65536}) {
+    if (tokens > std::max(4096, max_tokens)) break;
     DeviceBuffer q = random_bf16(size_t(tokens) * heads * kMlaQkDim, s);
     DeviceBuffer kv = random_bf16(size_t(tokens) * heads * 256, s);
     DeviceBuffer kpe = random_bf16(size_t(tokens) * 64, s);
@@ -274,10 +275,15 @@ void bench_mla_prefill(Bench& bench, const Ceilings& c) {
     p.out_token_stride = int64_t{heads} * kMlaVDim;
     p.out_head_stride = kMlaVDim;
     p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-    const double ms = bench.time_ms([&] { mla_prefill(p, s); });
     const double flops = 2.0 * heads * (double(tokens) * (tokens + 1) / 2) * (kMlaQkDim + kMlaVDim);
-    bench.add({fmt::format("mla_prefill/causal {} tokens x 128 heads", tokens),
-               flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+    for (const MlaPrefillImpl impl : {MlaPrefillImpl::kTensorCores, MlaPrefillImpl::kCudaCores}) {
+      if (impl == MlaPrefillImpl::kCudaCores && tokens > 4096) continue;  // ~19 TFLOP/s: slow
+      p.impl = impl;
+      const double ms = bench.time_ms([&] { mla_prefill(p, s); });
+      bench.add({fmt::format("mla_prefill[{}]/causal {} tokens x 128 heads",
+                             impl == MlaPrefillImpl::kCudaCores ? "cuda-cores" : "mma", tokens),
+                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+    }
   }
 }
 
@@ -524,7 +530,7 @@ int run(int argc, char** argv) {
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, max_tokens); });
-  section("mla_prefill", [&] { bench_mla_prefill(bench, c); });
+  section("mla_prefill", [&] { bench_mla_prefill(bench, c, max_tokens); });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};
     std::ofstream(out_path) << j.dump(2) << "\n";

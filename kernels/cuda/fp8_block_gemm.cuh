@@ -9,6 +9,7 @@
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_block_gemm.h"
+#include "mma.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -17,15 +18,6 @@ inline constexpr int kBgThreads = 256;
 inline constexpr int kBgStride = kBgK + 16;  // bytes per smem row: 36 words, conflict-free frags
 inline constexpr int kBgStageBytes = (kBgM + kBgN) * kBgStride;
 inline constexpr int kBgSmemBytes = 2 * kBgStageBytes;
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 __device__ __forceinline__ void mma_fp8_16832(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                               uint32_t b1) {

@@ -7,15 +7,13 @@
 //   scores  S[64][32] = Q[64][576] K^T     warp w: heads 16(w/2).., tokens 16(w%2).. (2 n-tiles)
 //   softmax warp w: heads 8w..8w+7, lanes over the 32 tokens (log2 domain, online)
 //   values  O[64][512] += P[64][32] V[32][512]  warp w: heads 16(w/2).., dims 256(w%2).. (32 n-tiles)
-// Fragment layouts (PTX ISA, m16n8k16): g = lane / 4, c = lane % 4;
-//   A (row g / g+8, k 2c.. / 2c+8..), B (k 2c.. / 2c+8.., col g), C (row g / g+8, col 2c, 2c+1).
-// ldmatrix x4 loads four 8x8 BF16 matrices (lane l gives a row address of matrix l / 8); its
-// .trans form turns token-major V rows into B fragments with k = token.
+// Fragment layouts and ldmatrix: mma.cuh.
 // Shared rows are padded by 16 bytes so the 8 row addresses of a matrix hit different banks.
 #pragma once
 
 #include "common.cuh"
 #include "hymoe/gpu/mla_decode.h"
+#include "mma.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -29,34 +27,6 @@ inline constexpr int kMmaStageBytes = kMmaTile * kMmaRowBytes;
 inline constexpr size_t kMmaSmemBytes = size_t{kMmaQBytes} + 2 * kMmaStageBytes +
                                         kMmaHeads * kMmaPRowBytes +
                                         sizeof(float) * (kMmaHeads * kMmaSStride + kMmaHeads);
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                          uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_addr) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row_addr));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_addr) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row_addr));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-__device__ __forceinline__ void mla_cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
-               "r"(valid ? 16 : 0));
-}
 
 // Stage the cache rows of tokens [tile, tile + 32) (zeros past `end`) into `stage`.
 __device__ __forceinline__ void mla_load_tile(const MlaDecodeParams& p, const int32_t* table,
@@ -73,7 +43,7 @@ __device__ __forceinline__ void mla_load_tile(const MlaDecodeParams& p, const in
           static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
       src = cache + row * (kMlaHeadDim * 2) + col * 16;
     }
-    mla_cp_async16(stage + t * kMmaRowBytes + col * 16, src, ok);
+    cp_async16(stage + t * kMmaRowBytes + col * 16, src, ok);
   }
 }
 
@@ -102,12 +72,12 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
     for (int v = tid; v < kMmaHeads * kChunks; v += 256) {
       const int r = v / kChunks, col = v % kChunks;
       const bool ok = h0 + r < p.heads;
-      mla_cp_async16(q_s + r * kMmaRowBytes + col * 16,
+      cp_async16(q_s + r * kMmaRowBytes + col * 16,
                      ok ? q + (static_cast<int64_t>(h0 + r) * kMlaHeadDim * 2 + col * 16) : q, ok);
     }
   }
   if (start < end) mla_load_tile(p, table, k_s, start, end, tid);
-  asm volatile("cp.async.commit_group;\n" ::);
+  cp_async_commit();
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   float m_run[8], l_run[8];  // softmax state of heads 8 warp + j (same in every lane)
@@ -129,8 +99,8 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
     uint8_t* stage = k_s + (it & 1) * kMmaStageBytes;
     if (tile + kMmaTile < end)
       mla_load_tile(p, table, k_s + ((it + 1) & 1) * kMmaStageBytes, tile + kMmaTile, end, tid);
-    asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group 1;\n" ::);
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();
 
     // Scores: heads wm..wm+15 x tokens 16 wn .. 16 wn + 15 (two n-tiles of 8), K = 576.
@@ -197,7 +167,7 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
     }
     __syncthreads();  // the next iteration refills the other stage and rewrites s_s / p_s
   }
-  asm volatile("cp.async.wait_group 0;\n" ::);
+  cp_async_wait<0>();
 
   // Partials in mla_decode.cuh's workspace layout (the combine kernel is shared).
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;

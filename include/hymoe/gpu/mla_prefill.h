@@ -19,6 +19,10 @@ inline constexpr int kMlaNopeDim = 128;
 inline constexpr int kMlaQkDim = kMlaNopeDim + 64;  // 192
 inline constexpr int kMlaVDim = 128;
 
+// Tensor cores (mma.sync flash-attention-2 style, the default) or the CUDA-core kernel (kept as a
+// second implementation to cross-check).
+enum class MlaPrefillImpl { kAuto, kTensorCores, kCudaCores };
+
 struct MlaPrefillParams {
   const Bf16* q = nullptr;       // [tokens, heads, 192]
   const Bf16* k_nope = nullptr;  // [kv_tokens, heads, 128]
@@ -35,11 +39,12 @@ struct MlaPrefillParams {
   int64_t v_token_stride = 0, v_head_stride = 0;
   int64_t out_token_stride = 0, out_head_stride = 0;
   float softmax_scale = 0.0f;
+  MlaPrefillImpl impl = MlaPrefillImpl::kAuto;
 };
 
 // Strides must keep every row 16-byte aligned (multiples of 8 elements, aligned pointers).
-// NOTES: CUDA-core kernel (the correctness reference and API); cuDNN's fused attention or a
-// wgmma kernel is the path to the BF16 GEMM ceiling.
+// The tensor-core kernel uses mma.sync; cuDNN's fused attention or a wgmma kernel is the path
+// to Hopper's BF16 GEMM ceiling.
 void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu
