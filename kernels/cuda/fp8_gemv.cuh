@@ -20,7 +20,9 @@ namespace hymoe::gpu::kernels {
 
 inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvThreads = kGemvWarps * kWarpSize;
-inline constexpr int kGemvLoadsInFlight = 8;  // 16-byte weight loads per lane per round
+// 16-byte weight loads per lane per round: 16 for 1-2 tokens (registers allow 4 blocks an SM),
+// 8 beyond (the activations' registers grow with the tokens).
+__host__ __device__ constexpr int gemv_loads_in_flight(int tokens) { return tokens <= 2 ? 16 : 8; }
 inline constexpr float kGemvHalfBias = 0x1p60f;  // see the header comment: 2^120 = 2^60 * 2^60
 
 // Byte i (0..3) of w, an E4M3 code, as FP32 value * 2^-120 (two shifts and one bit-select).
@@ -31,16 +33,18 @@ __device__ __forceinline__ float e4m3_times_2m120(uint32_t w) {
   return __uint_as_float((mag & 0x07f00000u) | (sign & 0x80000000u));
 }
 
-// Rows per warp for a K of `chunks` 16-byte chunks: enough rows that a lane has
-// kGemvLoadsInFlight loads to issue even when K is short.
-inline int gemv_rows_per_warp(int chunks) {
+// Rows per warp (1, 2 or 4) for a K of `chunks` 16-byte chunks: as many rows as fit in one round
+// of gemv_loads_in_flight loads per lane, so short rows still keep a lane's loads in flight and a
+// warp's whole work is issued at once (one DRAM latency, fewer blocks, fewer waves).
+inline int gemv_rows_per_warp(int chunks, int tokens) {
   const int per_lane = (chunks + kWarpSize - 1) / kWarpSize;
-  return per_lane >= 8 ? 1 : per_lane >= 4 ? 2 : 4;
+  const int rows = gemv_loads_in_flight(tokens) / per_lane;
+  return rows >= 4 ? 4 : rows >= 2 ? 2 : 1;
 }
 
 template <int kTokens, int kRows>
-__global__ void __launch_bounds__(kGemvThreads) fp8_gemv_kernel(Fp8GemvParams p) {
-  constexpr int kUnroll = kGemvLoadsInFlight / kRows;
+__global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_kernel(Fp8GemvParams p) {
+  constexpr int kUnroll = gemv_loads_in_flight(kTokens) / kRows;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int row0 = (blockIdx.x * kGemvWarps + warp) * kRows;
   if (row0 >= p.n) return;

@@ -28,22 +28,25 @@ inline constexpr size_t kMmaSmemBytes = size_t{kMmaQBytes} + 2 * kMmaStageBytes 
                                         kMmaHeads * kMmaPRowBytes +
                                         sizeof(float) * (kMmaHeads * kMmaSStride + kMmaHeads);
 
-// Stage the cache rows of tokens [tile, tile + 32) (zeros past `end`) into `stage`.
+// Stage the cache rows of tokens [tile, tile + 32) (zeros past `end`) into `stage`: thread t
+// copies token t / 8 (one block-table lookup), 16-byte columns t % 8 + 8 j.
 __device__ __forceinline__ void mla_load_tile(const MlaDecodeParams& p, const int32_t* table,
                                               uint8_t* stage, int tile, int end, int tid) {
+  static_assert(kMmaTile * 8 == 256, "8 threads per cache row");
   constexpr int kChunks = kMlaHeadDim * 2 / 16;  // 72 per row
-  const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
-  for (int v = tid; v < kMmaTile * kChunks; v += 256) {
-    const int t = v / kChunks, col = v % kChunks;
-    const int token = tile + t;
-    const uint8_t* src = cache;
-    const bool ok = token < end;
-    if (ok) {
-      const int64_t row =
-          static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
-      src = cache + row * (kMlaHeadDim * 2) + col * 16;
-    }
-    cp_async16(stage + t * kMmaRowBytes + col * 16, src, ok);
+  const int t = tid / 8, col0 = tid % 8, token = tile + t;
+  const bool ok = token < end;
+  const auto* src = reinterpret_cast<const uint8_t*>(p.kv_cache);
+  if (ok) {
+    const int64_t row =
+        static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
+    src += row * (kMlaHeadDim * 2);
+  }
+  uint8_t* dst = stage + t * kMmaRowBytes;
+#pragma unroll
+  for (int j = 0; j < kChunks / 8; ++j) {
+    const int col = col0 + 8 * j;
+    cp_async16(dst + col * 16, src + (ok ? col * 16 : 0), ok);
   }
 }
 
@@ -134,8 +137,8 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
       const int h = 8 * warp + j;
       const float s = s_s[h * kMmaSStride + lane];
       const float m_new = fmaxf(m_run[j], warp_max(s));  // finite: token `tile` is valid
-      const float alpha = exp2f(m_run[j] - m_new);
-      const float pr = exp2f(s - m_new);                 // exp2f(-inf) = 0
+      const float alpha = fast_exp2(m_run[j] - m_new);
+      const float pr = fast_exp2(s - m_new);             // 2^-inf = 0
       l_run[j] = l_run[j] * alpha + warp_sum(pr);
       m_run[j] = m_new;
       reinterpret_cast<uint16_t*>(p_s + h * kMmaPRowBytes)[lane] = float_to_bf16_bits(pr);

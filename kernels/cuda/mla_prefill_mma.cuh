@@ -23,30 +23,36 @@ inline constexpr int kPfVRow = kMlaVDim * 2 + 16;        // 272 bytes: V rows
 inline constexpr int kPfStage = kPfK * (kPfKRow + kPfVRow);
 inline constexpr int kPfSmemBytes = kPfQ * kPfKRow + 2 * kPfStage;
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  return uint32_t{float_to_bf16_bits(lo)} | (uint32_t{float_to_bf16_bits(hi)} << 16);
-}
-
+// Stage keys [k0, k0 + 64) (zeros past kv_tokens). Each thread owns fixed 16-byte columns and
+// walks keys with a constant pointer step: k_nope and v 16 columns (thread t: column t % 16, keys
+// t / 16 + 8 j), k_pe 8 columns (column t % 8, keys t / 8 + 16 j).
 __device__ __forceinline__ void pf_load_kv(const MlaPrefillParams& p, uint8_t* stage, int h,
                                            int k0, int tid) {
-  const auto* kn = reinterpret_cast<const uint8_t*>(p.k_nope);
-  const auto* kp = reinterpret_cast<const uint8_t*>(p.k_pe);
-  const auto* vv = reinterpret_cast<const uint8_t*>(p.v);
   uint8_t* ks = stage;
   uint8_t* vs = stage + kPfK * kPfKRow;
-  // K rows: 16 chunks of k_nope then 8 of k_pe; V rows: 16 chunks.
-  for (int i = tid; i < kPfK * 40; i += kPfThreads) {
-    const int row = i / 40, col = i % 40, key = k0 + row;
-    const bool ok = key < p.kv_tokens;
-    const int64_t kk = ok ? key : 0;
-    if (col < 16) {
-      cp_async16(ks + row * kPfKRow + col * 16,
-                     kn + (kk * p.k_token_stride + int64_t{h} * p.k_head_stride) * 2 + col * 16, ok);
-    } else if (col < 24) {
-      cp_async16(ks + row * kPfKRow + col * 16, kp + kk * p.k_pe_token_stride * 2 + (col - 16) * 16, ok);
-    } else {
-      cp_async16(vs + row * kPfVRow + (col - 24) * 16,
-                     vv + (kk * p.v_token_stride + int64_t{h} * p.v_head_stride) * 2 + (col - 24) * 16, ok);
+  {
+    const int col = tid % 16, r0 = tid / 16;
+    const int64_t head_off = int64_t{h} * p.k_head_stride * 2 + col * 16;
+    const int64_t vhead_off = int64_t{h} * p.v_head_stride * 2 + col * 16;
+    const auto* kn = reinterpret_cast<const uint8_t*>(p.k_nope) + head_off;
+    const auto* vv = reinterpret_cast<const uint8_t*>(p.v) + vhead_off;
+#pragma unroll
+    for (int j = 0; j < kPfK / 8; ++j) {
+      const int row = r0 + 8 * j, key = k0 + row;
+      const bool ok = key < p.kv_tokens;
+      const int64_t kk = ok ? key : 0;
+      cp_async16(ks + row * kPfKRow + col * 16, kn + kk * p.k_token_stride * 2, ok);
+      cp_async16(vs + row * kPfVRow + col * 16, vv + kk * p.v_token_stride * 2, ok);
+    }
+  }
+  {
+    const int col = tid % 8, r0 = tid / 8;
+    const auto* kp = reinterpret_cast<const uint8_t*>(p.k_pe) + col * 16;
+#pragma unroll
+    for (int j = 0; j < kPfK / 16; ++j) {
+      const int row = r0 + 16 * j, key = k0 + row;
+      const bool ok = key < p.kv_tokens;
+      cp_async16(ks + row * kPfKRow + 256 + col * 16, kp + (ok ? int64_t{key} : 0) * p.k_pe_token_stride * 2, ok);
     }
   }
 }
@@ -121,41 +127,42 @@ __global__ void __launch_bounds__(kPfThreads, 2) mla_prefill_mma_kernel(MlaPrefi
         mma_16816(s[2 * np + 1], qf[ks][0], qf[ks][1], qf[ks][2], qf[ks][3], bb[2], bb[3]);
       }
     }
-    // Mask (causal and kv length) only where the tile reaches past a row's limit.
-    const bool full = k0 + kPfK - 1 <= min(pos0, p.kv_tokens - 1);
-    float mx0 = m0, mx1 = m1;
+    // Mask (causal and kv length) only where the tile reaches past a row's limit. Maxima are
+    // taken over raw scores (the scale is positive) and scaled once.
+    if (k0 + kPfK - 1 > min(pos0, p.kv_tokens - 1)) {
+#pragma unroll
+      for (int nt = 0; nt < kPfK / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key = k0 + nt * 8 + 2 * c + e;
+          if (key > pos0 || key >= p.kv_tokens) s[nt][e] = -INFINITY;
+          if (key > pos1 || key >= p.kv_tokens) s[nt][2 + e] = -INFINITY;
+        }
+    }
+    float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < kPfK / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int key = k0 + nt * 8 + 2 * c + e;
-        float v0 = s[nt][e] * scale_log2, v1 = s[nt][2 + e] * scale_log2;
-        if (!full) {
-          if (key > pos0 || key >= p.kv_tokens) v0 = -INFINITY;
-          if (key > pos1 || key >= p.kv_tokens) v1 = -INFINITY;
-        }
-        s[nt][e] = v0;
-        s[nt][2 + e] = v1;
-        mx0 = fmaxf(mx0, v0);
-        mx1 = fmaxf(mx1, v1);
-      }
+      mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+      mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
     }
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    // A row with nothing visible yet keeps max -inf: use 0 as the shift so exp2 gives 0, not NaN.
-    const float sh0 = mx0 == -INFINITY ? 0.0f : mx0, sh1 = mx1 == -INFINITY ? 0.0f : mx1;
-    const float al0 = exp2f(m0 - sh0), al1 = exp2f(m1 - sh1);
-    m0 = mx0;
-    m1 = mx1;
+    // Running maxima in the log2 domain. A row with nothing visible yet keeps -inf; its shift is
+    // then 0 so that the weights come out 0, not NaN.
+    const float new0 = fmaxf(m0, mx0 * scale_log2), new1 = fmaxf(m1, mx1 * scale_log2);
+    const float sh0 = new0 == -INFINITY ? 0.0f : new0, sh1 = new1 == -INFINITY ? 0.0f : new1;
+    const float al0 = fast_exp2(m0 - sh0), al1 = fast_exp2(m1 - sh1);
+    m0 = new0;
+    m1 = new1;
     float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < kPfK / 8; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - sh0);
-      s[nt][1] = exp2f(s[nt][1] - sh0);
-      s[nt][2] = exp2f(s[nt][2] - sh1);
-      s[nt][3] = exp2f(s[nt][3] - sh1);
+      s[nt][0] = fast_exp2(fmaf(s[nt][0], scale_log2, -sh0));
+      s[nt][1] = fast_exp2(fmaf(s[nt][1], scale_log2, -sh0));
+      s[nt][2] = fast_exp2(fmaf(s[nt][2], scale_log2, -sh1));
+      s[nt][3] = fast_exp2(fmaf(s[nt][3], scale_log2, -sh1));
       sum0 += s[nt][0] + s[nt][1];
       sum1 += s[nt][2] + s[nt][3];
     }
@@ -172,10 +179,10 @@ __global__ void __launch_bounds__(kPfThreads, 2) mla_prefill_mma_kernel(MlaPrefi
     const uint8_t* vs = stage + kPfK * kPfKRow;
 #pragma unroll
     for (int kk = 0; kk < kPfK / 16; ++kk) {
-      const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-      const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-      const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      const uint32_t a0 = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+      const uint32_t a1 = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+      const uint32_t a2 = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      const uint32_t a3 = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
       const uint8_t* vb = vs + (kk * 16 + v_row) * kPfVRow + v_col * 2;
 #pragma unroll
       for (int np = 0; np < kMlaVDim / 16; ++np) {
@@ -201,10 +208,10 @@ __global__ void __launch_bounds__(kPfThreads, 2) mla_prefill_mma_kernel(MlaPrefi
     const int dim = nb * 8 + 2 * c;
     if (t0 < p.tokens)
       out[(int64_t{t0} * p.out_token_stride + int64_t{h} * p.out_head_stride + dim) / 2] =
-          pack_bf16(o[nb][0] * inv0, o[nb][1] * inv0);
+          pack_bf16x2(o[nb][0] * inv0, o[nb][1] * inv0);
     if (t1 < p.tokens)
       out[(int64_t{t1} * p.out_token_stride + int64_t{h} * p.out_head_stride + dim) / 2] =
-          pack_bf16(o[nb][2] * inv1, o[nb][3] * inv1);
+          pack_bf16x2(o[nb][2] * inv1, o[nb][3] * inv1);
   }
 }
 

@@ -3,6 +3,7 @@
 //   ldmatrix_x4    four 8x8 BF16 matrices from shared memory (lane l: a row address of matrix
 //                  l / 8), .trans variant for token-major operands used as B with k = token
 //   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread)
+//   pack_bf16x2, fast_exp2: one-instruction conversions for softmax weights
 // Fragment layouts (PTX ISA, m16n8k16), g = lane / 4, c = lane % 4:
 //   A (row g / g+8, k 2c.. / 2c+8..), B (k 2c.. / 2c+8.., col g), C (row g / g+8, col 2c, 2c+1).
 #pragma once
@@ -32,6 +33,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
+}
+
+// Two floats -> packed BF16x2 (round to nearest even, low half first): one cvt instruction.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// 2^x by the special-function unit (ex2.approx: ~2 ulp, -inf -> 0): for softmax weights that are
+// rounded to BF16 next.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
 }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {

@@ -25,7 +25,7 @@ namespace {
 
 template <int kTokens>
 cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
-  const int rows = kernels::gemv_rows_per_warp(p.k / 16);
+  const int rows = kernels::gemv_rows_per_warp(p.k / 16, kTokens);
   const int blocks = (p.n + kernels::kGemvWarps * rows - 1) / (kernels::kGemvWarps * rows);
   switch (rows) {
     case 1: kernels::fp8_gemv_kernel<kTokens, 1><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
