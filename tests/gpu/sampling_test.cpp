@@ -12,12 +12,20 @@
 namespace hymoe::gpu {
 namespace {
 
-int reference_sample(const float* logits, int vocab, const SamplingRow& o) {
+struct Reference {
+  int token = -1;
+  // The kernel sums in FP32 and in another order: where the draw (or the top_p cut) falls within
+  // a hair of a boundary between two tokens, either neighbour is a correct answer.
+  int alternative = -1;
+};
+
+Reference reference_sample(const float* logits, int vocab, const SamplingRow& o) {
+  constexpr double kHair = 1e-4;  // relative to the mass involved; FP32 sums are ~1e-6 apart
   std::vector<float> v(logits, logits + vocab);
   for (float& x : v)
     if (std::isnan(x)) x = -INFINITY;
   if (o.temperature == 0.0f || o.top_k == 1)
-    return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
+    return {static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()), -1};
   std::vector<int> order(vocab);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[a] > v[b]; });
@@ -26,11 +34,15 @@ int reference_sample(const float* logits, int vocab, const SamplingRow& o) {
   std::vector<double> p(vocab, 0.0);
   double total = 0.0;
   for (size_t i = 0; i < m; ++i) total += p[order[i]] = std::exp((v[order[i]] - mx) / o.temperature);
+  bool cut_ambiguous = false;
   if (o.top_p < 1.0f) {
     double cum = 0.0;
     size_t keep = 0;
     while (keep < m && cum < double{o.top_p} * total) cum += p[order[keep++]];
     m = std::max<size_t>(keep, 1);
+    const double before = cum - p[order[m - 1]];
+    cut_ambiguous = std::abs(before - double{o.top_p} * total) < kHair * total ||
+                    std::abs(cum - double{o.top_p} * total) < kHair * total;
   }
   std::vector<int> kept;
   for (size_t i = 0; i < m; ++i)
@@ -40,11 +52,21 @@ int reference_sample(const float* logits, int vocab, const SamplingRow& o) {
   for (int id : kept) mass += p[id];
   const double target = sampling_uniform_host(o.seed, o.step) * mass;
   double cum = 0.0;
-  for (int id : kept) {
-    cum += p[id];
-    if (target < cum) return id;
+  Reference r;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    cum += p[kept[i]];
+    if (target < cum) {
+      r.token = kept[i];
+      if (cum - target < kHair * mass && i + 1 < kept.size()) r.alternative = kept[i + 1];
+      if (target - (cum - p[kept[i]]) < kHair * mass && i > 0) r.alternative = kept[i - 1];
+      break;
+    }
   }
-  return kept.back();
+  if (r.token < 0) r.token = kept.back();
+  // A cut that moved by one token changes the kept mass and so every draw: accept any token the
+  // kernel may have kept, i.e. skip the exact comparison (counted by the caller).
+  if (cut_ambiguous) r.alternative = -2;
+  return r;
 }
 
 TEST(GpuHost, SamplingUniformIsTheCpuDraw) {
@@ -92,16 +114,24 @@ TEST(Sampling, MatchesReference) {
                   stream);
     const auto tokens = test::to_host<int32_t>(dtok, rows, stream);
     EXPECT_EQ(tokens[0], 11);
-    int mismatches = 0;
+    int mismatches = 0, ambiguous = 0;
     for (int r = 0; r < rows; ++r) {
-      const int want = reference_sample(&logits[size_t(r) * ld], vocab, opts[r]);
-      if (tokens[r] != want) {
+      const Reference want = reference_sample(&logits[size_t(r) * ld], vocab, opts[r]);
+      if (want.alternative == -2) {
+        ++ambiguous;
+        EXPECT_GE(tokens[r], 0);
+        EXPECT_LT(tokens[r], vocab);
+        continue;
+      }
+      if (want.alternative >= 0) ++ambiguous;
+      if (tokens[r] != want.token && tokens[r] != want.alternative) {
         ++mismatches;
         ADD_FAILURE() << "vocab " << vocab << " row " << r << " (kind " << r % 8 << "): got "
-                      << tokens[r] << ", reference " << want;
+                      << tokens[r] << ", reference " << want.token;
       }
     }
     EXPECT_EQ(mismatches, 0);
+    EXPECT_LE(ambiguous, rows / 8) << "too many draws near a boundary for the test to mean much";
   }
 }
 
