@@ -450,15 +450,20 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     DeviceBuffer hq = random_fp8(size_t(rows) * kInter, s);
     DeviceBuffer hs = random_f32(grouped_scale_floats(kInter / 128, rows, kExperts), 0.001f, 0.01f, s);
     DeviceBuffer y(size_t(rows) * kHidden * 2);
-    GroupedFp8Gemm g_gate(lt, kInter, kHidden), g_up(lt, kInter, kHidden), g_down(lt, kHidden, kInter);
-    const double ms = bench.time_ms([&] {
-      g_gate.run(offsets, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
-      g_up.run(offsets, up, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>() + kInter, 2 * kInter, s);
-      g_down.run(offsets, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
-    });
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
-    bench.add({fmt::format("moe_grouped_gemm/{} tokens x top8 (gate+up+down)", tokens),
-               flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+    for (const GemmBackend backend : {GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+      GroupedFp8Gemm g_gate(lt, kInter, kHidden, backend), g_up(lt, kInter, kHidden, backend),
+          g_down(lt, kHidden, kInter, backend);
+      const int32_t* dev_off = doff.as<int32_t>();
+      const double ms = bench.time_ms([&] {
+        g_gate.run(offsets, dev_off, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
+        g_up.run(offsets, dev_off, up, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>() + kInter, 2 * kInter, s);
+        g_down.run(offsets, dev_off, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
+      });
+      bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
+                             gemm_backend_name(backend), tokens),
+                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+    }
     // Dispatch kernels around it: permute of the quantised tokens and the weighted un-permute.
     DeviceBuffer xq = random_fp8(size_t(tokens) * kHidden, s);
     DeviceBuffer xs = random_f32(size_t(tokens) * (kHidden / 128), 0.001f, 0.01f, s);

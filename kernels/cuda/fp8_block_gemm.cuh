@@ -9,6 +9,7 @@
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/moe.h"
 #include "mma.cuh"
 
 namespace hymoe::gpu::kernels {
@@ -55,13 +56,15 @@ __device__ __forceinline__ void bg_load_stage(const Fp8BlockGemmParams& p, uint8
   }
 }
 
-__global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemmParams p) {
-  extern __shared__ __align__(16) uint8_t bg_smem[];
+// One 64 x 128 output tile at (m0, n0).
+__device__ __forceinline__ void fp8_block_gemm_tile(const Fp8BlockGemmParams& p, int m0, int n0,
+                                                    uint8_t* bg_smem) {
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int g = lane / 4, t = lane % 4;
   const int wm = (warp / 4) * 32, wn = (warp % 4) * 32;
-  const int n0 = blockIdx.x * kBgN, m0 = blockIdx.y * kBgM;
   const int kblocks = (p.k + kBgK - 1) / kBgK;
+  const int a_row = (lane % 8) + ((lane / 8) & 1) * 8, a_colb = (lane / 16) * 16;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_colb = ((lane / 8) & 1) * 16;
 
   // This thread's four output rows (per 16-row m tile: g and g + 8) and their scale validity.
   int rows[2][2];
@@ -96,23 +99,20 @@ __global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemm
         for (int r = 0; r < 4; ++r) part[mi][ni][r] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < kBgK; kk += 32) {
+      // ldmatrix on byte pairs: an 8x8 b16 matrix is 8 rows x 16 FP8 codes, and a thread's
+      // two b16 elements are the four codes the m16n8k32 fragment wants.
       uint32_t af[2][4];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        const uint8_t* r0 = as + (wm + mi * 16 + g) * kBgStride + kk + t * 4;
-        const uint8_t* r8 = r0 + 8 * kBgStride;
-        af[mi][0] = *reinterpret_cast<const uint32_t*>(r0);
-        af[mi][1] = *reinterpret_cast<const uint32_t*>(r8);
-        af[mi][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
-        af[mi][3] = *reinterpret_cast<const uint32_t*>(r8 + 16);
-      }
+      for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(af[mi], as + (wm + mi * 16 + a_row) * kBgStride + kk + a_colb);
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const uint8_t* br = bs + (wn + ni * 8 + g) * kBgStride + kk + t * 4;
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(br);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(br + 16);
+      for (int np = 0; np < 2; ++np) {
+        uint32_t bb[4];
+        ldmatrix_x4(bb, bs + (wn + np * 16 + b_row) * kBgStride + kk + b_colb);
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) mma_fp8_16832(part[mi][ni], af[mi], b0, b1);
+        for (int mi = 0; mi < 2; ++mi) {
+          mma_fp8_16832(part[mi][2 * np], af[mi], bb[0], bb[1]);
+          mma_fp8_16832(part[mi][2 * np + 1], af[mi], bb[2], bb[3]);
+        }
       }
     }
     // Promote: one weight scale for the tile, one activation scale per row.
@@ -147,6 +147,48 @@ __global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemm
         if (col + 1 < p.n) d[row * p.ldd + col + 1] = float_to_bf16_bits(acc[mi][ni][2 * h + 1]);
       }
     }
+}
+
+__global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemmParams p) {
+  extern __shared__ __align__(16) uint8_t bg_smem[];
+  fp8_block_gemm_tile(p, blockIdx.y * kBgM, blockIdx.x * kBgN, bg_smem);
+}
+
+// Grouped: blockIdx.y enumerates the 64-row tiles of every expert in expert order; each block
+// finds its expert from the device offsets and runs the tile on that expert's rows and weight.
+__global__ void __launch_bounds__(kBgThreads) fp8_grouped_gemm_kernel(GroupedGemmParams gp) {
+  extern __shared__ __align__(16) uint8_t bg_smem[];
+  __shared__ int s_expert, s_tile;
+  if (threadIdx.x == 0) {
+    int first = 0, e = 0;
+    const int y = blockIdx.y;
+    for (; e < gp.experts; ++e) {
+      const int tiles = (gp.offsets[e + 1] - gp.offsets[e] + kBgM - 1) / kBgM;
+      if (y < first + tiles) break;
+      first += tiles;
+    }
+    s_expert = e;
+    s_tile = y - first;
+  }
+  __syncthreads();
+  const int e = s_expert;
+  if (e >= gp.experts) return;  // (the host sizes the grid exactly; kept for safety)
+  const int off = gp.offsets[e], rows = gp.offsets[e + 1] - off;
+  const int col_blocks = (gp.k + kBgK - 1) / kBgK;
+  Fp8BlockGemmParams p;
+  p.a = gp.a + static_cast<int64_t>(off) * gp.k;
+  p.a_scale = gp.a_scales + grouped_scale_offset(col_blocks, off, e);
+  p.b = gp.weights[e].w;
+  p.b_scale = gp.weights[e].scales;
+  p.d = gp.d + static_cast<int64_t>(off) * gp.ldd;
+  p.m = rows;
+  p.n = gp.n;
+  p.k = gp.k;
+  p.lda = p.ldb = gp.k;
+  p.ldd = gp.ldd;
+  p.a_scale_ld = rows;
+  p.b_scale_ld = gp.b_scale_ld;
+  fp8_block_gemm_tile(p, s_tile * kBgM, blockIdx.x * kBgN, bg_smem);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -15,4 +15,14 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, int tiles, cudaStream_t stream) {
+  using namespace kernels;
+  const cudaError_t attr = cudaFuncSetAttribute(
+      fp8_grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBgSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);
+  fp8_grouped_gemm_kernel<<<grid, kBgThreads, kBgSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 }  // namespace hymoe::gpu::launch

@@ -1,7 +1,10 @@
 // Entry points of the MoE dispatch kernels and the grouped expert GEMM.
 #include "hymoe/gpu/moe.h"
 
+#include <algorithm>
+
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu {
@@ -51,19 +54,69 @@ void moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::moe_unpermute(p, stream));
 }
 
-void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets,
+GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend backend)
+    : lt_(&lt), n_(n), k_(k), backend_(backend) {
+  HYMOE_CHECK(n >= 1 && k >= 16 && k % 16 == 0, kInvalidArgument,
+              "grouped gemm: n {} k {} (k a multiple of 16)", n, k);
+  if (backend_ == GemmBackend::kAuto)
+    backend_ = fp8_block_gemm_supported() ? GemmBackend::kHymoe : GemmBackend::kCublasLt;
+  HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
+              "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
+}
+
+void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
                          std::span<const ExpertWeight> experts, const Fp8E4M3* a,
                          const float* a_scales, Bf16* d, int64_t ldd, cudaStream_t stream) {
   HYMOE_CHECK(host_offsets.size() == experts.size() + 1, kInvalidArgument,
               "grouped gemm: {} offsets for {} experts", host_offsets.size(), experts.size());
   const int col_blocks = (k_ + 127) / 128;
-  HYMOE_CHECK(ldd % 8 == 0 && (reinterpret_cast<uintptr_t>(d) & 15u) == 0 &&
+  HYMOE_CHECK(ldd % 8 == 0 && ldd >= n_ && (reinterpret_cast<uintptr_t>(d) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(a) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(a_scales) & 15u) == 0,
               kInvalidArgument, "grouped gemm: operands must be 16-byte aligned (ldd {})", ldd);
+  int64_t tiles = 0;
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const int rows = host_offsets[e + 1] - host_offsets[e];
+    HYMOE_CHECK(rows >= 0, kInvalidArgument, "grouped gemm: offsets decrease at expert {}", e);
+    if (rows > 0) {
+      HYMOE_CHECK(experts[e].w && experts[e].scales &&
+                      (reinterpret_cast<uintptr_t>(experts[e].w) & 15u) == 0,
+                  kInvalidArgument, "grouped gemm: expert {} weight null or not 16-byte aligned", e);
+    }
+    tiles += (rows + 63) / 64;
+  }
+  if (tiles == 0) return;
+  if (backend_ == GemmBackend::kHymoe) {
+    HYMOE_CHECK(device_offsets, kInvalidArgument, "grouped gemm: device offsets are required");
+    HYMOE_CHECK(tiles <= 65535, kInvalidArgument, "grouped gemm: {} row tiles in one launch",
+                tiles);
+    // The expert table on the device, refreshed only when the experts change.
+    if (weights_host_.size() != experts.size() ||
+        !std::equal(experts.begin(), experts.end(), weights_host_.begin(),
+                    [](const ExpertWeight& x, const ExpertWeight& y) {
+                      return x.w == y.w && x.scales == y.scales;
+                    })) {
+      weights_host_.assign(experts.begin(), experts.end());
+      if (weights_dev_.bytes() < experts.size() * sizeof(ExpertWeight))
+        weights_dev_ = DeviceBuffer(experts.size() * sizeof(ExpertWeight));
+      weights_dev_.copy_from_host(weights_host_.data(), experts.size() * sizeof(ExpertWeight), stream);
+    }
+    GroupedGemmParams gp;
+    gp.a = a;
+    gp.a_scales = a_scales;
+    gp.offsets = device_offsets;
+    gp.weights = weights_dev_.as<ExpertWeight>();
+    gp.d = d;
+    gp.experts = static_cast<int>(experts.size());
+    gp.n = n_;
+    gp.k = k_;
+    gp.ldd = ldd;
+    gp.b_scale_ld = block_scale_ld(k_);
+    HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm(gp, static_cast<int>(tiles), stream));
+    return;
+  }
   for (size_t e = 0; e < experts.size(); ++e) {
     const int off = host_offsets[e], rows = host_offsets[e + 1] - off;
-    HYMOE_CHECK(rows >= 0, kInvalidArgument, "grouped gemm: offsets decrease at expert {}", e);
     if (rows == 0) continue;
     auto it = plans_.find({rows, ldd});
     if (it == plans_.end()) {

@@ -9,6 +9,7 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/moe.h"
 
 namespace hymoe::gpu {
@@ -19,11 +20,13 @@ TEST(Moe, PipelineMatchesReference) {
   auto rng = test::make_rng();
   Stream stream;
   CublasLt lt;
-  const int tokens = 100, top_k = 4, experts = 16, used = 11;  // experts 11..15 get no tokens
+  const int tokens = 300, top_k = 4, experts = 16, used = 11;  // experts 11..15 get no tokens
+  // (~110 rows per used expert: two 64-row tiles each in the one-launch kernel)
   const int k = 256, n = 320;                                   // n ragged (3 scale rows)
-  if (!GemmPlan::supported(lt, GemmKind::kFp8BlockScale, {64, n, k, k, k, n})) {
+  if (!GemmPlan::supported(lt, GemmKind::kFp8BlockScale, {64, n, k, k, k, n}) &&
+      !fp8_block_gemm_supported()) {
     ASSERT_NE(query_device(0).sm(), 90) << "block-scaled FP8 GEMM unsupported on sm_90";
-    GTEST_SKIP() << "block-scaled FP8 GEMM not supported by cuBLASLt here";
+    GTEST_SKIP() << "no block-scaled FP8 GEMM on this GPU (neither cuBLASLt nor FP8 mma.sync)";
   }
   // Routing: top_k distinct experts per token among the first `used`, with random weights.
   std::vector<int32_t> ids(tokens * top_k);
@@ -99,19 +102,9 @@ TEST(Moe, PipelineMatchesReference) {
   }
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
 
-  auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
-  GroupedFp8Gemm gemm(lt, n, k);
-  gemm.run(offsets, expert_weights, dperm.as<Fp8E4M3>(), dperm_s.as<float>(), dy.as<Bf16>(), n,
-           stream);
-  auto dout = test::poisoned<Bf16>(size_t(tokens) * n, stream);
-  moe_unpermute({dy.as<Bf16>(), dslot.as<int32_t>(), dwt.as<float>(), dout.as<Bf16>(), tokens,
-                 top_k, n, n, n},
-                stream);
-  const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(tokens) * n, stream));
   const auto xq = test::to_host<uint8_t>(dxq, size_t(tokens) * k, stream);
   const auto xs = test::to_host<float>(dxs, size_t(kb) * tokens, stream);
-
-  std::vector<double> ref(out.size(), 0.0);
+  std::vector<double> ref(size_t(tokens) * n, 0.0);
   for (int t = 0; t < tokens; ++t)
     for (int j = 0; j < top_k; ++j) {
       const int e = ids[t * top_k + j];
@@ -123,8 +116,21 @@ TEST(Moe, PipelineMatchesReference) {
         ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
       }
     }
-  // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
-  EXPECT_LT(test::normalized_error(out, ref), 5e-3);
+  // Both grouped-GEMM backends: one launch of hymoe's kernel, and one cuBLASLt plan per expert.
+  for (const GemmBackend backend : {GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+    if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
+    auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
+    GroupedFp8Gemm gemm(lt, n, k, backend);
+    gemm.run(offsets, doff.as<int32_t>(), expert_weights, dperm.as<Fp8E4M3>(),
+             dperm_s.as<float>(), dy.as<Bf16>(), n, stream);
+    auto dout = test::poisoned<Bf16>(size_t(tokens) * n, stream);
+    moe_unpermute({dy.as<Bf16>(), dslot.as<int32_t>(), dwt.as<float>(), dout.as<Bf16>(), tokens,
+                   top_k, n, n, n},
+                  stream);
+    const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(tokens) * n, stream));
+    // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
+    EXPECT_LT(test::normalized_error(out, ref), 5e-3) << gemm_backend_name(backend);
+  }
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

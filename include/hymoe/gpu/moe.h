@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <vector>
 
+#include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/dtypes.h"
 #include "hymoe/gpu/fp8_quant.h"
@@ -74,20 +76,42 @@ struct ExpertWeight {
   const float* scales = nullptr;
 };
 
+// Device-side description of one grouped GEMM launch (fp8_block_gemm's grouped kernel).
+struct GroupedGemmParams {
+  const Fp8E4M3* a = nullptr;          // [rows, k] permuted tokens
+  const float* a_scales = nullptr;     // grouped scale layout
+  const int32_t* offsets = nullptr;    // [experts + 1] on the device
+  const ExpertWeight* weights = nullptr;  // [experts] on the device
+  Bf16* d = nullptr;                   // [rows, ldd]
+  int experts = 0;
+  int n = 0, k = 0;
+  int64_t ldd = 0;
+  int64_t b_scale_ld = 0;              // block_scale_ld(k)
+};
+
+// Backends: kHymoe runs every expert in one launch of hymoe's block-scaled kernel (kAuto picks
+// it where the GPU has FP8 mma.sync); kCublasLt runs one cuBLASLt plan per expert (its own
+// kernel where cuBLASLt refuses the shape), each a separate launch.
 class GroupedFp8Gemm {
  public:
-  GroupedFp8Gemm(const CublasLt& lt, int n, int k) : lt_(&lt), n_(n), k_(k) {}
-  // host_offsets: expert_offsets copied to the host. a: permuted FP8 rows [rows, k] with grouped
-  // scales; d: [rows, ldd] BF16. Experts without rows are skipped.
-  void run(std::span<const int32_t> host_offsets, std::span<const ExpertWeight> experts,
-           const Fp8E4M3* a, const float* a_scales, Bf16* d, int64_t ldd, cudaStream_t stream);
+  GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend backend = GemmBackend::kAuto);
+  // host_offsets: expert_offsets copied to the host; device_offsets: the same on the device (the
+  // one-launch backend reads them there). a: permuted FP8 rows [rows, k] with grouped scales;
+  // d: [rows, ldd] BF16. Experts without rows are skipped.
+  void run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
+           std::span<const ExpertWeight> experts, const Fp8E4M3* a, const float* a_scales, Bf16* d,
+           int64_t ldd, cudaStream_t stream);
   int n() const { return n_; }
   int k() const { return k_; }
+  GemmBackend backend() const { return backend_; }
 
  private:
   const CublasLt* lt_;
   int n_, k_;
+  GemmBackend backend_;
   std::map<std::pair<int, int64_t>, GemmPlan> plans_;  // by (rows, ldd)
+  std::vector<ExpertWeight> weights_host_;              // what weights_dev_ holds
+  DeviceBuffer weights_dev_;
 };
 
 }  // namespace hymoe::gpu
