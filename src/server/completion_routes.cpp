@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "hymoe/common/error.h"
 #include "hymoe/server/api_error.h"
@@ -13,6 +14,7 @@
 #include "hymoe/server/http_server.h"
 #include "hymoe/server/openai_request.h"
 #include "http_routes.h"
+#include "peer_watch.h"
 
 namespace hymoe::server {
 namespace {
@@ -127,12 +129,29 @@ void start_stream(httplib::Response& res, const ServedModel& m, std::shared_ptr<
       });
 }
 
-// Waits for the whole generation (non-streamed responses).
-Generation::Delta collect(Generation& gen) {
+// Waits for the whole generation (non-streamed responses). While waiting it checks the client's
+// connection: a client that went away cancels the request (its KV blocks are freed at the next
+// engine iteration), and the abort that follows ends the wait.
+Generation::Delta collect(const ServedModel& m, Generation& gen, const httplib::Request& req) {
+  const PeerWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+  if (!watch.found()) {
+    spdlog::warn("no socket found for {}:{} -> {}:{}; a disconnect will not cancel {}",
+                 req.remote_addr, req.remote_port, req.local_addr, req.local_port, gen.options().id);
+  }
+  bool cancelled = false;
+  auto next_check = std::chrono::steady_clock::now();
   Generation::Delta all;
   Generation::Delta d;
   while (true) {
-    if (!gen.wait(d, 1000ms)) continue;
+    // News arrives with every token, so the connection is checked on a clock, not on timeouts.
+    if (!cancelled && std::chrono::steady_clock::now() >= next_check) {
+      next_check = std::chrono::steady_clock::now() + 200ms;
+      if (watch.peer_closed()) {
+        cancelled = true;
+        m.scheduler->cancel(gen.options().id);
+      }
+    }
+    if (!gen.wait(d, 200ms)) continue;
     all.content += d.content;
     all.reasoning += d.reasoning;
     for (auto& lp : d.logprobs) all.logprobs.push_back(std::move(lp));
@@ -170,9 +189,9 @@ void submit(const ServedModel& m, const std::shared_ptr<Generation>& gen, std::v
 
 }  // namespace
 
-void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metrics, const std::string& body,
-                 httplib::Response& res) {
-  ChatCompletionRequest r = parse_chat_request(body);
+void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metrics,
+                 const httplib::Request& req, httplib::Response& res) {
+  ChatCompletionRequest r = parse_chat_request(req.body);
   check_model(m, r.model);
   if (!m.chat_template) {
     throw ApiException(ApiError::invalid("this model has no chat template; use /v1/completions", "messages"));
@@ -200,7 +219,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
     start_stream(res, m, gen, head, /*chat=*/true, r.include_usage, r.sampling.logprobs, "");
     return;
   }
-  Generation::Delta d = collect(*gen);
+  Generation::Delta d = collect(m, *gen, req);
   if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
   std::optional<std::string> reasoning;
   if (gen->saw_reasoning() || !d.reasoning.empty()) reasoning = d.reasoning;
@@ -210,10 +229,10 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
                   "application/json");
 }
 
-void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics& metrics, const std::string& body,
-                       httplib::Response& res) {
+void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics& metrics,
+                       const httplib::Request& req, httplib::Response& res) {
   (void)config;
-  CompletionRequest r = parse_completion_request(body);
+  CompletionRequest r = parse_completion_request(req.body);
   check_model(m, r.model);
   std::vector<int32_t> ids;
   std::string prompt_text = r.prompt;
@@ -244,7 +263,7 @@ void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics
                  r.echo ? prompt_text : std::string());
     return;
   }
-  Generation::Delta d = collect(*gen);
+  Generation::Delta d = collect(m, *gen, req);
   if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
   const std::string text = r.echo ? prompt_text + d.content : d.content;
   res.set_content(text_completion(head, text, finish_name(d.reason), gen->usage(),

@@ -6,6 +6,7 @@
 #include <string>
 
 namespace httplib {
+struct Request;
 struct Response;
 }
 
@@ -16,10 +17,12 @@ struct ServerConfig;
 struct ApiError;
 class Metrics;
 
-void handle_chat(const ServedModel& model, const ServerConfig& config, Metrics& metrics, const std::string& body,
-                 httplib::Response& res);
+// Non-streamed answers watch the request's connection (PeerWatch) and cancel the generation
+// when the client goes away; streamed ones notice it as a failed write.
+void handle_chat(const ServedModel& model, const ServerConfig& config, Metrics& metrics,
+                 const httplib::Request& req, httplib::Response& res);
 void handle_completion(const ServedModel& model, const ServerConfig& config, Metrics& metrics,
-                       const std::string& body, httplib::Response& res);
+                       const httplib::Request& req, httplib::Response& res);
 void handle_tokenize(const ServedModel& model, const std::string& body, httplib::Response& res);
 void handle_detokenize(const ServedModel& model, const std::string& body, httplib::Response& res);
 

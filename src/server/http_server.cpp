@@ -212,10 +212,10 @@ void HttpServer::Impl::routes() {
   });
 
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_chat(*m, config, metrics, req.body, res);
+    if (auto m = ready_or_503(res)) handle_chat(*m, config, metrics, req, res);
   });
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_completion(*m, config, metrics, req.body, res);
+    if (auto m = ready_or_503(res)) handle_completion(*m, config, metrics, req, res);
   });
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (auto m = ready_or_503(res)) handle_tokenize(*m, req.body, res);

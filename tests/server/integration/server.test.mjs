@@ -253,6 +253,33 @@ test('a client that disconnects mid-stream cancels its request and frees its KV'
   assert.ok(freed, 'request not cancelled within 10 s');
 });
 
+test('a client that disconnects while waiting for a non-streamed answer cancels its request', async () => {
+  const http = await import('node:http');
+  const aborts = await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"');
+  const body = JSON.stringify({ model: 'tiny', messages: ask, max_tokens: 3000, ignore_eos: true });
+  const req = http.request(A.base + '/v1/chat/completions', {
+    method: 'POST', agent: false,
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${KEY}`, 'Content-Length': Buffer.byteLength(body) },
+  });
+  req.on('error', () => {});  // the socket is destroyed below on purpose
+  req.end(body);
+  let running = false;
+  for (let i = 0; i < 100 && !running; i++) {
+    await sleep(50);
+    running = (await metric(A.base, 'vllm:num_requests_running')) === 1;
+  }
+  assert.ok(running, 'request never started');
+  req.destroy();
+  let freed = false;
+  for (let i = 0; i < 100 && !freed; i++) {
+    await sleep(100);
+    freed = (await metric(A.base, 'vllm:num_requests_running')) === 0 &&
+            (await metric(A.base, 'vllm:kv_cache_usage_perc')) === 0 &&
+            (await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"')) === aborts + 1;
+  }
+  assert.ok(freed, 'request not cancelled within 10 s of the disconnect');
+});
+
 test('a burst of 400 new connections is accepted', async () => {
   const http = await import('node:http');
   const one = () => new Promise((resolve) => {
