@@ -1,0 +1,74 @@
+// Absorbed MLA attention (DeepSeek-V2/V3) of a block of queries of ONE sequence against its paged
+// latent cache. With the absorption q_lat = W_UK[h]^T q_nope done beforehand, every head is a
+// plain attention of width lora + rope over the shared cache rows [c_kv | k_pe]:
+//
+//   s[j] = scale * ([q_lat | q_pe] . cache[j])      for keys j <= the query's position
+//   o_lat = sum_j softmax(s)[j] * c_kv[j]             (then out = W_UV[h] o_lat, by the caller)
+//
+// The rows (query token x head) of one call share every cache row: the kernel reads each cache
+// row once per call, in key blocks of kMlaKeyBlock tokens at fixed absolute positions (0, 64,
+// 128, ...) with an online softmax across blocks. A row's arithmetic depends only on its own
+// query, its position and the cache, never on which other rows share the call, so a token's
+// result is bitwise the same whether its prompt was chunked or batched differently (on one
+// variant; variants differ in rounding).
+//
+// Precision: q and the softmax weights p enter the dot products as BF16 (like the cache);
+// scores, the softmax and o_lat are FP32. Callers split the heads (and tokens) across threads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hymoe/kernels/isa.h"
+
+namespace hymoe::kernels {
+
+inline constexpr int64_t kMlaKeyBlock = 64;
+
+// Scratch of one worker (one call at a time). Grown on first use to the largest call seen, so a
+// worker that keeps it allocates nothing in steady state.
+struct MlaAttentionScratch {
+  std::vector<uint16_t> v_packed;  // a key block's c_kv rows, interleaved in key pairs
+  std::vector<uint16_t> zero_row;  // stands in for the rows past the cache's end
+  std::vector<uint16_t> q_tile;    // a few query rows in BF16
+  std::vector<float> q_row;        // one query row, BF16-rounded (scalar variant)
+  std::vector<float> m, l;         // running max (log2 units) and sum per query row
+};
+
+struct MlaAttentionParams {
+  int64_t lora = 512;  // kv_lora_rank: latent width (multiple of 64)
+  int64_t rope = 64;   // qk_rope_head_dim (multiple of 32)
+  // Query token t (0-based in this block) sits at absolute position first_position + t and sees
+  // keys 0..first_position + t. The cache must hold rows 0..first_position + token_end - 1.
+  int64_t first_position = 0;
+  // The rows of this call: tokens [token_begin, token_end) x heads [head_begin, head_end).
+  int64_t token_begin = 0, token_end = 0;
+  int64_t head_begin = 0, head_end = 0;
+  // FP32 queries: q_lat of (t, h) at q_lat + t * q_lat_token_stride + h * q_lat_head_stride
+  // (lora values), q_pe likewise (rope values, already roped).
+  const float* q_lat = nullptr;
+  int64_t q_lat_token_stride = 0, q_lat_head_stride = 0;
+  const float* q_pe = nullptr;
+  int64_t q_pe_token_stride = 0, q_pe_head_stride = 0;
+  // Paged BF16 cache of one layer: position j is row (j % page_tokens) of pages[j / page_tokens],
+  // each row lora + rope values (c_kv then k_pe), rows of a page consecutive.
+  const uint16_t* const* pages = nullptr;
+  int64_t page_tokens = 64;
+  float scale = 1.0f;  // softmax scale applied to the dot products
+  // FP32 o_lat of (t, h) at out + t * out_token_stride + h * out_head_stride (lora values).
+  float* out = nullptr;
+  int64_t out_token_stride = 0, out_head_stride = 0;
+};
+
+// Dispatches to the best variant (AVX512-BF16 where available, else scalar). No checks: hot path.
+void mla_attention(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
+// One variant: kAvx512Bf16 runs the vdpbf16ps kernel, every other ISA the scalar one.
+void mla_attention(Isa isa, const MlaAttentionParams& p, MlaAttentionScratch& scratch);
+// Throws hymoe::Error (kInvalidArgument) naming the bad field.
+void validate(const MlaAttentionParams& p);
+// Reference in double, q rounded to BF16 as the kernels take it (the rest exact). When err_scale
+// is given, also writes sum_j p[j] |c_kv[j]| / sum_j p[j] per output (the scale of the error that
+// BF16 weights p can cause: at most 2^-8 of it), in out's layout.
+void mla_attention_reference(const MlaAttentionParams& p, float* err_scale = nullptr);
+
+}  // namespace hymoe::kernels

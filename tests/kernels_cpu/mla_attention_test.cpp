@@ -1,0 +1,234 @@
+#include "hymoe/kernels/mla_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "hymoe/common/error.h"
+#include "hymoe/common/numeric.h"
+#include "kernel_test_util.h"
+
+namespace hymoe::kernels {
+namespace {
+
+using test::nan_vector;
+using test::random_bf16;
+using test::random_f32;
+
+constexpr Isa kVariants[] = {Isa::kScalar, Isa::kAvx512Bf16};
+
+// A sequence's paged latent cache (pages in shuffled order, each page_tokens rows), its queries
+// [tokens][heads] with padded strides, and an output buffer of the same shape (padded too).
+struct Case {
+  int64_t lora = 0, rope = 0, heads = 0, tokens = 0, first_position = 0, page_tokens = 0;
+  std::vector<uint16_t> pool;
+  std::vector<const uint16_t*> pages;
+  std::vector<float> q_lat, q_pe;
+  int64_t q_lat_head = 0, q_pe_head = 0, out_head = 0;
+
+  Case(int64_t lora_, int64_t rope_, int64_t heads_, int64_t tokens_, int64_t first, int64_t page, std::mt19937_64& rng,
+       float q_range)
+      : lora(lora_), rope(rope_), heads(heads_), tokens(tokens_), first_position(first), page_tokens(page) {
+    const int64_t width = lora + rope, n_pages = (first + tokens + page - 1) / page;
+    pool = random_bf16(static_cast<size_t>(n_pages * page * width), rng, 1.0f);
+    std::vector<int64_t> order(static_cast<size_t>(n_pages));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t i : order) pages.push_back(pool.data() + i * page * width);
+    q_lat_head = lora + 16;  // padded strides: a stray read or write shows
+    q_pe_head = rope + 8;
+    out_head = lora + 32;
+    q_lat = random_f32(static_cast<size_t>(tokens * heads * q_lat_head), rng, -q_range, q_range);
+    q_pe = random_f32(static_cast<size_t>(tokens * heads * q_pe_head), rng, -q_range, q_range);
+  }
+  size_t out_size() const { return static_cast<size_t>(tokens * heads * out_head); }
+  MlaAttentionParams params(float* out) const {
+    MlaAttentionParams p;
+    p.lora = lora;
+    p.rope = rope;
+    p.first_position = first_position;
+    p.token_begin = 0;
+    p.token_end = tokens;
+    p.head_begin = 0;
+    p.head_end = heads;
+    p.q_lat = q_lat.data();
+    p.q_lat_token_stride = heads * q_lat_head;
+    p.q_lat_head_stride = q_lat_head;
+    p.q_pe = q_pe.data();
+    p.q_pe_token_stride = heads * q_pe_head;
+    p.q_pe_head_stride = q_pe_head;
+    p.pages = pages.data();
+    p.page_tokens = page_tokens;
+    p.scale = 1.0f / std::sqrt(192.0f);
+    p.out = out;
+    p.out_token_stride = heads * out_head;
+    p.out_head_stride = out_head;
+    return p;
+  }
+};
+
+bool skip(Isa isa) {
+  if (isa_supported(isa)) return false;
+  std::printf("mla_attention: variant %s skipped (this CPU lacks it)\n", std::string(isa_name(isa)).c_str());
+  return true;
+}
+
+// Checks one call's output against the reference: every output of the call's rows within the
+// bound, everything else (other rows, row padding) still NaN.
+void expect_matches(const Case& cs, const MlaAttentionParams& p, const std::vector<float>& out,
+                    const std::vector<float>& ref, const std::vector<float>& err_scale, const char* what) {
+  for (int64_t t = 0; t < cs.tokens; ++t) {
+    for (int64_t h = 0; h < cs.heads; ++h) {
+      const bool inside = t >= p.token_begin && t < p.token_end && h >= p.head_begin && h < p.head_end;
+      const size_t base = static_cast<size_t>((t * cs.heads + h) * cs.out_head);
+      for (int64_t c = 0; c < cs.out_head; ++c) {
+        const float v = out[base + static_cast<size_t>(c)];
+        if (!inside || c >= cs.lora) {
+          ASSERT_TRUE(std::isnan(v)) << what << " wrote outside its rows: token " << t << " head " << h << " col " << c;
+          continue;
+        }
+        // BF16 weights p (8 significant bits, RNE): at most 2^-8 of sum p|v| / sum p; FP32 scores and
+        // sums: 1e-4 of |v| <= 1.
+        const double bound = std::ldexp(1.0, -8) * 1.01 * err_scale[base + static_cast<size_t>(c)] + 1e-4;
+        ASSERT_LE(std::fabs(double(v) - ref[base + static_cast<size_t>(c)]), bound)
+            << what << " token " << t << " (position " << cs.first_position + t << ") head " << h << " col " << c
+            << ": " << v << " vs " << ref[base + static_cast<size_t>(c)];
+      }
+    }
+  }
+}
+
+// Every variant against the double reference on fresh random shapes: 1..70 query tokens (causal
+// inside the block), contexts not multiples of the key block, pages of 16..100 tokens (page and
+// key block boundaries apart), sub-ranges of tokens and heads, flat and peaked softmax.
+TEST(MlaAttention, EveryVariantMatchesReference) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (int iter = 0; iter < 40; ++iter) {
+    const int64_t lora = iter % 4 == 0 ? 512 : 64 * (1 + static_cast<int64_t>(rng() % 6));
+    const int64_t rope = iter % 4 == 0 ? 64 : 32 * (1 + static_cast<int64_t>(rng() % 2));
+    const int64_t heads = 1 + static_cast<int64_t>(rng() % 9);
+    const int64_t tokens = iter % 3 == 0 ? 1 : 1 + static_cast<int64_t>(rng() % 70);
+    const int64_t first = iter % 5 == 0 ? 0 : static_cast<int64_t>(rng() % 300);
+    const int64_t pages[] = {16, 48, 64, 100};
+    const float q_range = iter % 2 ? 0.5f : 4.0f;
+    Case cs(lora, rope, heads, tokens, first, pages[rng() % 4], rng, q_range);
+    std::vector<float> ref = nan_vector(cs.out_size()), err = nan_vector(cs.out_size());
+    MlaAttentionParams p = cs.params(ref.data());
+    p.token_begin = static_cast<int64_t>(rng() % static_cast<uint64_t>(tokens));
+    p.token_end = p.token_begin + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(tokens - p.token_begin));
+    p.head_begin = static_cast<int64_t>(rng() % static_cast<uint64_t>(heads));
+    p.head_end = p.head_begin + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(heads - p.head_begin));
+    mla_attention_reference(p, err.data());
+    for (Isa isa : kVariants) {
+      if (skip(isa)) continue;
+      std::vector<float> out = nan_vector(cs.out_size());
+      p.out = out.data();
+      validate(p);
+      MlaAttentionScratch scratch;
+      mla_attention(isa, p, scratch);
+      SCOPED_TRACE(::testing::Message() << isa_name(isa) << " lora " << lora << " rope " << rope << " heads [" << p.head_begin
+                                        << ", " << p.head_end << ") tokens [" << p.token_begin << ", " << p.token_end
+                                        << ") first " << first << " page " << cs.page_tokens);
+      expect_matches(cs, p, out, ref, err, std::string(isa_name(isa)).c_str());
+    }
+  }
+}
+
+// The real DeepSeek-V3 widths, a long context crossing many key blocks and pages: one decode
+// query of 16 heads at position 1000, and a chunk of 9 queries ending there.
+TEST(MlaAttention, LongContextAtModelWidths) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const int64_t tokens : {1, 9}) {
+    Case cs(512, 64, 16, tokens, 1001 - tokens, 64, rng, 2.0f);
+    std::vector<float> ref = nan_vector(cs.out_size()), err = nan_vector(cs.out_size());
+    MlaAttentionParams p = cs.params(ref.data());
+    mla_attention_reference(p, err.data());
+    for (Isa isa : kVariants) {
+      if (skip(isa)) continue;
+      std::vector<float> out = nan_vector(cs.out_size());
+      p.out = out.data();
+      MlaAttentionScratch scratch;
+      mla_attention(isa, p, scratch);
+      expect_matches(cs, p, out, ref, err, std::string(isa_name(isa)).c_str());
+    }
+  }
+}
+
+// A token's output is bitwise the same whether its prompt is processed in chunks of 1, 7 or 64
+// queries, and whatever heads share its call (per variant; one scratch reused across calls).
+TEST(MlaAttention, ChunkingDoesNotChangeBits) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t first = 5 + static_cast<int64_t>(rng() % 60), tokens = 150;
+  Case cs(512, 64, 6, tokens, first, 48, rng, 2.0f);
+  for (Isa isa : kVariants) {
+    if (skip(isa)) continue;
+    std::vector<std::vector<float>> outs;
+    for (const int64_t chunk : {1, 7, 64}) {
+      std::vector<float> out = nan_vector(cs.out_size());
+      MlaAttentionScratch scratch;
+      for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+        // The chunk as the executor would see it: queries from index 0 at its own first position.
+        const int64_t n = std::min(chunk, tokens - t0);
+        MlaAttentionParams p = cs.params(out.data());
+        p.first_position = first + t0;
+        p.token_end = n;
+        p.q_lat += t0 * p.q_lat_token_stride;
+        p.q_pe += t0 * p.q_pe_token_stride;
+        p.out += t0 * p.out_token_stride;
+        // Heads split differently per chunk size: [0, split) and [split, heads).
+        const int64_t split = chunk == 7 ? 2 : chunk == 64 ? 5 : cs.heads;
+        p.head_end = split;
+        mla_attention(isa, p, scratch);
+        if (split < cs.heads) {
+          p.head_begin = split;
+          p.head_end = cs.heads;
+          mla_attention(isa, p, scratch);
+        }
+      }
+      outs.push_back(std::move(out));
+    }
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t h = 0; h < cs.heads; ++h) {
+        const size_t base = static_cast<size_t>((t * cs.heads + h) * cs.out_head);
+        const size_t bytes = static_cast<size_t>(cs.lora) * sizeof(float);
+        ASSERT_FALSE(std::isnan(outs[0][base])) << isa_name(isa);
+        ASSERT_EQ(std::memcmp(&outs[0][base], &outs[1][base], bytes), 0)
+            << isa_name(isa) << " chunks of 1 vs 7: token " << t << " head " << h;
+        ASSERT_EQ(std::memcmp(&outs[0][base], &outs[2][base], bytes), 0)
+            << isa_name(isa) << " chunks of 1 vs 64: token " << t << " head " << h;
+      }
+    }
+  }
+}
+
+TEST(MlaAttention, ValidateNamesTheBadField) {
+  std::mt19937_64 rng(1);
+  Case cs(64, 32, 2, 3, 10, 16, rng, 1.0f);
+  std::vector<float> out(cs.out_size());
+  const MlaAttentionParams good = cs.params(out.data());
+  EXPECT_NO_THROW(validate(good));
+  MlaAttentionParams p = good;
+  p.lora = 48;
+  EXPECT_THROW(validate(p), Error);
+  p = good;
+  p.rope = 0;
+  EXPECT_THROW(validate(p), Error);
+  p = good;
+  p.token_end = 0;
+  EXPECT_THROW(validate(p), Error);
+  p = good;
+  p.head_begin = 2;
+  EXPECT_THROW(validate(p), Error);
+  p = good;
+  p.pages = nullptr;
+  EXPECT_THROW(validate(p), Error);
+  p = good;
+  p.scale = NAN;
+  EXPECT_THROW(validate(p), Error);
+}
+
+}  // namespace
+}  // namespace hymoe::kernels
