@@ -8,6 +8,8 @@
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/bf16_gemv.h"
+#include "hymoe/kernels/mla_attention.h"
 #include "hymoe/kernels/moe_router.h"
 #include "hymoe/kernels/rmsnorm.h"
 #include "hymoe/kernels/silu_mul.h"
@@ -44,6 +46,10 @@ std::vector<float> dense_vector(const DenseMatrix& m) {
   return v;
 }
 
+// Query tokens per absorbed-attention pass of a worker: bounds its buffers (heads x this many
+// rows) while every cache row still serves this many tokens of all its heads per read.
+constexpr int64_t kAttnTokenChunk = 32;
+
 // Grows a buffer to at least n elements (a no-op once sized: steps do not allocate).
 template <typename T>
 T* room(std::vector<T>& v, size_t n) {
@@ -55,7 +61,7 @@ T* room(std::vector<T>& v, size_t n) {
 
 struct CpuExecutor::Layer {
   std::vector<float> input_norm, post_attn_norm, q_a_norm, kv_a_norm;
-  std::vector<uint16_t> w_uk;  // [heads][qk_nope][kv_lora] BF16
+  std::vector<uint16_t> w_uk_t;  // [heads][kv_lora][qk_nope] BF16 (W_UK transposed: q_lat = W q_nope)
   std::vector<uint16_t> w_uv;  // [heads][v_head][kv_lora] BF16
   std::vector<float> router_bias;
 };
@@ -68,8 +74,14 @@ struct CpuExecutor::Buffers {
   std::vector<const StepItem*> token_item;
   std::vector<int64_t> token_pos, logit_rows;
   std::vector<int32_t> token_id;
-  // Per worker attention scratch.
-  std::vector<std::vector<float>> scores, lat;
+  // Per worker attention state: its heads' q_nope, q_lat, o_lat and W_UV o_lat for a chunk of
+  // tokens ([head][token][...]), the page list of a sequence, the kernel's scratch.
+  struct AttnWorker {
+    std::vector<float> qn, qlat, olat, ov;
+    std::vector<const uint16_t*> pages;
+    kernels::MlaAttentionScratch scratch;
+  };
+  std::vector<AttnWorker> attn_workers;
 };
 
 CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const CpuExecutorOptions& options)
@@ -88,6 +100,9 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
   weights_.config = &config_;
   const int64_t heads = config_.num_attention_heads, nope = config_.qk_nope_head_dim, vd = config_.v_head_dim;
   const int64_t lora = config_.kv_lora_rank;
+  HYMOE_CHECK(lora % 64 == 0 && config_.qk_rope_head_dim % 32 == 0, kUnsupported,
+              "cpu executor: MLA attention needs kv_lora_rank % 64 == 0 and qk_rope_head_dim % 32 == 0 (got {}, {})",
+              lora, config_.qk_rope_head_dim);
   layers_.resize(static_cast<size_t>(config_.num_hidden_layers));
   for (size_t li = 0; li < layers_.size(); ++li) {
     const LayerWeights& w = weights_.layers[li];
@@ -98,15 +113,18 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     l.kv_a_norm = dense_vector(w.attn.kv_a_norm);
     // kv_b rows per head: qk_nope rows of W_UK, then v_head rows of W_UV, each kv_lora wide.
     const Fp8Matrix& kvb = w.attn.kv_b;
-    l.w_uk.resize(static_cast<size_t>(heads * nope * lora));
+    l.w_uk_t.resize(static_cast<size_t>(heads * nope * lora));
     l.w_uv.resize(static_cast<size_t>(heads * vd * lora));
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t r = 0; r < nope + vd; ++r) {
         const int64_t row = h * (nope + vd) + r;
-        uint16_t* dst = r < nope ? &l.w_uk[static_cast<size_t>((h * nope + r) * lora)]
-                                 : &l.w_uv[static_cast<size_t>((h * vd + r - nope) * lora)];
         for (int64_t c = 0; c < lora; ++c) {
-          dst[c] = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
+          const uint16_t v = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
+          if (r < nope) {
+            l.w_uk_t[static_cast<size_t>((h * lora + c) * nope + r)] = v;
+          } else {
+            l.w_uv[static_cast<size_t>((h * vd + r - nope) * lora + c)] = v;
+          }
         }
       }
     }
@@ -121,11 +139,16 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     shape.max_top_k = static_cast<int>(config_.num_experts_per_tok);
     moe_ = std::make_unique<cpu::MoeExecutor>(pool_, shape);
   }
-  buf_->scores.resize(static_cast<size_t>(pool_.size()));
-  buf_->lat.resize(static_cast<size_t>(pool_.size()));
-  for (int i = 0; i < pool_.size(); ++i) {
-    buf_->scores[static_cast<size_t>(i)].resize(static_cast<size_t>(kv_.capacity_tokens()));
-    buf_->lat[static_cast<size_t>(i)].resize(static_cast<size_t>(2 * lora + nope + vd));
+  {
+    const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kAttnTokenChunk);
+    buf_->attn_workers.resize(static_cast<size_t>(pool_.size()));
+    for (Buffers::AttnWorker& aw : buf_->attn_workers) {
+      aw.qn.resize(rows * static_cast<size_t>(nope));
+      aw.qlat.resize(rows * static_cast<size_t>(lora));
+      aw.olat.resize(rows * static_cast<size_t>(lora));
+      aw.ov.resize(rows * static_cast<size_t>(vd));
+      aw.pages.resize(static_cast<size_t>(kv_.total_blocks()));
+    }
   }
   // Size the step buffers up front so that steps up to max_step_tokens allocate nothing.
   {
@@ -261,55 +284,83 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     kernels::to_bf16(kv + lora, rope, row + lora);
   }
 
-  // Absorbed attention, one (token, head) pair at a time, spread over the workers.
+  // Absorbed attention. Each worker takes a contiguous block of heads of every sequence in the
+  // step and, per chunk of that sequence's tokens: q_lat = W_UK[h]^T q_nope (bf16_gemv, the
+  // chunk's tokens sharing each weight read), the attention kernel (each cache row read once for
+  // all of the worker's heads and tokens), out = W_UV[h] o_lat (bf16_gemv), all without a
+  // synchronisation in between since every stage stays within the worker's heads.
   float* attn = room(b.attn, static_cast<size_t>(T * heads * vd));
-  const float scale = softmax_scale_;
+  const int64_t workers = pool_.size();
   pool_.run([&](const cpu::WorkerInfo& wi) {
-    float* scores = b.scores[static_cast<size_t>(wi.index)].data();
-    float* q_lat = b.lat[static_cast<size_t>(wi.index)].data();
-    float* o_lat = q_lat + lora;
-    const int64_t pairs = T * heads;
-    for (int64_t p = wi.index; p < pairs; p += pool_.size()) {
-      const int64_t t = p / heads, hd = p % heads;
-      const StepItem& item = *token_item[static_cast<size_t>(t)];
-      const int64_t pos = token_pos[static_cast<size_t>(t)];
-      const float* qh = q + t * heads * qk + hd * qk;
-      // q_lat = W_UK[h]^T q_nope
-      std::fill(q_lat, q_lat + lora, 0.0f);
-      for (int64_t d = 0; d < nope; ++d) {
-        const uint16_t* wr = &layer.w_uk[static_cast<size_t>((hd * nope + d) * lora)];
-        const float qd = qh[d];
-        for (int64_t cc = 0; cc < lora; ++cc) q_lat[cc] += qd * bf16_to_float(wr[cc]);
+    const int64_t h0 = heads * wi.index / workers, h1 = heads * (wi.index + 1) / workers, hn = h1 - h0;
+    if (hn == 0) return;
+    Buffers::AttnWorker& aw = b.attn_workers[static_cast<size_t>(wi.index)];
+    for (int64_t ta = 0; ta < T;) {
+      // The run of tokens [ta, tb) of one sequence (a step holds each item's tokens in a row).
+      const StepItem& item = *token_item[static_cast<size_t>(ta)];
+      int64_t tb = ta + 1;
+      while (tb < T && token_item[static_cast<size_t>(tb)] == &item) ++tb;
+      const int64_t n_pages = static_cast<int64_t>(item.table->blocks.size());
+      for (int64_t i = 0; i < n_pages; ++i) {
+        aw.pages[static_cast<size_t>(i)] = kv_.block_rows(item.table->blocks[static_cast<size_t>(i)], li);
       }
-      float mx = -INFINITY;
-      for (int64_t j = 0; j <= pos; ++j) {
-        const uint16_t* row = kv_.row(*item.table, li, j);
-        float s = 0.0f;
-        for (int64_t cc = 0; cc < lora; ++cc) s += q_lat[cc] * bf16_to_float(row[cc]);
-        for (int64_t r = 0; r < rope; ++r) s += qh[nope + r] * bf16_to_float(row[lora + r]);
-        s *= scale;
-        scores[j] = s;
-        mx = std::max(mx, s);
+      for (int64_t c0 = ta; c0 < tb; c0 += kAttnTokenChunk) {
+        const int64_t n = std::min(kAttnTokenChunk, tb - c0);
+        for (int64_t j = 0; j < hn; ++j) {
+          for (int64_t t = 0; t < n; ++t) {
+            const float* src = q + (c0 + t) * heads * qk + (h0 + j) * qk;
+            std::copy(src, src + nope, aw.qn.data() + (j * n + t) * nope);
+          }
+          kernels::Bf16GemvParams g;
+          g.w = &layer.w_uk_t[static_cast<size_t>((h0 + j) * lora * nope)];
+          g.rows = lora;
+          g.cols = nope;
+          g.x = aw.qn.data() + j * n * nope;
+          g.tokens = n;
+          g.y = aw.qlat.data() + j * n * lora;
+          g.row_begin = 0;
+          g.row_end = lora;
+          kernels::bf16_gemv(g);
+        }
+        kernels::MlaAttentionParams ap;
+        ap.lora = lora;
+        ap.rope = rope;
+        ap.first_position = token_pos[static_cast<size_t>(c0)];
+        ap.token_begin = 0;
+        ap.token_end = n;
+        ap.head_begin = 0;
+        ap.head_end = hn;
+        ap.q_lat = aw.qlat.data();
+        ap.q_lat_token_stride = lora;
+        ap.q_lat_head_stride = n * lora;
+        ap.q_pe = q + c0 * heads * qk + h0 * qk + nope;
+        ap.q_pe_token_stride = heads * qk;
+        ap.q_pe_head_stride = qk;
+        ap.pages = aw.pages.data();
+        ap.page_tokens = kv_.shape().block_tokens;
+        ap.scale = softmax_scale_;
+        ap.out = aw.olat.data();
+        ap.out_token_stride = lora;
+        ap.out_head_stride = n * lora;
+        kernels::mla_attention(ap, aw.scratch);
+        for (int64_t j = 0; j < hn; ++j) {
+          kernels::Bf16GemvParams g;
+          g.w = &layer.w_uv[static_cast<size_t>((h0 + j) * vd * lora)];
+          g.rows = vd;
+          g.cols = lora;
+          g.x = aw.olat.data() + j * n * lora;
+          g.tokens = n;
+          g.y = aw.ov.data() + j * n * vd;
+          g.row_begin = 0;
+          g.row_end = vd;
+          kernels::bf16_gemv(g);
+          for (int64_t t = 0; t < n; ++t) {
+            const float* src = aw.ov.data() + (j * n + t) * vd;
+            std::copy(src, src + vd, attn + (c0 + t) * heads * vd + (h0 + j) * vd);
+          }
+        }
       }
-      float sum = 0.0f;
-      for (int64_t j = 0; j <= pos; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      const float inv = 1.0f / sum;
-      std::fill(o_lat, o_lat + lora, 0.0f);
-      for (int64_t j = 0; j <= pos; ++j) {
-        const uint16_t* row = kv_.row(*item.table, li, j);
-        const float pj = scores[j] * inv;
-        for (int64_t cc = 0; cc < lora; ++cc) o_lat[cc] += pj * bf16_to_float(row[cc]);
-      }
-      float* out = attn + t * heads * vd + hd * vd;
-      for (int64_t e = 0; e < vd; ++e) {
-        const uint16_t* wr = &layer.w_uv[static_cast<size_t>((hd * vd + e) * lora)];
-        float s = 0.0f;
-        for (int64_t cc = 0; cc < lora; ++cc) s += bf16_to_float(wr[cc]) * o_lat[cc];
-        out[e] = s;
-      }
+      ta = tb;
     }
   });
   uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
