@@ -8,7 +8,6 @@
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
-#include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/mla_attention.h"
 #include "hymoe/kernels/moe_router.h"
 #include "hymoe/kernels/rmsnorm.h"
@@ -46,10 +45,6 @@ std::vector<float> dense_vector(const DenseMatrix& m) {
   return v;
 }
 
-// Query tokens per absorbed-attention pass of a worker: bounds its buffers (heads x this many
-// rows) while every cache row still serves this many tokens of all its heads per read.
-constexpr int64_t kAttnTokenChunk = 32;
-
 // Grows a buffer to at least n elements (a no-op once sized: steps do not allocate).
 template <typename T>
 T* room(std::vector<T>& v, size_t n) {
@@ -74,12 +69,10 @@ struct CpuExecutor::Buffers {
   std::vector<const StepItem*> token_item;
   std::vector<int64_t> token_pos, logit_rows;
   std::vector<int32_t> token_id;
-  // Per worker attention state: its heads' q_nope, q_lat, o_lat and W_UV o_lat for a chunk of
-  // tokens ([head][token][...]), the page list of a sequence, the kernel's scratch.
+  // Per worker attention state: the page list of a sequence, the kernels' scratch.
   struct AttnWorker {
-    std::vector<float> qn, qlat, olat, ov;
     std::vector<const uint16_t*> pages;
-    kernels::MlaAttentionScratch scratch;
+    kernels::MlaHeadsScratch scratch;
   };
   std::vector<AttnWorker> attn_workers;
 };
@@ -140,13 +133,14 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     moe_ = std::make_unique<cpu::MoeExecutor>(pool_, shape);
   }
   {
-    const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kAttnTokenChunk);
+    // Sized for a chunk of its heads up front (steps allocate nothing).
+    const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kernels::kMlaTokenChunk);
     buf_->attn_workers.resize(static_cast<size_t>(pool_.size()));
     for (Buffers::AttnWorker& aw : buf_->attn_workers) {
-      aw.qn.resize(rows * static_cast<size_t>(nope));
-      aw.qlat.resize(rows * static_cast<size_t>(lora));
-      aw.olat.resize(rows * static_cast<size_t>(lora));
-      aw.ov.resize(rows * static_cast<size_t>(vd));
+      aw.scratch.qn.resize(rows * static_cast<size_t>(nope));
+      aw.scratch.qlat.resize(rows * static_cast<size_t>(lora));
+      aw.scratch.olat.resize(rows * static_cast<size_t>(lora));
+      aw.scratch.ov.resize(rows * static_cast<size_t>(vd));
       aw.pages.resize(static_cast<size_t>(kv_.total_blocks()));
     }
   }
@@ -284,82 +278,38 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     kernels::to_bf16(kv + lora, rope, row + lora);
   }
 
-  // Absorbed attention. Each worker takes a contiguous block of heads of every sequence in the
-  // step and, per chunk of that sequence's tokens: q_lat = W_UK[h]^T q_nope (bf16_gemv, the
-  // chunk's tokens sharing each weight read), the attention kernel (each cache row read once for
-  // all of the worker's heads and tokens), out = W_UV[h] o_lat (bf16_gemv), all without a
-  // synchronisation in between since every stage stays within the worker's heads.
+  // Absorbed attention: each worker takes a contiguous block of heads of every sequence in the
+  // step (W_UK absorption, attention, W_UV all stay within its heads: no synchronisation between).
   float* attn = room(b.attn, static_cast<size_t>(T * heads * vd));
   const int64_t workers = pool_.size();
   pool_.run([&](const cpu::WorkerInfo& wi) {
-    const int64_t h0 = heads * wi.index / workers, h1 = heads * (wi.index + 1) / workers, hn = h1 - h0;
-    if (hn == 0) return;
     Buffers::AttnWorker& aw = b.attn_workers[static_cast<size_t>(wi.index)];
+    kernels::MlaHeadsParams ap;
+    ap.heads = heads;
+    ap.nope = nope;
+    ap.rope = rope;
+    ap.v_dim = vd;
+    ap.lora = lora;
+    ap.head_begin = heads * wi.index / workers;
+    ap.head_end = heads * (wi.index + 1) / workers;
+    ap.w_uk_t = layer.w_uk_t.data();
+    ap.w_uv = layer.w_uv.data();
+    ap.pages = aw.pages.data();
+    ap.page_tokens = kv_.shape().block_tokens;
+    ap.scale = softmax_scale_;
+    if (ap.head_begin == ap.head_end) return;
     for (int64_t ta = 0; ta < T;) {
       // The run of tokens [ta, tb) of one sequence (a step holds each item's tokens in a row).
       const StepItem& item = *token_item[static_cast<size_t>(ta)];
       int64_t tb = ta + 1;
       while (tb < T && token_item[static_cast<size_t>(tb)] == &item) ++tb;
-      const int64_t n_pages = static_cast<int64_t>(item.table->blocks.size());
-      for (int64_t i = 0; i < n_pages; ++i) {
-        aw.pages[static_cast<size_t>(i)] = kv_.block_rows(item.table->blocks[static_cast<size_t>(i)], li);
-      }
-      for (int64_t c0 = ta; c0 < tb; c0 += kAttnTokenChunk) {
-        const int64_t n = std::min(kAttnTokenChunk, tb - c0);
-        for (int64_t j = 0; j < hn; ++j) {
-          for (int64_t t = 0; t < n; ++t) {
-            const float* src = q + (c0 + t) * heads * qk + (h0 + j) * qk;
-            std::copy(src, src + nope, aw.qn.data() + (j * n + t) * nope);
-          }
-          kernels::Bf16GemvParams g;
-          g.w = &layer.w_uk_t[static_cast<size_t>((h0 + j) * lora * nope)];
-          g.rows = lora;
-          g.cols = nope;
-          g.x = aw.qn.data() + j * n * nope;
-          g.tokens = n;
-          g.y = aw.qlat.data() + j * n * lora;
-          g.row_begin = 0;
-          g.row_end = lora;
-          kernels::bf16_gemv(g);
-        }
-        kernels::MlaAttentionParams ap;
-        ap.lora = lora;
-        ap.rope = rope;
-        ap.first_position = token_pos[static_cast<size_t>(c0)];
-        ap.token_begin = 0;
-        ap.token_end = n;
-        ap.head_begin = 0;
-        ap.head_end = hn;
-        ap.q_lat = aw.qlat.data();
-        ap.q_lat_token_stride = lora;
-        ap.q_lat_head_stride = n * lora;
-        ap.q_pe = q + c0 * heads * qk + h0 * qk + nope;
-        ap.q_pe_token_stride = heads * qk;
-        ap.q_pe_head_stride = qk;
-        ap.pages = aw.pages.data();
-        ap.page_tokens = kv_.shape().block_tokens;
-        ap.scale = softmax_scale_;
-        ap.out = aw.olat.data();
-        ap.out_token_stride = lora;
-        ap.out_head_stride = n * lora;
-        kernels::mla_attention(ap, aw.scratch);
-        for (int64_t j = 0; j < hn; ++j) {
-          kernels::Bf16GemvParams g;
-          g.w = &layer.w_uv[static_cast<size_t>((h0 + j) * vd * lora)];
-          g.rows = vd;
-          g.cols = lora;
-          g.x = aw.olat.data() + j * n * lora;
-          g.tokens = n;
-          g.y = aw.ov.data() + j * n * vd;
-          g.row_begin = 0;
-          g.row_end = vd;
-          kernels::bf16_gemv(g);
-          for (int64_t t = 0; t < n; ++t) {
-            const float* src = aw.ov.data() + (j * n + t) * vd;
-            std::copy(src, src + vd, attn + (c0 + t) * heads * vd + (h0 + j) * vd);
-          }
-        }
-      }
+      const std::vector<int32_t>& blocks = item.table->blocks;
+      for (size_t i = 0; i < blocks.size(); ++i) aw.pages[i] = kv_.block_rows(blocks[i], li);
+      ap.first_position = token_pos[static_cast<size_t>(ta)];
+      ap.tokens = tb - ta;
+      ap.q = q + ta * heads * qk;
+      ap.out = attn + ta * heads * vd;
+      kernels::mla_attention_heads(ap, aw.scratch);
       ta = tb;
     }
   });

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/isa.h"
 
 namespace hymoe::kernels {
@@ -70,5 +71,33 @@ void validate(const MlaAttentionParams& p);
 // is given, also writes sum_j p[j] |c_kv[j]| / sum_j p[j] per output (the scale of the error that
 // BF16 weights p can cause: at most 2^-8 of it), in out's layout.
 void mla_attention_reference(const MlaAttentionParams& p, float* err_scale = nullptr);
+
+// ---- The whole absorbed attention of a block of heads of one sequence: per chunk of
+// kMlaTokenChunk tokens, q_lat = W_UK[h]^T q_nope (bf16_gemv: the chunk's tokens share each weight
+// read), mla_attention over the heads and tokens of the chunk, out = W_UV[h] o_lat (bf16_gemv).
+// What the CPU executor runs on each worker (its block of heads), and what bench-cpu measures.
+
+inline constexpr int64_t kMlaTokenChunk = 32;
+
+struct MlaHeadsScratch {
+  std::vector<float> qn, qlat, olat, ov;  // [head][token][...] of one chunk
+  MlaAttentionScratch attn;
+};
+
+struct MlaHeadsParams {
+  int64_t heads = 0, nope = 0, rope = 0, v_dim = 0, lora = 0;  // model dims (all heads)
+  int64_t head_begin = 0, head_end = 0;                        // this call's heads
+  int64_t first_position = 0, tokens = 0;  // query t at first_position + t, t < tokens
+  const float* q = nullptr;                // FP32 [tokens][heads][nope + rope], q_pe roped
+  const uint16_t* w_uk_t = nullptr;        // BF16 [heads][lora][nope] (W_UK transposed)
+  const uint16_t* w_uv = nullptr;          // BF16 [heads][v_dim][lora]
+  const uint16_t* const* pages = nullptr;  // the sequence's cache pages of this layer
+  int64_t page_tokens = 64;
+  float scale = 1.0f;
+  float* out = nullptr;  // FP32 [tokens][heads][v_dim]: this call writes its heads' columns
+};
+
+// Dispatching variants throughout (no checks beyond mla_attention's: validate the dims once).
+void mla_attention_heads(const MlaHeadsParams& p, MlaHeadsScratch& scratch);
 
 }  // namespace hymoe::kernels
