@@ -33,6 +33,33 @@ void mla_attention(const MlaAttentionParams& p, MlaAttentionScratch& scratch) {
   mla_attention(isa, p, scratch);
 }
 
+void validate(const MlaAbsorbParams& p) {
+  HYMOE_CHECK(p.w && p.x && p.y, kInvalidArgument, "mla_absorb: null pointer");
+  HYMOE_CHECK(p.k > 0 && p.n > 0 && p.n % 16 == 0, kInvalidArgument, "mla_absorb: shape {}x{} (n a multiple of 16)", p.k, p.n);
+  HYMOE_CHECK(p.tokens >= 1, kInvalidArgument, "mla_absorb: tokens {}", p.tokens);
+  HYMOE_CHECK(p.x_stride >= p.k && p.y_stride >= p.n, kInvalidArgument, "mla_absorb: strides {}, {}", p.x_stride, p.y_stride);
+}
+
+void mla_absorb(Isa isa, const MlaAbsorbParams& p) {
+  if (isa == Isa::kAvx512 || isa == Isa::kAvx512Bf16) return detail::mla_absorb_avx512(p);
+  detail::mla_absorb_scalar(p);
+}
+
+void mla_absorb(const MlaAbsorbParams& p) {
+  static const Isa isa = best_isa();
+  mla_absorb(isa, p);
+}
+
+void mla_absorb_reference(const MlaAbsorbParams& p) {
+  for (int64_t t = 0; t < p.tokens; ++t) {
+    for (int64_t c = 0; c < p.n; ++c) {
+      double s = 0.0;
+      for (int64_t i = 0; i < p.k; ++i) s += double(p.x[t * p.x_stride + i]) * bf16_to_float(p.w[i * p.n + c]);
+      p.y[t * p.y_stride + c] = static_cast<float>(s);
+    }
+  }
+}
+
 void mla_attention_reference(const MlaAttentionParams& p, float* err_scale) {
   const detail::MlaRows rows(p);
   const int64_t width = p.lora + p.rope;

@@ -19,6 +19,7 @@ namespace {
 
 constexpr int kRows = 4;  // query rows per tile
 constexpr int64_t kB = kMlaKeyBlock;
+constexpr int64_t kGroupRows = 128;  // 256 KB of o_lat at lora 512
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh>(v); }
 inline __m512bh load_bh(const uint16_t* p) { return as_bh(_mm512_loadu_si512(p)); }
@@ -100,12 +101,17 @@ void pack_v(const uint16_t* const* krow, int64_t pairs, int64_t lora, uint16_t* 
 // Scores of 4 rows x 4 keys: lane r * 4 + k of the result.
 inline __m512 scores_4x4(const uint16_t* q, int64_t width, const uint16_t* const* k) {
   __m512 acc[16];
-  for (auto& a : acc) a = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t c = 0; c < width; c += 32) {
     __m512bh kv[4], qv[kRows];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) kv[j] = load_bh(k[j] + c);
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) qv[r] = load_bh(q + r * width + c);
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) acc[r * 4 + j] = _mm512_dpbf16_ps(acc[r * 4 + j], qv[r], kv[j]);
   }
   return reduce16(acc);
@@ -130,98 +136,109 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const uint16_t* krow[kB];
   alignas(64) float s[kRows][kB];
-  alignas(64) uint16_t pb[kRows][kB];
+  alignas(64) int32_t pb32[kRows][kB / 2];  // the BF16 weights p of a tile, as key pairs
   float* o[kRows];
 
-  for (int64_t b0 = 0; b0 < kv_len; b0 += kB) {
-    const int64_t nb = std::min(kB, kv_len - b0);
-    for (int64_t k = 0; k < kB; ++k) krow[k] = k < nb ? mla_cache_row(p, b0 + k) : sc.zero_row.data();
-    pack_v(krow, (nb + 1) / 2, lora, vp);
-    for (int64_t i0 = 0; i0 < rows.count; i0 += kRows) {
-      const int64_t nr = std::min<int64_t>(kRows, rows.count - i0);
-      int64_t valid[kRows];  // keys of this block the row sees (0: the row sits before it)
-      int64_t most = 0;
-      for (int r = 0; r < kRows; ++r) {
-        valid[r] = r < nr ? std::clamp<int64_t>(rows.position(p, i0 + r) - b0 + 1, 0, nb) : 0;
-        most = std::max(most, valid[r]);
-      }
-      if (most == 0) continue;
-      // The tile's queries in BF16 (rows past the call's end: zeros, never stored).
-      for (int r = 0; r < kRows; ++r) {
-        uint16_t* dst = qt + r * width;
-        if (r >= nr) {
-          std::memset(dst, 0, static_cast<size_t>(width) * sizeof(uint16_t));
-          continue;
+  // Row groups whose o_lat (kGroupRows x lora FP32) stays in L2 across the key blocks; a decode
+  // call (one token, <= 128 heads) is one group, so it reads each cache row once.
+  for (int64_t g0 = 0; g0 < rows.count; g0 += kGroupRows) {
+    const int64_t g1 = std::min(rows.count, g0 + kGroupRows);
+    const int64_t g_len = std::min(kv_len, rows.position(p, g1 - 1) + 1);  // keys the group sees
+    for (int64_t b0 = 0; b0 < g_len; b0 += kB) {
+      const int64_t nb = std::min(kB, g_len - b0);
+      for (int64_t k = 0; k < kB; ++k) krow[k] = k < nb ? mla_cache_row(p, b0 + k) : sc.zero_row.data();
+      pack_v(krow, (nb + 1) / 2, lora, vp);
+      for (int64_t i0 = g0; i0 < g1; i0 += kRows) {
+        const int64_t nr = std::min<int64_t>(kRows, g1 - i0);
+        int64_t valid[kRows];  // keys of this block the row sees (0: the row sits before it)
+        int64_t most = 0;
+        for (int r = 0; r < kRows; ++r) {
+          valid[r] = r < nr ? std::clamp<int64_t>(rows.position(p, i0 + r) - b0 + 1, 0, nb) : 0;
+          most = std::max(most, valid[r]);
         }
-        o[r] = rows.out(p, i0 + r);
-        const float* src[2] = {rows.q_lat(p, i0 + r), rows.q_pe(p, i0 + r)};
-        const int64_t len[2] = {lora, p.rope};
-        for (int part = 0; part < 2; ++part) {
-          for (int64_t c = 0; c < len[part]; c += 32) {
-            const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src[part] + c + 16), _mm512_loadu_ps(src[part] + c));
-            _mm512_storeu_si512(dst + (part ? lora : 0) + c, reinterpret_cast<__m512i>(v));
+        if (most == 0) continue;
+        // The tile's queries in BF16 (rows past the call's end: zeros, never stored).
+        for (int r = 0; r < kRows; ++r) {
+          uint16_t* dst = qt + r * width;
+          if (r >= nr) {
+            std::memset(dst, 0, static_cast<size_t>(width) * sizeof(uint16_t));
+            continue;
+          }
+          o[r] = rows.out(p, i0 + r);
+          const float* src[2] = {rows.q_lat(p, i0 + r), rows.q_pe(p, i0 + r)};
+          const int64_t len[2] = {lora, p.rope};
+          for (int part = 0; part < 2; ++part) {
+            for (int64_t c = 0; c < len[part]; c += 32) {
+              const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src[part] + c + 16), _mm512_loadu_ps(src[part] + c));
+              _mm512_storeu_si512(dst + (part ? lora : 0) + c, reinterpret_cast<__m512i>(v));
+            }
           }
         }
-      }
-      // Scores, 4 keys at a time.
-      for (int64_t g = 0; g < most; g += 4) {
-        const __m512 v = scores_4x4(qt, width, krow + g);
-        _mm_store_ps(&s[0][g], _mm512_extractf32x4_ps(v, 0));
-        _mm_store_ps(&s[1][g], _mm512_extractf32x4_ps(v, 1));
-        _mm_store_ps(&s[2][g], _mm512_extractf32x4_ps(v, 2));
-        _mm_store_ps(&s[3][g], _mm512_extractf32x4_ps(v, 3));
-      }
-      // Online softmax per row; p to BF16.
-      float alpha[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        if (valid[r] == 0) {
-          std::memset(pb[r], 0, sizeof(pb[r]));
-          continue;
+        // Scores, 4 keys at a time.
+        for (int64_t g = 0; g < most; g += 4) {
+          const __m512 v = scores_4x4(qt, width, krow + g);
+          _mm_store_ps(&s[0][g], _mm512_extractf32x4_ps(v, 0));
+          _mm_store_ps(&s[1][g], _mm512_extractf32x4_ps(v, 1));
+          _mm_store_ps(&s[2][g], _mm512_extractf32x4_ps(v, 2));
+          _mm_store_ps(&s[3][g], _mm512_extractf32x4_ps(v, 3));
         }
-        __m512 x[4];
-        __mmask16 mask[4];
-        __m512 mx = neg_inf;
-        for (int v = 0; v < 4; ++v) {
-          mask[v] = _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(valid[r] - 16 * v)));
-          x[v] = _mm512_mask_mul_ps(neg_inf, mask[v], _mm512_load_ps(&s[r][16 * v]), sl2);
-          mx = _mm512_max_ps(mx, x[v]);
-        }
-        const size_t ii = static_cast<size_t>(i0 + r);
-        const float bmax = hmax(mx);
-        const float m_new = b0 == 0 ? bmax : std::max(sc.m[ii], bmax);
-        alpha[r] = b0 == 0 ? 0.0f : std::exp2(sc.m[ii] - m_new);
-        const __m512 mv = _mm512_set1_ps(m_new);
-        __m512 e[4];
-        for (int v = 0; v < 4; ++v) e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
-        const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
-        sc.l[ii] = (b0 == 0 ? 0.0f : sc.l[ii] * alpha[r]) + sum;
-        sc.m[ii] = m_new;
-        _mm512_store_si512(&pb[r][0], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[1], e[0])));
-        _mm512_store_si512(&pb[r][32], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[3], e[2])));
-      }
-      // o = o * alpha + P V, 64 columns of the 4 rows at a time.
-      const int64_t pairs = (most + 1) / 2;
-      for (int64_t c0 = 0; c0 < lora; c0 += 64) {
-        __m512 acc[kRows][4];
+        // Online softmax per row; p to BF16.
+        float alpha[kRows];
         for (int r = 0; r < kRows; ++r) {
+          if (valid[r] == 0) {
+            std::memset(pb32[r], 0, sizeof(pb32[r]));
+            continue;
+          }
+          __m512 x[4];
+          __mmask16 mask[4];
+          __m512 mx = neg_inf;
           for (int v = 0; v < 4; ++v) {
-            acc[r][v] = b0 == 0 || valid[r] == 0 ? _mm512_setzero_ps()
-                                                  : _mm512_mul_ps(_mm512_loadu_ps(o[r] + c0 + 16 * v), _mm512_set1_ps(alpha[r]));
+            mask[v] = _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(valid[r] - 16 * v)));
+            x[v] = _mm512_mask_mul_ps(neg_inf, mask[v], _mm512_load_ps(&s[r][16 * v]), sl2);
+            mx = _mm512_max_ps(mx, x[v]);
           }
+          const size_t ii = static_cast<size_t>(i0 + r);
+          const float bmax = hmax(mx);
+          const float m_new = b0 == 0 ? bmax : std::max(sc.m[ii], bmax);
+          alpha[r] = b0 == 0 ? 0.0f : std::exp2(sc.m[ii] - m_new);
+          const __m512 mv = _mm512_set1_ps(m_new);
+          __m512 e[4];
+          for (int v = 0; v < 4; ++v) e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
+          const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
+          sc.l[ii] = (b0 == 0 ? 0.0f : sc.l[ii] * alpha[r]) + sum;
+          sc.m[ii] = m_new;
+          _mm512_store_si512(&pb32[r][0], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[1], e[0])));
+          _mm512_store_si512(&pb32[r][16], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[3], e[2])));
         }
-        for (int64_t i = 0; i < pairs; ++i) {
-          __m512bh vv[4];
-          for (int v = 0; v < 4; ++v) vv[v] = load_bh(vp + (i * lora + c0 + 16 * v) * 2);
+        // o = o * alpha + P V, 64 columns of the 4 rows at a time.
+        const int64_t pairs = (most + 1) / 2;
+        for (int64_t c0 = 0; c0 < lora; c0 += 64) {
+          __m512 acc[kRows][4];
+  #pragma GCC unroll 4
           for (int r = 0; r < kRows; ++r) {
-            uint32_t pair;
-            std::memcpy(&pair, &pb[r][2 * i], sizeof(pair));
-            const __m512bh pr = as_bh(_mm512_set1_epi32(static_cast<int>(pair)));
-            for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], vv[v], pr);
+  #pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) {
+              acc[r][v] = b0 == 0 || valid[r] == 0 ? _mm512_setzero_ps()
+                                                    : _mm512_mul_ps(_mm512_loadu_ps(o[r] + c0 + 16 * v), _mm512_set1_ps(alpha[r]));
+            }
           }
-        }
-        for (int r = 0; r < kRows; ++r) {
-          if (valid[r] == 0) continue;
-          for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o[r] + c0 + 16 * v, acc[r][v]);
+          for (int64_t i = 0; i < pairs; ++i) {
+            __m512bh vv[4];
+  #pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) vv[v] = load_bh(vp + (i * lora + c0 + 16 * v) * 2);
+  #pragma GCC unroll 4
+            for (int r = 0; r < kRows; ++r) {
+              const __m512bh pr = as_bh(_mm512_set1_epi32(pb32[r][i]));
+  #pragma GCC unroll 4
+              for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], vv[v], pr);
+            }
+          }
+  #pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) {
+            if (valid[r] == 0) continue;
+  #pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o[r] + c0 + 16 * v, acc[r][v]);
+          }
         }
       }
     }

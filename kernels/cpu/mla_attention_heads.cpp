@@ -1,5 +1,5 @@
 // The absorbed MLA attention of a block of heads: W_UK absorption, attention, W_UV, per chunk of
-// tokens, each stage through its dispatching kernel.
+// tokens, each stage through its dispatching kernel, reading q and writing out in place.
 #include <algorithm>
 
 #include "hymoe/kernels/mla_attention.h"
@@ -19,28 +19,23 @@ void mla_attention_heads(const MlaHeadsParams& p, MlaHeadsScratch& s) {
   const int64_t hn = p.head_end - p.head_begin, qk = p.nope + p.rope, lora = p.lora;
   if (hn <= 0 || p.tokens <= 0) return;
   const int64_t rows = hn * std::min(kMlaTokenChunk, p.tokens);
-  float* qn = room(s.qn, rows * p.nope);
   float* qlat = room(s.qlat, rows * lora);
   float* olat = room(s.olat, rows * lora);
-  float* ov = room(s.ov, rows * p.v_dim);
   for (int64_t c0 = 0; c0 < p.tokens; c0 += kMlaTokenChunk) {
     const int64_t n = std::min(kMlaTokenChunk, p.tokens - c0);
+    const float* q = p.q + c0 * p.heads * qk;
     for (int64_t j = 0; j < hn; ++j) {
       const int64_t h = p.head_begin + j;
-      for (int64_t t = 0; t < n; ++t) {
-        const float* src = p.q + (c0 + t) * p.heads * qk + h * qk;
-        std::copy(src, src + p.nope, qn + (j * n + t) * p.nope);
-      }
-      Bf16GemvParams g;
-      g.w = p.w_uk_t + h * lora * p.nope;
-      g.rows = lora;
-      g.cols = p.nope;
-      g.x = qn + j * n * p.nope;
+      MlaAbsorbParams g;
+      g.w = p.w_uk + h * p.nope * lora;
+      g.k = p.nope;
+      g.n = lora;
+      g.x = q + h * qk;
+      g.x_stride = p.heads * qk;
       g.tokens = n;
       g.y = qlat + j * n * lora;
-      g.row_begin = 0;
-      g.row_end = lora;
-      bf16_gemv(g);
+      g.y_stride = lora;
+      mla_absorb(g);
     }
     MlaAttentionParams a;
     a.lora = lora;
@@ -53,7 +48,7 @@ void mla_attention_heads(const MlaHeadsParams& p, MlaHeadsScratch& s) {
     a.q_lat = qlat;
     a.q_lat_token_stride = lora;
     a.q_lat_head_stride = n * lora;
-    a.q_pe = p.q + c0 * p.heads * qk + p.head_begin * qk + p.nope;
+    a.q_pe = q + p.head_begin * qk + p.nope;
     a.q_pe_token_stride = p.heads * qk;
     a.q_pe_head_stride = qk;
     a.pages = p.pages;
@@ -65,20 +60,16 @@ void mla_attention_heads(const MlaHeadsParams& p, MlaHeadsScratch& s) {
     mla_attention(a, s.attn);
     for (int64_t j = 0; j < hn; ++j) {
       const int64_t h = p.head_begin + j;
-      Bf16GemvParams g;
-      g.w = p.w_uv + h * p.v_dim * lora;
-      g.rows = p.v_dim;
-      g.cols = lora;
+      MlaAbsorbParams g;
+      g.w = p.w_uv_t + h * lora * p.v_dim;
+      g.k = lora;
+      g.n = p.v_dim;
       g.x = olat + j * n * lora;
+      g.x_stride = lora;
       g.tokens = n;
-      g.y = ov + j * n * p.v_dim;
-      g.row_begin = 0;
-      g.row_end = p.v_dim;
-      bf16_gemv(g);
-      for (int64_t t = 0; t < n; ++t) {
-        const float* src = ov + (j * n + t) * p.v_dim;
-        std::copy(src, src + p.v_dim, p.out + (c0 + t) * p.heads * p.v_dim + h * p.v_dim);
-      }
+      g.y = p.out + c0 * p.heads * p.v_dim + h * p.v_dim;
+      g.y_stride = p.heads * p.v_dim;
+      mla_absorb(g);
     }
   }
 }

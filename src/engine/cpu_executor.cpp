@@ -56,8 +56,8 @@ T* room(std::vector<T>& v, size_t n) {
 
 struct CpuExecutor::Layer {
   std::vector<float> input_norm, post_attn_norm, q_a_norm, kv_a_norm;
-  std::vector<uint16_t> w_uk_t;  // [heads][kv_lora][qk_nope] BF16 (W_UK transposed: q_lat = W q_nope)
-  std::vector<uint16_t> w_uv;  // [heads][v_head][kv_lora] BF16
+  std::vector<uint16_t> w_uk;    // [heads][qk_nope][kv_lora] BF16
+  std::vector<uint16_t> w_uv_t;  // [heads][kv_lora][v_head] BF16 (W_UV transposed)
   std::vector<float> router_bias;
 };
 
@@ -106,17 +106,17 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     l.kv_a_norm = dense_vector(w.attn.kv_a_norm);
     // kv_b rows per head: qk_nope rows of W_UK, then v_head rows of W_UV, each kv_lora wide.
     const Fp8Matrix& kvb = w.attn.kv_b;
-    l.w_uk_t.resize(static_cast<size_t>(heads * nope * lora));
-    l.w_uv.resize(static_cast<size_t>(heads * vd * lora));
+    l.w_uk.resize(static_cast<size_t>(heads * nope * lora));
+    l.w_uv_t.resize(static_cast<size_t>(heads * vd * lora));
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t r = 0; r < nope + vd; ++r) {
         const int64_t row = h * (nope + vd) + r;
         for (int64_t c = 0; c < lora; ++c) {
           const uint16_t v = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
           if (r < nope) {
-            l.w_uk_t[static_cast<size_t>((h * lora + c) * nope + r)] = v;
+            l.w_uk[static_cast<size_t>((h * nope + r) * lora + c)] = v;
           } else {
-            l.w_uv[static_cast<size_t>((h * vd + r - nope) * lora + c)] = v;
+            l.w_uv_t[static_cast<size_t>((h * lora + c) * vd + r - nope)] = v;
           }
         }
       }
@@ -137,10 +137,8 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kernels::kMlaTokenChunk);
     buf_->attn_workers.resize(static_cast<size_t>(pool_.size()));
     for (Buffers::AttnWorker& aw : buf_->attn_workers) {
-      aw.scratch.qn.resize(rows * static_cast<size_t>(nope));
       aw.scratch.qlat.resize(rows * static_cast<size_t>(lora));
       aw.scratch.olat.resize(rows * static_cast<size_t>(lora));
-      aw.scratch.ov.resize(rows * static_cast<size_t>(vd));
       aw.pages.resize(static_cast<size_t>(kv_.total_blocks()));
     }
   }
@@ -292,8 +290,8 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     ap.lora = lora;
     ap.head_begin = heads * wi.index / workers;
     ap.head_end = heads * (wi.index + 1) / workers;
-    ap.w_uk_t = layer.w_uk_t.data();
-    ap.w_uv = layer.w_uv.data();
+    ap.w_uk = layer.w_uk.data();
+    ap.w_uv_t = layer.w_uv_t.data();
     ap.pages = aw.pages.data();
     ap.page_tokens = kv_.shape().block_tokens;
     ap.scale = softmax_scale_;

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/isa.h"
 
 namespace hymoe::kernels {
@@ -72,6 +71,28 @@ void validate(const MlaAttentionParams& p);
 // BF16 weights p can cause: at most 2^-8 of it), in out's layout.
 void mla_attention_reference(const MlaAttentionParams& p, float* err_scale = nullptr);
 
+// ---- The absorption products, y[t][0..n) = sum_{i<k} x[t][i] * W[i][0..n), W BF16 [k][n]
+// row-major: q_lat = W_UK[h]^T q_nope (W_UK[h] as stored, [qk_nope][kv_lora]) and
+// out = W_UV[h] o_lat (with W_UV[h] stored transposed, [kv_lora][v_head]). W is streamed once per
+// 4 tokens, each weight widened to FP32 exactly and accumulated in FP32 (no horizontal sums).
+struct MlaAbsorbParams {
+  const uint16_t* w = nullptr;  // BF16 [k][n], n a multiple of 16
+  int64_t k = 0, n = 0;
+  const float* x = nullptr;  // FP32, token t at x + t * x_stride (k values)
+  int64_t x_stride = 0;
+  int64_t tokens = 1;
+  float* y = nullptr;  // FP32, token t at y + t * y_stride (n values)
+  int64_t y_stride = 0;
+};
+
+// Dispatches to the best variant (AVX-512 where available, else scalar). No checks: hot path.
+void mla_absorb(const MlaAbsorbParams& p);
+// One variant: kAvx512 and kAvx512Bf16 run the AVX-512 one, the others the scalar one.
+void mla_absorb(Isa isa, const MlaAbsorbParams& p);
+void validate(const MlaAbsorbParams& p);
+// Reference in double.
+void mla_absorb_reference(const MlaAbsorbParams& p);
+
 // ---- The whole absorbed attention of a block of heads of one sequence: per chunk of
 // kMlaTokenChunk tokens, q_lat = W_UK[h]^T q_nope (bf16_gemv: the chunk's tokens share each weight
 // read), mla_attention over the heads and tokens of the chunk, out = W_UV[h] o_lat (bf16_gemv).
@@ -80,7 +101,7 @@ void mla_attention_reference(const MlaAttentionParams& p, float* err_scale = nul
 inline constexpr int64_t kMlaTokenChunk = 32;
 
 struct MlaHeadsScratch {
-  std::vector<float> qn, qlat, olat, ov;  // [head][token][...] of one chunk
+  std::vector<float> qlat, olat;  // [head][token][kv_lora] of one chunk
   MlaAttentionScratch attn;
 };
 
@@ -89,8 +110,8 @@ struct MlaHeadsParams {
   int64_t head_begin = 0, head_end = 0;                        // this call's heads
   int64_t first_position = 0, tokens = 0;  // query t at first_position + t, t < tokens
   const float* q = nullptr;                // FP32 [tokens][heads][nope + rope], q_pe roped
-  const uint16_t* w_uk_t = nullptr;        // BF16 [heads][lora][nope] (W_UK transposed)
-  const uint16_t* w_uv = nullptr;          // BF16 [heads][v_dim][lora]
+  const uint16_t* w_uk = nullptr;          // BF16 [heads][nope][lora] (as in kv_b_proj)
+  const uint16_t* w_uv_t = nullptr;        // BF16 [heads][lora][v_dim] (W_UV transposed)
   const uint16_t* const* pages = nullptr;  // the sequence's cache pages of this layer
   int64_t page_tokens = 64;
   float scale = 1.0f;
