@@ -25,6 +25,7 @@ void validate(const MlaAttentionParams& p) {
 
 void mla_attention(Isa isa, const MlaAttentionParams& p, MlaAttentionScratch& scratch) {
   if (isa == Isa::kAvx512Bf16) return detail::mla_attention_avx512bf16(p, scratch);
+  if (isa == Isa::kAvx512) return detail::mla_attention_avx512(p, scratch);
   detail::mla_attention_scalar(p, scratch);
 }
 

@@ -28,6 +28,7 @@ void bf16_gemv_avx512(const Bf16GemvParams& p);
 void mla_absorb_scalar(const MlaAbsorbParams& p);
 void mla_absorb_avx512(const MlaAbsorbParams& p);
 void mla_attention_scalar(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
+void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
 void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
 
 void fp8_gemm_reference(const Fp8GemmParams& p);

@@ -18,7 +18,7 @@ using test::nan_vector;
 using test::random_bf16;
 using test::random_f32;
 
-constexpr Isa kVariants[] = {Isa::kScalar, Isa::kAvx512Bf16};
+constexpr Isa kVariants[] = {Isa::kScalar, Isa::kAvx512, Isa::kAvx512Bf16};
 
 // A sequence's paged latent cache (pages in shuffled order, each page_tokens rows), its queries
 // [tokens][heads] with padded strides, and an output buffer of the same shape (padded too).

@@ -12,8 +12,9 @@
 // result is bitwise the same whether its prompt was chunked or batched differently (on one
 // variant; variants differ in rounding).
 //
-// Precision: q and the softmax weights p enter the dot products as BF16 (like the cache);
-// scores, the softmax and o_lat are FP32. Callers split the heads (and tokens) across threads.
+// Precision: q enters the dot products as BF16 (like the cache), and so do the softmax weights p
+// in the AVX512-BF16 variant; scores, the softmax and o_lat are FP32. Callers split the heads
+// (and tokens) across threads.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@ struct MlaAttentionScratch {
   std::vector<uint16_t> v_packed;  // a key block's c_kv rows, interleaved in key pairs
   std::vector<uint16_t> zero_row;  // stands in for the rows past the cache's end
   std::vector<uint16_t> q_tile;    // a few query rows in BF16
-  std::vector<float> q_row;        // one query row, BF16-rounded (scalar variant)
+  std::vector<float> q_row;        // query rows, BF16-rounded, in FP32 (scalar, AVX-512F)
   std::vector<float> m, l;         // running max (log2 units) and sum per query row
 };
 
@@ -60,9 +61,10 @@ struct MlaAttentionParams {
   int64_t out_token_stride = 0, out_head_stride = 0;
 };
 
-// Dispatches to the best variant (AVX512-BF16 where available, else scalar). No checks: hot path.
+// Dispatches to the best variant (AVX512-BF16, else AVX-512F, else scalar). No checks: hot path.
 void mla_attention(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
-// One variant: kAvx512Bf16 runs the vdpbf16ps kernel, every other ISA the scalar one.
+// One variant: kAvx512Bf16 runs the vdpbf16ps kernel, kAvx512 the FP32-FMA one (p in FP32),
+// kScalar and kAvx2 the scalar one.
 void mla_attention(Isa isa, const MlaAttentionParams& p, MlaAttentionScratch& scratch);
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const MlaAttentionParams& p);
