@@ -97,12 +97,14 @@ void bm_mla(benchmark::State& state, BenchContext* ctx, int64_t kv_len, int64_t 
         p.lora = kLora;
         p.head_begin = kHeads * wi.index / pool.size();
         p.head_end = kHeads * (wi.index + 1) / pool.size();
-        p.first_position = first;
-        p.tokens = tokens;
+        const kernels::MlaSequence seq{.first_position = first,
+                                       .tokens = tokens,
+                                       .pages = set.pages.data() + l * set.pages_per_layer};
+        p.sequences = &seq;
+        p.n_sequences = 1;
         p.q = q.data();
         p.w_uk = set.w_uk.data() + static_cast<size_t>(l * kHeads * kLora * kNope);
         p.w_uv_t = set.w_uv_t.data() + static_cast<size_t>(l * kHeads * kLora * kV);
-        p.pages = set.pages.data() + l * set.pages_per_layer;
         p.page_tokens = kPage;
         p.scale = 1.0f / std::sqrt(192.0f);
         p.out = out.data();

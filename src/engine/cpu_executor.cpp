@@ -69,12 +69,11 @@ struct CpuExecutor::Buffers {
   std::vector<const StepItem*> token_item;
   std::vector<int64_t> token_pos, logit_rows;
   std::vector<int32_t> token_id;
-  // Per worker attention state: the page list of a sequence, the kernels' scratch.
-  struct AttnWorker {
-    std::vector<const uint16_t*> pages;
-    kernels::MlaHeadsScratch scratch;
-  };
-  std::vector<AttnWorker> attn_workers;
+  // The step's sequences for the attention (runs of tokens, their page lists of the current
+  // layer, flat) and each worker's attention scratch.
+  std::vector<kernels::MlaSequence> sequences;
+  std::vector<const uint16_t*> pages;
+  std::vector<kernels::MlaHeadsScratch> attn_scratch;
 };
 
 CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const CpuExecutorOptions& options)
@@ -135,12 +134,12 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
   {
     // Sized for a chunk of its heads up front (steps allocate nothing).
     const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kernels::kMlaTokenChunk);
-    buf_->attn_workers.resize(static_cast<size_t>(pool_.size()));
-    for (Buffers::AttnWorker& aw : buf_->attn_workers) {
-      aw.scratch.qlat.resize(rows * static_cast<size_t>(lora));
-      aw.scratch.olat.resize(rows * static_cast<size_t>(lora));
-      aw.pages.resize(static_cast<size_t>(kv_.total_blocks()));
+    buf_->attn_scratch.resize(static_cast<size_t>(pool_.size()));
+    for (kernels::MlaHeadsScratch& sc : buf_->attn_scratch) {
+      sc.qlat.resize(rows * static_cast<size_t>(lora));
+      sc.olat.resize(rows * static_cast<size_t>(lora));
     }
+    buf_->pages.resize(static_cast<size_t>(kv_.total_blocks()));
   }
   // Size the step buffers up front so that steps up to max_step_tokens allocate nothing.
   {
@@ -163,6 +162,7 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     b.attnb.resize(T * static_cast<size_t>(heads * vd));
     b.act.resize(T * inter);
     b.token_item.reserve(T);
+    b.sequences.reserve(T);
     b.token_pos.reserve(T);
     b.token_id.reserve(T);
     b.logit_rows.reserve(T);
@@ -276,12 +276,27 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     kernels::to_bf16(kv + lora, rope, row + lora);
   }
 
-  // Absorbed attention: each worker takes a contiguous block of heads of every sequence in the
-  // step (W_UK absorption, attention, W_UV all stay within its heads: no synchronisation between).
+  // Absorbed attention: the step's sequences (runs of tokens of one item) with their page lists of
+  // this layer; each worker takes a contiguous block of heads of all of them (W_UK absorption,
+  // attention, W_UV stay within its heads: no synchronisation between).
+  std::vector<kernels::MlaSequence>& seqs = b.sequences;
+  seqs.clear();
+  size_t n_pages = 0;
+  for (int64_t ta = 0; ta < T;) {
+    const StepItem& item = *token_item[static_cast<size_t>(ta)];
+    int64_t tb = ta + 1;
+    while (tb < T && token_item[static_cast<size_t>(tb)] == &item) ++tb;
+    kernels::MlaSequence sq;
+    sq.first_position = token_pos[static_cast<size_t>(ta)];
+    sq.tokens = tb - ta;
+    sq.pages = b.pages.data() + n_pages;
+    for (int32_t block : item.table->blocks) b.pages[n_pages++] = kv_.block_rows(block, li);
+    seqs.push_back(sq);
+    ta = tb;
+  }
   float* attn = room(b.attn, static_cast<size_t>(T * heads * vd));
   const int64_t workers = pool_.size();
   pool_.run([&](const cpu::WorkerInfo& wi) {
-    Buffers::AttnWorker& aw = b.attn_workers[static_cast<size_t>(wi.index)];
     kernels::MlaHeadsParams ap;
     ap.heads = heads;
     ap.nope = nope;
@@ -290,26 +305,15 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     ap.lora = lora;
     ap.head_begin = heads * wi.index / workers;
     ap.head_end = heads * (wi.index + 1) / workers;
+    ap.sequences = seqs.data();
+    ap.n_sequences = static_cast<int64_t>(seqs.size());
+    ap.q = q;
     ap.w_uk = layer.w_uk.data();
     ap.w_uv_t = layer.w_uv_t.data();
-    ap.pages = aw.pages.data();
     ap.page_tokens = kv_.shape().block_tokens;
     ap.scale = softmax_scale_;
-    if (ap.head_begin == ap.head_end) return;
-    for (int64_t ta = 0; ta < T;) {
-      // The run of tokens [ta, tb) of one sequence (a step holds each item's tokens in a row).
-      const StepItem& item = *token_item[static_cast<size_t>(ta)];
-      int64_t tb = ta + 1;
-      while (tb < T && token_item[static_cast<size_t>(tb)] == &item) ++tb;
-      const std::vector<int32_t>& blocks = item.table->blocks;
-      for (size_t i = 0; i < blocks.size(); ++i) aw.pages[i] = kv_.block_rows(blocks[i], li);
-      ap.first_position = token_pos[static_cast<size_t>(ta)];
-      ap.tokens = tb - ta;
-      ap.q = q + ta * heads * qk;
-      ap.out = attn + ta * heads * vd;
-      kernels::mla_attention_heads(ap, aw.scratch);
-      ta = tb;
-    }
+    ap.out = attn;
+    kernels::mla_attention_heads(ap, b.attn_scratch[static_cast<size_t>(wi.index)]);
   });
   uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
   kernels::to_bf16(attn, T * heads * vd, attnb);

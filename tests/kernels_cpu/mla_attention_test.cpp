@@ -249,18 +249,26 @@ TEST(MlaAbsorb, EveryVariantMatchesReference) {
   }
 }
 
-// The composite of a block of heads (absorption, attention, W_UV, chunks of kMlaTokenChunk
-// tokens, q read and out written in place) against the double references chained the same way.
-// Only this call's heads' columns are written; a wrong head, stride or chunk offset gives O(1).
+// The composite of a block of heads over a step (absorption, attention, W_UV, chunks of
+// kMlaTokenChunk tokens across sequence boundaries, q read and out written in place) against the
+// double references chained per sequence. Only this call's heads' columns are written; a wrong
+// head, stride, sequence or chunk offset gives O(1).
 TEST(MlaAttentionHeads, MatchesChainedReferences) {
   std::mt19937_64 rng(std::random_device{}());
   const int64_t heads = 5, nope = 64, rope = 32, vd = 48, lora = 128, qk = nope + rope;
-  for (const int64_t tokens : {int64_t{1}, int64_t{40}}) {
-    const int64_t first = static_cast<int64_t>(rng() % 150);
-    Case cs(lora, rope, heads, tokens, first, 48, rng, 1.0f);  // for its paged cache
-    const auto q = random_f32(static_cast<size_t>(tokens * heads * qk), rng);
+  const std::vector<std::vector<int64_t>> steps = {{1}, {40}, {5, 30, 12}, {1, 1, 1}, {33, 1}};
+  for (const auto& lengths : steps) {
+    int64_t total = 0;
+    for (int64_t n : lengths) total += n;
+    const auto q = random_f32(static_cast<size_t>(total * heads * qk), rng);
     const auto w_uk = random_bf16(static_cast<size_t>(heads * nope * lora), rng, 0.2f);
     const auto w_uv_t = random_bf16(static_cast<size_t>(heads * lora * vd), rng, 0.2f);
+    std::vector<Case> caches;  // each sequence's paged cache
+    std::vector<MlaSequence> seqs;
+    for (int64_t n : lengths) {
+      caches.emplace_back(lora, rope, heads, n, static_cast<int64_t>(rng() % 150), 48, rng, 1.0f);
+    }
+    for (const Case& cs : caches) seqs.push_back({.first_position = cs.first_position, .tokens = cs.tokens, .pages = cs.pages.data()});
     MlaHeadsParams p;
     p.heads = heads;
     p.nope = nope;
@@ -269,17 +277,16 @@ TEST(MlaAttentionHeads, MatchesChainedReferences) {
     p.lora = lora;
     p.head_begin = 1;
     p.head_end = 4;
-    p.first_position = first;
-    p.tokens = tokens;
+    p.sequences = seqs.data();
+    p.n_sequences = static_cast<int64_t>(seqs.size());
     p.q = q.data();
     p.w_uk = w_uk.data();
     p.w_uv_t = w_uv_t.data();
-    p.pages = cs.pages.data();
-    p.page_tokens = cs.page_tokens;
+    p.page_tokens = 48;
     p.scale = 0.1f;
-    // Reference: q_lat per (token, head), attention, W_UV, each in double.
-    std::vector<float> ref = nan_vector(static_cast<size_t>(tokens * heads * vd));
-    std::vector<float> q_lat(static_cast<size_t>(tokens * heads * lora)), o_lat(q_lat.size());
+    // Reference: q_lat per (token, head), then per sequence the attention, then W_UV; in double.
+    std::vector<float> ref = nan_vector(static_cast<size_t>(total * heads * vd));
+    std::vector<float> q_lat(static_cast<size_t>(total * heads * lora)), o_lat(q_lat.size());
     for (int64_t h = p.head_begin; h < p.head_end; ++h) {
       MlaAbsorbParams a;
       a.w = w_uk.data() + h * nope * lora;
@@ -287,31 +294,35 @@ TEST(MlaAttentionHeads, MatchesChainedReferences) {
       a.n = lora;
       a.x = q.data() + h * qk;
       a.x_stride = heads * qk;
-      a.tokens = tokens;
+      a.tokens = total;
       a.y = q_lat.data() + h * lora;
       a.y_stride = heads * lora;
       mla_absorb_reference(a);
     }
-    MlaAttentionParams at;
-    at.lora = lora;
-    at.rope = rope;
-    at.first_position = first;
-    at.token_end = tokens;
-    at.head_begin = p.head_begin;
-    at.head_end = p.head_end;
-    at.q_lat = q_lat.data();
-    at.q_lat_token_stride = heads * lora;
-    at.q_lat_head_stride = lora;
-    at.q_pe = q.data() + nope;
-    at.q_pe_token_stride = heads * qk;
-    at.q_pe_head_stride = qk;
-    at.pages = cs.pages.data();
-    at.page_tokens = cs.page_tokens;
-    at.scale = p.scale;
-    at.out = o_lat.data();
-    at.out_token_stride = heads * lora;
-    at.out_head_stride = lora;
-    mla_attention_reference(at);
+    int64_t t0 = 0;
+    for (const MlaSequence& sq : seqs) {
+      MlaAttentionParams at;
+      at.lora = lora;
+      at.rope = rope;
+      at.first_position = sq.first_position;
+      at.token_end = sq.tokens;
+      at.head_begin = p.head_begin;
+      at.head_end = p.head_end;
+      at.q_lat = q_lat.data() + t0 * heads * lora;
+      at.q_lat_token_stride = heads * lora;
+      at.q_lat_head_stride = lora;
+      at.q_pe = q.data() + t0 * heads * qk + nope;
+      at.q_pe_token_stride = heads * qk;
+      at.q_pe_head_stride = qk;
+      at.pages = sq.pages;
+      at.page_tokens = 48;
+      at.scale = p.scale;
+      at.out = o_lat.data() + t0 * heads * lora;
+      at.out_token_stride = heads * lora;
+      at.out_head_stride = lora;
+      mla_attention_reference(at);
+      t0 += sq.tokens;
+    }
     for (int64_t h = p.head_begin; h < p.head_end; ++h) {
       MlaAbsorbParams a;
       a.w = w_uv_t.data() + h * lora * vd;
@@ -319,7 +330,7 @@ TEST(MlaAttentionHeads, MatchesChainedReferences) {
       a.n = vd;
       a.x = o_lat.data() + h * lora;
       a.x_stride = heads * lora;
-      a.tokens = tokens;
+      a.tokens = total;
       a.y = ref.data() + h * vd;
       a.y_stride = heads * vd;
       mla_absorb_reference(a);
@@ -328,23 +339,23 @@ TEST(MlaAttentionHeads, MatchesChainedReferences) {
     p.out = out.data();
     MlaHeadsScratch scratch;
     mla_attention_heads(p, scratch);
-    double num = 0.0, den = 0.0;
-    for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t t = 0; t < total; ++t) {
+      double num = 0.0, den = 0.0;
       for (int64_t h = 0; h < heads; ++h) {
         for (int64_t e = 0; e < vd; ++e) {
-          const size_t at_ = static_cast<size_t>((t * heads + h) * vd + e);
+          const size_t i = static_cast<size_t>((t * heads + h) * vd + e);
           if (h < p.head_begin || h >= p.head_end) {
-            ASSERT_TRUE(std::isnan(out[at_])) << "wrote head " << h << " outside [1, 4)";
+            ASSERT_TRUE(std::isnan(out[i])) << "wrote head " << h << " outside [1, 4)";
             continue;
           }
-          ASSERT_FALSE(std::isnan(out[at_])) << "token " << t << " head " << h;
-          num += (double(out[at_]) - ref[at_]) * (double(out[at_]) - ref[at_]);
-          den += double(ref[at_]) * ref[at_];
+          ASSERT_FALSE(std::isnan(out[i])) << "token " << t << " head " << h;
+          num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
+          den += double(ref[i]) * ref[i];
         }
       }
+      // BF16 q_lat and weights p: ~1e-3 (2^-9 per rounding), far under a wrong row's O(1).
+      ASSERT_LT(std::sqrt(num / den), 1e-2) << "token " << t << " of a step of " << lengths.size() << " sequences";
     }
-    // BF16 q_lat and weights p: ~2^-9 per rounding, far under a wrong head's O(1).
-    EXPECT_LT(std::sqrt(num / den), 5e-3) << tokens << " tokens from position " << first;
   }
 }
 

@@ -95,10 +95,12 @@ void validate(const MlaAbsorbParams& p);
 // Reference in double.
 void mla_absorb_reference(const MlaAbsorbParams& p);
 
-// ---- The whole absorbed attention of a block of heads of one sequence: per chunk of
-// kMlaTokenChunk tokens, q_lat = W_UK[h]^T q_nope (bf16_gemv: the chunk's tokens share each weight
-// read), mla_attention over the heads and tokens of the chunk, out = W_UV[h] o_lat (bf16_gemv).
-// What the CPU executor runs on each worker (its block of heads), and what bench-cpu measures.
+// ---- The whole absorbed attention of a block of heads over a step's tokens (one or more
+// sequences, each a run of consecutive tokens): per chunk of kMlaTokenChunk tokens of the step,
+// q_lat = W_UK[h]^T q_nope (mla_absorb: all the chunk's tokens, of whatever sequence, share each
+// weight read), mla_attention over each sequence's part of the chunk, out = W_UV[h] o_lat
+// (mla_absorb). A decode step of B sequences reads W_UK/W_UV once, not B times. What the CPU
+// executor runs on each worker (its block of heads), and what bench-cpu measures.
 
 inline constexpr int64_t kMlaTokenChunk = 32;
 
@@ -107,14 +109,20 @@ struct MlaHeadsScratch {
   MlaAttentionScratch attn;
 };
 
+// One sequence's run of tokens in the step: query i of the run sits at first_position + i.
+struct MlaSequence {
+  int64_t first_position = 0, tokens = 0;
+  const uint16_t* const* pages = nullptr;  // its cache pages of this layer
+};
+
 struct MlaHeadsParams {
   int64_t heads = 0, nope = 0, rope = 0, v_dim = 0, lora = 0;  // model dims (all heads)
   int64_t head_begin = 0, head_end = 0;                        // this call's heads
-  int64_t first_position = 0, tokens = 0;  // query t at first_position + t, t < tokens
-  const float* q = nullptr;                // FP32 [tokens][heads][nope + rope], q_pe roped
-  const uint16_t* w_uk = nullptr;          // BF16 [heads][nope][lora] (as in kv_b_proj)
-  const uint16_t* w_uv_t = nullptr;        // BF16 [heads][lora][v_dim] (W_UV transposed)
-  const uint16_t* const* pages = nullptr;  // the sequence's cache pages of this layer
+  const MlaSequence* sequences = nullptr;  // in token order; tokens = the sum of their tokens
+  int64_t n_sequences = 0;
+  const float* q = nullptr;          // FP32 [tokens][heads][nope + rope], q_pe roped
+  const uint16_t* w_uk = nullptr;    // BF16 [heads][nope][lora] (as in kv_b_proj)
+  const uint16_t* w_uv_t = nullptr;  // BF16 [heads][lora][v_dim] (W_UV transposed)
   int64_t page_tokens = 64;
   float scale = 1.0f;
   float* out = nullptr;  // FP32 [tokens][heads][v_dim]: this call writes its heads' columns
