@@ -22,7 +22,7 @@ constexpr int kRows = 4;  // query rows per tile
 constexpr int64_t kB = kMlaKeyBlock;
 constexpr int64_t kGroupRows = 128;  // 256 KB of o_lat at lora 512
 
-inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh>(v); }
+inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 inline __m512bh load_bh(const uint16_t* p) { return as_bh(_mm512_loadu_si512(p)); }
 
 // Interleaves the c_kv rows of a block in key pairs: vp[(i * lora + c) * 2 + e] = row[2i + e][c].
@@ -119,7 +119,7 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
           for (int part = 0; part < 2; ++part) {
             for (int64_t c = 0; c < len[part]; c += 32) {
               const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src[part] + c + 16), _mm512_loadu_ps(src[part] + c));
-              _mm512_storeu_si512(dst + (part ? lora : 0) + c, reinterpret_cast<__m512i>(v));
+              _mm512_storeu_si512(dst + (part ? lora : 0) + c, (__m512i)v);
             }
           }
         }
@@ -156,8 +156,8 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
           const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
           sc.l[ii] = (b0 == 0 ? 0.0f : sc.l[ii] * alpha[r]) + sum;
           sc.m[ii] = m_new;
-          _mm512_store_si512(&pb32[r][0], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[1], e[0])));
-          _mm512_store_si512(&pb32[r][16], reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[3], e[2])));
+          _mm512_store_si512(&pb32[r][0], (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
+          _mm512_store_si512(&pb32[r][16], (__m512i)_mm512_cvtne2ps_pbh(e[3], e[2]));
         }
         // o = o * alpha + P V, 64 columns of the 4 rows at a time (4 x 4 accumulators: 8 loads
         // per 16 vdpbf16ps; 8 rows x 2 vectors measured 1.5x slower here, load-bound).
