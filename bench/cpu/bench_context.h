@@ -96,6 +96,11 @@ void register_gemv(BenchContext& ctx);
 void register_openblas(BenchContext& ctx);
 void register_moe(BenchContext& ctx);
 void register_gemm(BenchContext& ctx);
+void register_mla(BenchContext& ctx);
+
+// The register-only vdpbf16ps loop on every worker of the max-threads pool (TFLOP/s; 0 where the
+// CPU lacks AVX512-BF16): the compute ceiling of the BF16 kernels. Measured once per run.
+double dpbf16_peak_tflops(BenchContext& ctx);
 
 // Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);

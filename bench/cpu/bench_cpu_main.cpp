@@ -1,6 +1,6 @@
 // hymoe-bench-cpu: the CPU benchmarks in one run (Google Benchmark), in this order: the read
 // bandwidth probe (the ceiling), FP8 GEMV by thread count, GEMV latency against OpenBLAS, one
-// MoE layer, the prefill GEMM. Afterwards prints a summary table and, with --out FILE, writes it
+// MoE layer, the prefill GEMM, MLA attention. Afterwards prints a summary table and, with --out FILE, writes it
 // as JSON: {"context": {...}, "records": [{name, threads, value, unit, ceiling, ratio, note}]}.
 // Google Benchmark's own flags (--benchmark_filter, --benchmark_out, ...) work as usual.
 #include <benchmark/benchmark.h>
@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   hymoe::bench::register_openblas(ctx);
   hymoe::bench::register_moe(ctx);
   hymoe::bench::register_gemm(ctx);
+  hymoe::bench::register_mla(ctx);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 

@@ -128,6 +128,12 @@ void bm_gemm(benchmark::State& state, BenchContext* ctx, kernels::GemmImpl impl,
 
 }  // namespace
 
+double dpbf16_peak_tflops(BenchContext& ctx) {
+  if (!kernels::gemm_impl_supported(kernels::GemmImpl::kAvx512Bf16)) return 0.0;
+  return ctx.cached<double>("gemm_peak", kernels::gemm_impl_name(kernels::GemmImpl::kAvx512Bf16),
+                            [&] { return new double(peak_tflops(&ctx, kernels::GemmImpl::kAvx512Bf16)); });
+}
+
 void register_gemm(BenchContext& ctx) {
   for (kernels::GemmImpl impl : {kernels::GemmImpl::kAvx512Bf16, kernels::GemmImpl::kAmxBf16}) {
     if (!kernels::gemm_impl_supported(impl)) continue;

@@ -8,6 +8,7 @@
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
+#include "hymoe/kernels/mla_attention.h"
 
 namespace hymoe::kernels::detail {
 
@@ -23,6 +24,12 @@ void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n);
 
 void bf16_gemv_scalar(const Bf16GemvParams& p);
 void bf16_gemv_avx512(const Bf16GemvParams& p);
+
+void mla_absorb_scalar(const MlaAbsorbParams& p);
+void mla_absorb_avx512(const MlaAbsorbParams& p);
+void mla_attention_scalar(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
+void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
+void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& scratch);
 
 void fp8_gemm_reference(const Fp8GemmParams& p);
 void fp8_gemm_avx512bf16(const Fp8GemmParams& p);

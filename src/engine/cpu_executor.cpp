@@ -8,6 +8,7 @@
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/mla_attention.h"
 #include "hymoe/kernels/moe_router.h"
 #include "hymoe/kernels/rmsnorm.h"
 #include "hymoe/kernels/silu_mul.h"
@@ -55,8 +56,8 @@ T* room(std::vector<T>& v, size_t n) {
 
 struct CpuExecutor::Layer {
   std::vector<float> input_norm, post_attn_norm, q_a_norm, kv_a_norm;
-  std::vector<uint16_t> w_uk;  // [heads][qk_nope][kv_lora] BF16
-  std::vector<uint16_t> w_uv;  // [heads][v_head][kv_lora] BF16
+  std::vector<uint16_t> w_uk;    // [heads][qk_nope][kv_lora] BF16
+  std::vector<uint16_t> w_uv_t;  // [heads][kv_lora][v_head] BF16 (W_UV transposed)
   std::vector<float> router_bias;
 };
 
@@ -68,8 +69,11 @@ struct CpuExecutor::Buffers {
   std::vector<const StepItem*> token_item;
   std::vector<int64_t> token_pos, logit_rows;
   std::vector<int32_t> token_id;
-  // Per worker attention scratch.
-  std::vector<std::vector<float>> scores, lat;
+  // The step's sequences for the attention (runs of tokens, their page lists of the current
+  // layer, flat) and each worker's attention scratch.
+  std::vector<kernels::MlaSequence> sequences;
+  std::vector<const uint16_t*> pages;
+  std::vector<kernels::MlaHeadsScratch> attn_scratch;
 };
 
 CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const CpuExecutorOptions& options)
@@ -88,6 +92,9 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
   weights_.config = &config_;
   const int64_t heads = config_.num_attention_heads, nope = config_.qk_nope_head_dim, vd = config_.v_head_dim;
   const int64_t lora = config_.kv_lora_rank;
+  HYMOE_CHECK(lora % 64 == 0 && config_.qk_rope_head_dim % 32 == 0, kUnsupported,
+              "cpu executor: MLA attention needs kv_lora_rank % 64 == 0 and qk_rope_head_dim % 32 == 0 (got {}, {})",
+              lora, config_.qk_rope_head_dim);
   layers_.resize(static_cast<size_t>(config_.num_hidden_layers));
   for (size_t li = 0; li < layers_.size(); ++li) {
     const LayerWeights& w = weights_.layers[li];
@@ -99,14 +106,17 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     // kv_b rows per head: qk_nope rows of W_UK, then v_head rows of W_UV, each kv_lora wide.
     const Fp8Matrix& kvb = w.attn.kv_b;
     l.w_uk.resize(static_cast<size_t>(heads * nope * lora));
-    l.w_uv.resize(static_cast<size_t>(heads * vd * lora));
+    l.w_uv_t.resize(static_cast<size_t>(heads * vd * lora));
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t r = 0; r < nope + vd; ++r) {
         const int64_t row = h * (nope + vd) + r;
-        uint16_t* dst = r < nope ? &l.w_uk[static_cast<size_t>((h * nope + r) * lora)]
-                                 : &l.w_uv[static_cast<size_t>((h * vd + r - nope) * lora)];
         for (int64_t c = 0; c < lora; ++c) {
-          dst[c] = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
+          const uint16_t v = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
+          if (r < nope) {
+            l.w_uk[static_cast<size_t>((h * nope + r) * lora + c)] = v;
+          } else {
+            l.w_uv_t[static_cast<size_t>((h * lora + c) * vd + r - nope)] = v;
+          }
         }
       }
     }
@@ -121,11 +131,15 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     shape.max_top_k = static_cast<int>(config_.num_experts_per_tok);
     moe_ = std::make_unique<cpu::MoeExecutor>(pool_, shape);
   }
-  buf_->scores.resize(static_cast<size_t>(pool_.size()));
-  buf_->lat.resize(static_cast<size_t>(pool_.size()));
-  for (int i = 0; i < pool_.size(); ++i) {
-    buf_->scores[static_cast<size_t>(i)].resize(static_cast<size_t>(kv_.capacity_tokens()));
-    buf_->lat[static_cast<size_t>(i)].resize(static_cast<size_t>(2 * lora + nope + vd));
+  {
+    // Sized for a chunk of its heads up front (steps allocate nothing).
+    const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kernels::kMlaTokenChunk);
+    buf_->attn_scratch.resize(static_cast<size_t>(pool_.size()));
+    for (kernels::MlaHeadsScratch& sc : buf_->attn_scratch) {
+      sc.qlat.resize(rows * static_cast<size_t>(lora));
+      sc.olat.resize(rows * static_cast<size_t>(lora));
+    }
+    buf_->pages.resize(static_cast<size_t>(kv_.total_blocks()));
   }
   // Size the step buffers up front so that steps up to max_step_tokens allocate nothing.
   {
@@ -148,6 +162,7 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     b.attnb.resize(T * static_cast<size_t>(heads * vd));
     b.act.resize(T * inter);
     b.token_item.reserve(T);
+    b.sequences.reserve(T);
     b.token_pos.reserve(T);
     b.token_id.reserve(T);
     b.logit_rows.reserve(T);
@@ -261,56 +276,44 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     kernels::to_bf16(kv + lora, rope, row + lora);
   }
 
-  // Absorbed attention, one (token, head) pair at a time, spread over the workers.
+  // Absorbed attention: the step's sequences (runs of tokens of one item) with their page lists of
+  // this layer; each worker takes a contiguous block of heads of all of them (W_UK absorption,
+  // attention, W_UV stay within its heads: no synchronisation between).
+  std::vector<kernels::MlaSequence>& seqs = b.sequences;
+  seqs.clear();
+  size_t n_pages = 0;
+  for (int64_t ta = 0; ta < T;) {
+    const StepItem& item = *token_item[static_cast<size_t>(ta)];
+    int64_t tb = ta + 1;
+    while (tb < T && token_item[static_cast<size_t>(tb)] == &item) ++tb;
+    kernels::MlaSequence sq;
+    sq.first_position = token_pos[static_cast<size_t>(ta)];
+    sq.tokens = tb - ta;
+    sq.pages = b.pages.data() + n_pages;
+    for (int32_t block : item.table->blocks) b.pages[n_pages++] = kv_.block_rows(block, li);
+    seqs.push_back(sq);
+    ta = tb;
+  }
   float* attn = room(b.attn, static_cast<size_t>(T * heads * vd));
-  const float scale = softmax_scale_;
+  const int64_t workers = pool_.size();
   pool_.run([&](const cpu::WorkerInfo& wi) {
-    float* scores = b.scores[static_cast<size_t>(wi.index)].data();
-    float* q_lat = b.lat[static_cast<size_t>(wi.index)].data();
-    float* o_lat = q_lat + lora;
-    const int64_t pairs = T * heads;
-    for (int64_t p = wi.index; p < pairs; p += pool_.size()) {
-      const int64_t t = p / heads, hd = p % heads;
-      const StepItem& item = *token_item[static_cast<size_t>(t)];
-      const int64_t pos = token_pos[static_cast<size_t>(t)];
-      const float* qh = q + t * heads * qk + hd * qk;
-      // q_lat = W_UK[h]^T q_nope
-      std::fill(q_lat, q_lat + lora, 0.0f);
-      for (int64_t d = 0; d < nope; ++d) {
-        const uint16_t* wr = &layer.w_uk[static_cast<size_t>((hd * nope + d) * lora)];
-        const float qd = qh[d];
-        for (int64_t cc = 0; cc < lora; ++cc) q_lat[cc] += qd * bf16_to_float(wr[cc]);
-      }
-      float mx = -INFINITY;
-      for (int64_t j = 0; j <= pos; ++j) {
-        const uint16_t* row = kv_.row(*item.table, li, j);
-        float s = 0.0f;
-        for (int64_t cc = 0; cc < lora; ++cc) s += q_lat[cc] * bf16_to_float(row[cc]);
-        for (int64_t r = 0; r < rope; ++r) s += qh[nope + r] * bf16_to_float(row[lora + r]);
-        s *= scale;
-        scores[j] = s;
-        mx = std::max(mx, s);
-      }
-      float sum = 0.0f;
-      for (int64_t j = 0; j <= pos; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      const float inv = 1.0f / sum;
-      std::fill(o_lat, o_lat + lora, 0.0f);
-      for (int64_t j = 0; j <= pos; ++j) {
-        const uint16_t* row = kv_.row(*item.table, li, j);
-        const float pj = scores[j] * inv;
-        for (int64_t cc = 0; cc < lora; ++cc) o_lat[cc] += pj * bf16_to_float(row[cc]);
-      }
-      float* out = attn + t * heads * vd + hd * vd;
-      for (int64_t e = 0; e < vd; ++e) {
-        const uint16_t* wr = &layer.w_uv[static_cast<size_t>((hd * vd + e) * lora)];
-        float s = 0.0f;
-        for (int64_t cc = 0; cc < lora; ++cc) s += bf16_to_float(wr[cc]) * o_lat[cc];
-        out[e] = s;
-      }
-    }
+    kernels::MlaHeadsParams ap;
+    ap.heads = heads;
+    ap.nope = nope;
+    ap.rope = rope;
+    ap.v_dim = vd;
+    ap.lora = lora;
+    ap.head_begin = heads * wi.index / workers;
+    ap.head_end = heads * (wi.index + 1) / workers;
+    ap.sequences = seqs.data();
+    ap.n_sequences = static_cast<int64_t>(seqs.size());
+    ap.q = q;
+    ap.w_uk = layer.w_uk.data();
+    ap.w_uv_t = layer.w_uv_t.data();
+    ap.page_tokens = kv_.shape().block_tokens;
+    ap.scale = softmax_scale_;
+    ap.out = attn;
+    kernels::mla_attention_heads(ap, b.attn_scratch[static_cast<size_t>(wi.index)]);
   });
   uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
   kernels::to_bf16(attn, T * heads * vd, attnb);
