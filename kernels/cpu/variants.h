@@ -28,9 +28,6 @@ void fp8_gemm_reference(const Fp8GemmParams& p);
 void fp8_gemm_avx512bf16(const Fp8GemmParams& p);
 void fp8_gemm_amx(const Fp8GemmParams& p);
 
-// GEMV rows per pass for a batch size with R x B ZMM accumulators (the block totals live in L1):
-// more rows per pass at small batches keep several weight streams in flight and reuse each
-// activation load R times, while R * B <= 16 accumulators leave room for the decoder's tables.
 // The one switch from a runtime GEMV batch (1..kMaxGemvBatch) to a template parameter:
 // calls fn.template operator()<B>(). validate() rejects other sizes before any call.
 template <typename F>
@@ -48,7 +45,11 @@ void with_gemv_batch(int batch, F&& fn) {
   }
 }
 
-constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
+// AVX512-BF16 GEMV rows per pass for a batch size, with R x B ZMM accumulators: more rows per
+// pass at small batches keep several weight streams in flight and reuse each activation load R
+// times. R * B <= 8 keeps the block totals in registers too; batch 3..8 take R = 2 (totals in
+// L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
+constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
 // The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
 constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
 
@@ -56,6 +57,9 @@ constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch 
 // HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
 // (R rows x K bytes: the same columns of the next row group).
 inline constexpr int64_t kGemvPrefetchDistance = -1;
+// Largest B * K (rounded up to 64) whose activations the AVX512-BF16 GEMV copies into lane
+// order on the stack (128 KB): every DeepSeek-V3 shape at batch 8 except K = 18432 (batch <= 3).
+inline constexpr int64_t kGemvLaneOrderWords = 64 * 1024;
 int64_t gemv_prefetch_distance();
 
 }  // namespace hymoe::kernels::detail

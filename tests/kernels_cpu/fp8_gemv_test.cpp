@@ -47,7 +47,9 @@ struct Shape {
 
 TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
   std::mt19937_64 rng(std::random_device{}());
-  const Shape shapes[] = {{256, 512}, {300, 1000}, {128, 7168}, {7168 / 8, 2048}, {37, 96}, {5, 33}};
+  // 40 x 9000 at batch 8 is past the AVX512-BF16 variant's lane-order copy of x (8 x 9024 words >
+  // kGemvLaneOrderWords), so its natural-order path runs too; batch <= 7 takes the copy.
+  const Shape shapes[] = {{256, 512}, {300, 1000}, {128, 7168}, {7168 / 8, 2048}, {37, 96}, {5, 33}, {40, 9000}};
   for (const Shape& s : shapes) {
     RandomFp8Matrix w(s.rows, s.cols, rng);
     for (int batch = 1; batch <= kMaxGemvBatch; ++batch) {
