@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 
+#include "avx512_util.h"
 #include "hymoe/common/numeric.h"
 
 namespace hymoe::kernels::detail {
@@ -124,14 +125,6 @@ inline void bf16_to_lane_order(const uint16_t* src, int64_t n, uint16_t* dst) {
   }
 }
 
-// Horizontal sum (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header).
-inline float hsum512(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
 
 struct Fp8F32Decoder {
   __m512i table = _mm512_loadu_si512(kFp8SpecialF32.data());

@@ -25,19 +25,15 @@ struct Pass {
 
 // R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
 // and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
-// Accumulators and block totals both stay in registers (2 * R * B <= 16 ZMM).
+// Accumulators in registers; block totals too while R * B <= 8, else in L1.
 template <int B, int R, bool kLaneOrder>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
   const int64_t scale_cols = p.w.scale_cols();
-  const uint8_t* wrow[R];
-  const float* srow[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    wrow[r] = p.w.data + (i0 + r) * k_total;
-    srow[r] = p.w.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * scale_cols;
-  }
+  const GemvPassRows<R> rows(p.w, i0);
+  const auto& wrow = rows.w;
+  const auto& srow = rows.scale;
   auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
     if constexpr (kLaneOrder) a.dec.lane_order(codes, w0, w1);
     else a.dec(codes, w0, w1);
@@ -126,10 +122,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 
 template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
-  constexpr int R = gemv_rows_per_pass(B);
-  int64_t i = a.p.row_begin;
-  for (; i + R <= a.p.row_end; i += R) gemv_rows<B, R, kLaneOrder>(a, i);
-  for (; i < a.p.row_end; ++i) gemv_rows<B, 1, kLaneOrder>(a, i);
+  for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
+                                        [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder>(a, i); });
 }
 
 template <int B>

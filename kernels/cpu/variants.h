@@ -45,13 +45,34 @@ void with_gemv_batch(int batch, F&& fn) {
   }
 }
 
+// Calls fn.template operator()<R>(i) for each whole pass of R rows from i in [begin, end), then
+// fn.template operator()<1>(i) for each row left over.
+template <int R, typename F>
+void for_row_passes(int64_t begin, int64_t end, F&& fn) {
+  int64_t i = begin;
+  for (; i + R <= end; i += R) fn.template operator()<R>(i);
+  for (; i < end; ++i) fn.template operator()<1>(i);
+}
+
+// The weight rows and block-scale rows of the R rows from i0 that one GEMV pass reads.
+template <int R>
+struct GemvPassRows {
+  const uint8_t* w[R];
+  const float* scale[R];
+  GemvPassRows(const Fp8Matrix& m, int64_t i0) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      w[r] = m.data + (i0 + r) * m.cols;
+      scale[r] = m.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * m.scale_cols();
+    }
+  }
+};
+
 // AVX512-BF16 GEMV rows per pass for a batch size, with R x B ZMM accumulators: more rows per
 // pass at small batches keep several weight streams in flight and reuse each activation load R
 // times. R * B <= 8 keeps the block totals in registers too; batch 3..8 take R = 2 (totals in
 // L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
 constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
-// The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
-constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
 
 // Bytes the AVX512-BF16 GEMV prefetches ahead in the weights: kGemvPrefetchDistance unless
 // HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
