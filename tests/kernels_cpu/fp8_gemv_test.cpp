@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
+#include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "kernel_test_util.h"
 
@@ -138,6 +141,19 @@ TEST(Fp8Gemv, EveryVariantThisMachineHasIsTested) {
     EXPECT_EQ(supported_isas().size(), 4u);
   }
   EXPECT_EQ(supported_isas().front(), Isa::kScalar);
+}
+
+TEST(Isa, Avx512Bf16VariantNeedsVbmiFromCpuFeatures) {
+  // The BF16 decode is byte permutes: the variant follows cpu_features(), so the debug mask can
+  // take it away (ctest runs this binary once more with HYMOE_CPU_FEATURES_MASK=avx512_vbmi).
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(isa_supported(Isa::kAvx512Bf16), f.avx512() && f.avx512_bf16 && f.avx512_vbmi);
+  const char* mask = std::getenv("HYMOE_CPU_FEATURES_MASK");
+  if (mask && std::string_view(mask).find("avx512_vbmi") != std::string_view::npos) {
+    EXPECT_FALSE(f.avx512_vbmi);
+    EXPECT_FALSE(isa_supported(Isa::kAvx512Bf16));
+    EXPECT_NE(best_isa(), Isa::kAvx512Bf16);
+  }
 }
 
 }  // namespace
