@@ -7,8 +7,9 @@
 #include <array>
 #include <bit>
 
-#include "hymoe/common/numeric.h"
+#include "avx2_util.h"
 #include "fp8_gemv_f32_body.h"
+#include "hymoe/common/numeric.h"
 
 namespace hymoe::kernels::detail {
 namespace {
@@ -48,25 +49,6 @@ inline __m128i load8(const uint8_t* p, int64_t n) {
   return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
 }
 
-inline __m256 load_bf16x8(const uint16_t* p, int64_t n) {
-  __m128i h;
-  if (n >= 8) {
-    h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  } else {
-    alignas(16) uint16_t tmp[8] = {};
-    std::copy(p, p + n, tmp);
-    h = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
-  }
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-inline float avx2_hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 struct Avx2Ops {
   using V = __m256;
   static constexpr int kWidth = 8;
@@ -80,7 +62,7 @@ struct Avx2Ops {
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float s) { return _mm256_set1_ps(s); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static float hsum(V v) { return avx2_hsum(v); }
+  static float hsum(V v) { return hsum256(v); }
   static void store(float* f, V v) { _mm256_store_ps(f, v); }
 };
 

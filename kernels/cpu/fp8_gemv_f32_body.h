@@ -48,8 +48,7 @@ void fp8_gemv_f32_rows(const Fp8GemvParams& p, const Ops& ops, int64_t i0) {
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[r][b] = Ops::zero();
-    for (int64_t k = k0; k < k1; k += W) {
-      const int64_t n = k1 - k;
+    auto step = [&](int64_t k, int64_t n) {
       V xv[B];
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) xv[b] = Ops::load_x(p.x[b] + k, n);
@@ -59,7 +58,10 @@ void fp8_gemv_f32_rows(const Fp8GemvParams& p, const Ops& ops, int64_t i0) {
 #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) acc[r][b] = Ops::fma(wv, xv[b], acc[r][b]);
       }
-    }
+    };
+    int64_t k = k0;
+    for (; k + W <= k1; k += W) step(k, W);  // n = W: the helpers' tail branches fold away
+    if (k < k1) step(k, k1 - k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const V s = Ops::set1(srow[r][kb]);

@@ -22,6 +22,7 @@ void fp8_to_bf16_avx512(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n);
 
 void bf16_gemv_scalar(const Bf16GemvParams& p);
+void bf16_gemv_avx2(const Bf16GemvParams& p);
 void bf16_gemv_avx512(const Bf16GemvParams& p);
 
 void fp8_gemm_reference(const Fp8GemmParams& p);
