@@ -33,24 +33,11 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
     for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.rows + i0 + r] = hsum512(acc[r][t]);
 }
 
-template <int T>
-void pass(const Bf16GemvParams& p, int64_t t0) {
-  int64_t i = p.row_begin;
-  for (; i + 2 <= p.row_end; i += 2) rows<T, 2>(p, t0, i);
-  for (; i < p.row_end; ++i) rows<T, 1>(p, t0, i);
-}
 
 }  // namespace
 
 void bf16_gemv_avx512(const Bf16GemvParams& p) {
-  for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
-    switch (std::min<int64_t>(4, p.tokens - t0)) {
-      case 1: pass<1>(p, t0); break;
-      case 2: pass<2>(p, t0); break;
-      case 3: pass<3>(p, t0); break;
-      default: pass<4>(p, t0); break;
-    }
-  }
+  bf16_gemv_blocks(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
 }
 
 }  // namespace hymoe::kernels::detail

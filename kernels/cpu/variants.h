@@ -55,6 +55,23 @@ void for_row_passes(int64_t begin, int64_t end, F&& fn) {
   for (; i < end; ++i) fn.template operator()<1>(i);
 }
 
+// The BF16 GEMV variants' outer loop: tokens in blocks of up to 4, rows in passes of 2, each
+// pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from i).
+template <typename F>
+void bf16_gemv_blocks(const Bf16GemvParams& p, F&& fn) {
+  auto tokens = [&]<int T>(int64_t t0) {
+    for_row_passes<2>(p.row_begin, p.row_end, [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
+  };
+  for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
+    switch (p.tokens - t0) {
+      case 1: tokens.template operator()<1>(t0); break;
+      case 2: tokens.template operator()<2>(t0); break;
+      case 3: tokens.template operator()<3>(t0); break;
+      default: tokens.template operator()<4>(t0); break;
+    }
+  }
+}
+
 // The weight rows and block-scale rows of the R rows from i0 that one GEMV pass reads.
 template <int R>
 struct GemvPassRows {
