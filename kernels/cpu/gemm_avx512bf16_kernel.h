@@ -18,7 +18,7 @@ namespace hymoe::kernels::detail {
 
 inline constexpr int kGemmPanelN = 32;
 inline constexpr int kGemmPanelPairs = 64;  // 128 K values
-inline constexpr int64_t kGemmChunkM = 256;  // rows of X/C kept hot while a panel is reused
+inline constexpr int64_t kGemmChunkM = 512;  // rows of X/C kept hot while a panel is reused
 // AMX computes a panel ~8x faster than vdpbf16ps, so it reuses each decoded panel over more rows
 // (the decode and transpose of a panel would otherwise dominate).
 inline constexpr int64_t kAmxChunkM = 1024;
