@@ -1,6 +1,7 @@
 // hymoe-bench-cpu: the CPU benchmarks in one run (Google Benchmark), in this order: the read
-// bandwidth probe (the ceiling), FP8 GEMV by thread count, GEMV latency against OpenBLAS, one
-// MoE layer, the prefill GEMM, MLA attention. Afterwards prints a summary table and, with --out FILE, writes it
+// bandwidth probe (the ceiling), FP8 GEMV with L2-resident weights (one core's decode speed) and by
+// thread count, GEMV latency against OpenBLAS, one MoE layer, the prefill GEMM, MLA attention.
+// Afterwards prints a summary table and, with --out FILE, writes it
 // as JSON: {"context": {...}, "records": [{name, threads, value, unit, ceiling, ratio, note}]}.
 // Google Benchmark's own flags (--benchmark_filter, --benchmark_out, ...) work as usual.
 #include <benchmark/benchmark.h>

@@ -94,9 +94,58 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
                 std::to_string(set.matrices().size()) + " matrices"});
 }
 
+// One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
+// called over and over): what the core could consume if DRAM kept up. The ratio to the 1-thread
+// probe is the headroom: below 1, a core cannot saturate even its own read bandwidth.
+void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa) {
+  Fp8MatrixSet& set = ctx->cached<Fp8MatrixSet>("gemv_l2", std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                                [&] { return new Fp8MatrixSet(s.rows, s.cols, 1, ctx->pool(1)); });
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
+  for (auto& v : x) v = float_to_bf16(d(rng));
+  std::vector<float> y(static_cast<size_t>(batch * s.rows));
+  auto p = kernels::Fp8GemvParams::strided(set.matrices()[0], batch, x.data(), s.cols, y.data(), s.rows);
+  constexpr int kCalls = 64;
+  for (int i = 0; i < 4; ++i) kernels::fp8_gemv(isa, p);  // into L2
+  double bytes = 0, seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) kernels::fp8_gemv(isa, p);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(dt);
+    bytes += static_cast<double>(kCalls) * s.rows * s.cols;
+    seconds += dt;
+  }
+  benchmark::DoNotOptimize(y.data());
+  const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(1);
+  state.counters["GBps"] = gbps;
+  const std::string suffix = isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
+  ctx->put({"fp8_gemv_l2_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) + suffix,
+            1, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
+            std::string(kernels::isa_name(isa)) + ", weights in L2; ratio = headroom over the 1-thread read probe"});
+}
+
 }  // namespace
 
 void register_gemv(BenchContext& ctx) {
+  // Decode speed first (small, L2-resident), then the DRAM-streaming cases.
+  // The best variant at every batch on both shapes; the slower ones (fallbacks) at batch 1.
+  for (kernels::Isa isa : kernels::supported_isas()) {
+    if (isa == kernels::Isa::kScalar) continue;
+    const bool best = isa == kernels::best_isa();
+    for (Shape s : {Shape{64, 7168}, Shape{224, 2048}}) {
+      for (int b : {1, 2, 4, 8}) {
+        if (!best && (b > 1 || s.cols != 7168)) continue;
+        const std::string name = "fp8_gemv_l2/" + std::string(kernels::isa_name(isa)) + "/" + std::to_string(s.rows) +
+                                 "x" + std::to_string(s.cols) + "/batch:" + std::to_string(b);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.3);
+      }
+    }
+  }
   for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
     for (int t : ctx.thread_counts()) {
       std::vector<int> batches{1};

@@ -15,8 +15,12 @@ void validate(const Bf16GemvParams& p) {
 }
 
 void bf16_gemv(Isa isa, const Bf16GemvParams& p) {
-  if (isa == Isa::kAvx512 || isa == Isa::kAvx512Bf16) return detail::bf16_gemv_avx512(p);
-  detail::bf16_gemv_scalar(p);
+  switch (isa) {
+    case Isa::kScalar: return detail::bf16_gemv_scalar(p);
+    case Isa::kAvx2: return detail::bf16_gemv_avx2(p);
+    case Isa::kAvx512:
+    case Isa::kAvx512Bf16: return detail::bf16_gemv_avx512(p);
+  }
 }
 
 void bf16_gemv(const Bf16GemvParams& p) {

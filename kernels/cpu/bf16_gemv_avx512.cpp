@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "avx512_util.h"
 #include "variants.h"
 
 namespace hymoe::kernels::detail {
@@ -13,14 +14,6 @@ inline __m512 widen(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
-// Horizontal sum (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header).
-inline float hsum(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
 
 template <int T, int R>
 void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
@@ -37,27 +30,14 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.rows + i0 + r] = hsum(acc[r][t]);
+    for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.rows + i0 + r] = hsum512(acc[r][t]);
 }
 
-template <int T>
-void pass(const Bf16GemvParams& p, int64_t t0) {
-  int64_t i = p.row_begin;
-  for (; i + 2 <= p.row_end; i += 2) rows<T, 2>(p, t0, i);
-  for (; i < p.row_end; ++i) rows<T, 1>(p, t0, i);
-}
 
 }  // namespace
 
 void bf16_gemv_avx512(const Bf16GemvParams& p) {
-  for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
-    switch (std::min<int64_t>(4, p.tokens - t0)) {
-      case 1: pass<1>(p, t0); break;
-      case 2: pass<2>(p, t0); break;
-      case 3: pass<3>(p, t0); break;
-      default: pass<4>(p, t0); break;
-    }
-  }
+  bf16_gemv_blocks(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
 }
 
 }  // namespace hymoe::kernels::detail

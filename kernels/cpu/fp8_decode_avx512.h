@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 
+#include "avx512_util.h"
 #include "hymoe/common/numeric.h"
 
 namespace hymoe::kernels::detail {
@@ -59,6 +60,20 @@ inline constexpr std::array<uint8_t, 64> kInterleaveSecond = [] {
   return t;
 }();
 
+// Word indexes (into the 64-word concatenation of two vectors) that put 64 BF16 activations in
+// "lane order", the order Fp8Bf16Decoder::lane_order() leaves the weights in: first = elements
+// 16l + j, second = 16l + 8 + j, for 128-bit lanes l < 4 and j < 8.
+inline constexpr std::array<uint16_t, 32> kLaneOrderFirst = [] {
+  std::array<uint16_t, 32> t{};
+  for (int q = 0; q < 32; ++q) t[q] = static_cast<uint16_t>(16 * (q / 8) + q % 8);
+  return t;
+}();
+inline constexpr std::array<uint16_t, 32> kLaneOrderSecond = [] {
+  std::array<uint16_t, 32> t{};
+  for (int q = 0; q < 32; ++q) t[q] = static_cast<uint16_t>(16 * (q / 8) + 8 + q % 8);
+  return t;
+}();
+
 // FP8 -> BF16 by table lookup with AVX512-VBMI byte permutes, 64 codes at a time: the 7-bit
 // magnitude indexes a 128-entry table of low bytes and one of high bytes (vpermi2b ignores the
 // sign bit), the sign is ORed into the high bytes, and two more byte permutes interleave them
@@ -81,7 +96,35 @@ struct Fp8Bf16Decoder {
     first = _mm512_permutex2var_epi8(lo, first_idx, hi);
     second = _mm512_permutex2var_epi8(lo, second_idx, hi);
   }
+
+  // The same lookups interleaved by two in-lane unpacks instead of two byte permutes (unpacks
+  // issue on more ports on every AVX-512 core): BF16 of the 64 codes in lane order (see
+  // kLaneOrderFirst). Dotted with activations in the same order, the sums are the same.
+  void lane_order(__m512i codes, __m512i& first, __m512i& second) const {
+    const __m512i lo = _mm512_permutex2var_epi8(lo_a, codes, lo_b);
+    __m512i hi = _mm512_permutex2var_epi8(hi_a, codes, hi_b);
+    hi = _mm512_ternarylogic_epi32(hi, codes, sign_bit, 0xF8);  // hi | (codes & 0x80)
+    first = _mm512_unpacklo_epi8(lo, hi);
+    second = _mm512_unpackhi_epi8(lo, hi);
+  }
 };
+
+// Copies n BF16 activations to dst (64-byte aligned) in lane order, 64 at a time, zero-filling
+// dst up to the next multiple of 64.
+inline void bf16_to_lane_order(const uint16_t* src, int64_t n, uint16_t* dst) {
+  const __m512i first_idx = _mm512_loadu_si512(kLaneOrderFirst.data());
+  const __m512i second_idx = _mm512_loadu_si512(kLaneOrderSecond.data());
+  for (int64_t k = 0; k < n; k += 64) {
+    const int64_t left = n - k;
+    const __mmask32 m0 = _cvtu32_mask32(left >= 32 ? ~0u : (1u << left) - 1u);
+    const __mmask32 m1 = _cvtu32_mask32(left >= 64 ? ~0u : left <= 32 ? 0u : (1u << (left - 32)) - 1u);
+    const __m512i x0 = _mm512_maskz_loadu_epi16(m0, src + k);
+    const __m512i x1 = _mm512_maskz_loadu_epi16(m1, src + k + 32);
+    _mm512_store_si512(dst + k, _mm512_permutex2var_epi16(x0, first_idx, x1));
+    _mm512_store_si512(dst + k + 32, _mm512_permutex2var_epi16(x0, second_idx, x1));
+  }
+}
+
 
 struct Fp8F32Decoder {
   __m512i table = _mm512_loadu_si512(kFp8SpecialF32.data());

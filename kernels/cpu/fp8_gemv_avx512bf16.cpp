@@ -1,7 +1,8 @@
 // FP8 GEMV, AVX512-BF16 (+VBMI) variant: 64 weights per step decoded to 2 x 32 BF16 by table
 // lookup (Fp8Bf16Decoder) and dotted with BF16 activations by vdpbf16ps. R rows x B batch
-// accumulators per pass (R * B <= 16); each 128-wide K block's partial sums are scaled into
-// the totals with one FMA.
+// accumulators per pass (R * B <= 8); each 128-wide K block's partial sums are scaled into
+// register totals with one FMA. The activations are copied once per call into the order the
+// weights decode to most cheaply (lane order), unless B * K exceeds kGemvLaneOrderWords.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,20 +13,47 @@
 namespace hymoe::kernels::detail {
 namespace {
 
-template <int B, int R>
-void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0, int64_t ahead) {
+// What one call's passes share: the weights, the B activation rows (as given, or copied in lane
+// order), and the prefetch distance.
+template <int B>
+struct Pass {
+  const Fp8GemvParams& p;
+  const Fp8Bf16Decoder& dec;
+  const uint16_t* x[B];
+  int64_t ahead;
+};
+
+// R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
+// and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
+// Accumulators in registers; block totals too while R * B <= 8, else in L1.
+template <int B, int R, bool kLaneOrder>
+void gemv_rows(const Pass<B>& a, int64_t i0) {
+  const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
   const int64_t scale_cols = p.w.scale_cols();
-  const uint8_t* wrow[R];
-  const float* srow[R];
+  const GemvPassRows<R> rows(p.w, i0);
+  const auto& wrow = rows.w;
+  const auto& srow = rows.scale;
+  auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
+    if constexpr (kLaneOrder) a.dec.lane_order(codes, w0, w1);
+    else a.dec(codes, w0, w1);
+  };
+  // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
+  // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it re-touches
+  // the rows being read instead.
+  const uint8_t* pf = wrow[0] + a.ahead;
+  if (pf + R * k_total > p.w.data + p.row_end * k_total) pf = wrow[0];
+  // Block totals: in registers while R * B <= 8 (with the accumulators, 16 ZMM), else in L1.
+  constexpr bool kRegTotals = R * B <= 8;
+  __m512 tot[kRegTotals ? R : 1][kRegTotals ? B : 1];
+  alignas(64) float tot_l1[kRegTotals ? 1 : R][kRegTotals ? 1 : B][16];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    wrow[r] = p.w.data + (i0 + r) * k_total;
-    srow[r] = p.w.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * scale_cols;
-  }
-  // Block totals in L1, not registers: updated once per 128 columns, they leave the registers
-  // to the accumulators.
-  alignas(64) float tot[R][B][16] = {};
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) {
+      if constexpr (kRegTotals) tot[r][b] = _mm512_setzero_ps();
+      else _mm512_store_ps(tot_l1[r][b], _mm512_setzero_ps());
+    }
 
   for (int64_t kb = 0; kb < scale_cols; ++kb) {
     const int64_t k0 = kb * Fp8Matrix::kBlock;
@@ -39,33 +67,41 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0, in
     for (; k + 64 <= k1; k += 64) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        // Software prefetch `ahead` bytes down the weights: by default (ahead = R rows) the same
-        // column of the next pass, into L2, so short rows (K = 2048) stay fed too.
-        _mm_prefetch(reinterpret_cast<const char*>(wrow[r] + k + ahead), _MM_HINT_T1);
+        // Software prefetch into L2 of R lines per step from one pointer walking the weights
+        // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
+        // of this one, so short rows (K = 2048) stay fed too). One register, not R.
+        _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
         __m512i w0, w1;
-        dec(_mm512_loadu_si512(wrow[r] + k), w0, w1);
+        __m512i codes = _mm512_loadu_si512(wrow[r] + k);
+        // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds them
+        // for each destructive vpermi2b by a store and three reloads through the stack.
+        asm("" : "+v"(codes));
+        decode(codes, w0, w1);
 #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) {
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(p.x[b] + k));
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(p.x[b] + k + 32));
+          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(a.x[b] + k));
+          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(a.x[b] + k + 32));
         }
       }
+      pf += R * 64;
     }
     if (k < k1) {  // K not a multiple of 64: masked loads zero the missing lanes
       const int64_t n = k1 - k;
-      const __mmask64 mw = _cvtu64_mask64(n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1);
+      const __mmask64 mw = _cvtu64_mask64((uint64_t{1} << n) - 1);
       const __mmask32 m0 = _cvtu32_mask32(n >= 32 ? ~0u : (1u << n) - 1u);
       const __mmask32 m1 = _cvtu32_mask32(n <= 32 ? 0u : (1u << (n - 32)) - 1u);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         __m512i w0, w1;
-        dec(_mm512_maskz_loadu_epi8(mw, wrow[r] + k), w0, w1);
+        decode(_mm512_maskz_loadu_epi8(mw, wrow[r] + k), w0, w1);
 #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) {
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0,
-                                       (__m512bh)_mm512_maskz_loadu_epi16(m0, p.x[b] + k));
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1,
-                                       (__m512bh)_mm512_maskz_loadu_epi16(m1, p.x[b] + k + 32));
+          // Lane order: the copy of x is zero-padded, and zero codes decode to +0.
+          const __m512i x0 = kLaneOrder ? _mm512_load_si512(a.x[b] + k) : _mm512_maskz_loadu_epi16(m0, a.x[b] + k);
+          const __m512i x1 = kLaneOrder ? _mm512_load_si512(a.x[b] + k + 32)
+                                        : _mm512_maskz_loadu_epi16(m1, a.x[b] + k + 32);
+          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)x0);
+          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)x1);
         }
       }
     }
@@ -73,26 +109,44 @@ void gemv_rows(const Fp8GemvParams& p, const Fp8Bf16Decoder& dec, int64_t i0, in
     for (int r = 0; r < R; ++r) {
       const __m512 s = _mm512_set1_ps(srow[r][kb]);
 #pragma GCC unroll 8
-      for (int b = 0; b < B; ++b)
-        _mm512_store_ps(tot[r][b], _mm512_fmadd_ps(acc[r][b], s, _mm512_load_ps(tot[r][b])));
+      for (int b = 0; b < B; ++b) {
+        if constexpr (kRegTotals) tot[r][b] = _mm512_fmadd_ps(acc[r][b], s, tot[r][b]);
+        else _mm512_store_ps(tot_l1[r][b], _mm512_fmadd_ps(acc[r][b], s, _mm512_load_ps(tot_l1[r][b])));
+      }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int b = 0; b < B; ++b)
-      p.y[b][i0 + r] = _mm512_reduce_add_ps(_mm512_load_ps(tot[r][b])) * p.out_scale[b];
+    for (int b = 0; b < B; ++b) {
+      const __m512 t = kRegTotals ? tot[r][b] : _mm512_load_ps(tot_l1[r][b]);
+      p.y[b][i0 + r] = hsum512(t) * p.out_scale[b];
+    }
+}
+
+template <int B, bool kLaneOrder>
+void gemv_passes(const Pass<B>& a) {
+  for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
+                                        [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder>(a, i); });
 }
 
 template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
-  constexpr int R = gemv_rows_per_pass(B);
   const Fp8Bf16Decoder dec;
   const int64_t distance = gemv_prefetch_distance();
-  const int64_t ahead = distance >= 0 ? distance : R * p.w.cols;
-  int64_t i = p.row_begin;
-  for (; i + R <= p.row_end; i += R) gemv_rows<B, R>(p, dec, i, ahead);
-  for (; i < p.row_end; ++i) gemv_rows<B, 1>(p, dec, i, ahead);
+  Pass<B> a{p, dec, {}, distance >= 0 ? distance : gemv_rows_per_pass(B) * p.w.cols};
+  const int64_t padded = (p.w.cols + 63) / 64 * 64;
+  if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
+    for (int b = 0; b < B; ++b) a.x[b] = p.x[b];
+    return gemv_passes<B, false>(a);
+  }
+  // One copy of x in lane order per call (B * K words, small next to the rows' weights).
+  alignas(64) uint16_t xbuf[kGemvLaneOrderWords];
+  for (int b = 0; b < B; ++b) {
+    bf16_to_lane_order(p.x[b], p.w.cols, xbuf + b * padded);
+    a.x[b] = xbuf + b * padded;
+  }
+  gemv_passes<B, true>(a);
 }
 
 }  // namespace

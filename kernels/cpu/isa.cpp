@@ -28,7 +28,7 @@ bool isa_supported(Isa isa) {
     case Isa::kAvx512: return f.avx512();
     // The BF16 decode also needs VBMI byte permutes (Zen 4, Sapphire Rapids; not Cooper Lake,
     // which falls back to the AVX-512 FP32 variant).
-    case Isa::kAvx512Bf16: return f.avx512() && f.avx512_bf16 && __builtin_cpu_supports("avx512vbmi");
+    case Isa::kAvx512Bf16: return f.avx512() && f.avx512_bf16 && f.avx512_vbmi;
   }
   return false;
 }

@@ -23,6 +23,7 @@ void fp8_to_bf16_avx512(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n);
 
 void bf16_gemv_scalar(const Bf16GemvParams& p);
+void bf16_gemv_avx2(const Bf16GemvParams& p);
 void bf16_gemv_avx512(const Bf16GemvParams& p);
 
 void mla_absorb_scalar(const MlaAbsorbParams& p);
@@ -35,9 +36,6 @@ void fp8_gemm_reference(const Fp8GemmParams& p);
 void fp8_gemm_avx512bf16(const Fp8GemmParams& p);
 void fp8_gemm_amx(const Fp8GemmParams& p);
 
-// GEMV rows per pass for a batch size with R x B ZMM accumulators (the block totals live in L1):
-// more rows per pass at small batches keep several weight streams in flight and reuse each
-// activation load R times, while R * B <= 16 accumulators leave room for the decoder's tables.
 // The one switch from a runtime GEMV batch (1..kMaxGemvBatch) to a template parameter:
 // calls fn.template operator()<B>(). validate() rejects other sizes before any call.
 template <typename F>
@@ -55,14 +53,59 @@ void with_gemv_batch(int batch, F&& fn) {
   }
 }
 
-constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
-// The same with the totals in registers too (R * B <= 8), for the FP32 AVX-512 variant.
-constexpr int gemv_rows_per_pass_f32(int batch) { return batch <= 2 ? 4 : batch <= 4 ? 2 : 1; }
+// Calls fn.template operator()<R>(i) for each whole pass of R rows from i in [begin, end), then
+// fn.template operator()<1>(i) for each row left over.
+template <int R, typename F>
+void for_row_passes(int64_t begin, int64_t end, F&& fn) {
+  int64_t i = begin;
+  for (; i + R <= end; i += R) fn.template operator()<R>(i);
+  for (; i < end; ++i) fn.template operator()<1>(i);
+}
+
+// The BF16 GEMV variants' outer loop: tokens in blocks of up to 4, rows in passes of 2, each
+// pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from i).
+template <typename F>
+void bf16_gemv_blocks(const Bf16GemvParams& p, F&& fn) {
+  auto tokens = [&]<int T>(int64_t t0) {
+    for_row_passes<2>(p.row_begin, p.row_end, [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
+  };
+  for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
+    switch (p.tokens - t0) {
+      case 1: tokens.template operator()<1>(t0); break;
+      case 2: tokens.template operator()<2>(t0); break;
+      case 3: tokens.template operator()<3>(t0); break;
+      default: tokens.template operator()<4>(t0); break;
+    }
+  }
+}
+
+// The weight rows and block-scale rows of the R rows from i0 that one GEMV pass reads.
+template <int R>
+struct GemvPassRows {
+  const uint8_t* w[R];
+  const float* scale[R];
+  GemvPassRows(const Fp8Matrix& m, int64_t i0) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      w[r] = m.data + (i0 + r) * m.cols;
+      scale[r] = m.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * m.scale_cols();
+    }
+  }
+};
+
+// AVX512-BF16 GEMV rows per pass for a batch size, with R x B ZMM accumulators: more rows per
+// pass at small batches keep several weight streams in flight and reuse each activation load R
+// times. R * B <= 8 keeps the block totals in registers too; batch 3..8 take R = 2 (totals in
+// L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
+constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
 
 // Bytes the AVX512-BF16 GEMV prefetches ahead in the weights: kGemvPrefetchDistance unless
 // HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
 // (R rows x K bytes: the same columns of the next row group).
 inline constexpr int64_t kGemvPrefetchDistance = -1;
+// Largest B * K (rounded up to 64) whose activations the AVX512-BF16 GEMV copies into lane
+// order on the stack (128 KB): every DeepSeek-V3 shape at batch 8 except K = 18432 (batch <= 3).
+inline constexpr int64_t kGemvLaneOrderWords = 64 * 1024;
 int64_t gemv_prefetch_distance();
 
 }  // namespace hymoe::kernels::detail

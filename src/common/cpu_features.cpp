@@ -17,23 +17,6 @@ uint64_t xgetbv0() {
 
 bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
 
-void apply_mask(CpuFeatures& f, std::string_view mask) {
-  while (!mask.empty()) {
-    auto comma = mask.find(',');
-    std::string_view name = mask.substr(0, comma);
-    mask = comma == std::string_view::npos ? std::string_view{} : mask.substr(comma + 1);
-    if (name == "avx2") f.avx2 = false;
-    if (name == "fma") f.fma = false;
-    if (name == "avx512" || name == "avx512f") f.avx512f = false;
-    if (name == "avx512_bf16") f.avx512_bf16 = false;
-    if (name == "amx" || name == "amx_bf16") f.amx_bf16 = false;
-    if (name == "amx" || name == "amx_tile") f.amx_tile = false;
-  }
-  // Switching off a base feature switches off what builds on it.
-  if (!f.avx512f) f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = false;
-  if (!f.amx_tile) f.amx_bf16 = f.amx_int8 = false;
-}
-
 }  // namespace
 
 CpuFeatures detect_cpu_features() {
@@ -50,7 +33,7 @@ CpuFeatures detect_cpu_features() {
   uint32_t max_leaf = __get_cpuid_max(0, nullptr);
   if (max_leaf < 7) return f;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
-  const uint32_t ebx7 = ebx, edx7 = edx;
+  const uint32_t ebx7 = ebx, ecx7 = ecx, edx7 = edx;
   __cpuid_count(7, 1, eax, ebx, ecx, edx);
   const uint32_t eax71 = eax;
 
@@ -62,16 +45,35 @@ CpuFeatures detect_cpu_features() {
   f.avx512bw = os_avx512 && bit(ebx7, 30);
   f.avx512vl = os_avx512 && bit(ebx7, 31);
   f.avx512_bf16 = os_avx512 && bit(eax71, 5);
+  f.avx512_vbmi = os_avx512 && bit(ecx7, 1);
   f.amx_tile = os_amx && bit(edx7, 24);
   f.amx_bf16 = f.amx_tile && bit(edx7, 22);
   f.amx_int8 = f.amx_tile && bit(edx7, 25);
   return f;
 }
 
+void apply_feature_mask(CpuFeatures& f, std::string_view mask) {
+  while (!mask.empty()) {
+    auto comma = mask.find(',');
+    std::string_view name = mask.substr(0, comma);
+    mask = comma == std::string_view::npos ? std::string_view{} : mask.substr(comma + 1);
+    if (name == "avx2") f.avx2 = false;
+    if (name == "fma") f.fma = false;
+    if (name == "avx512" || name == "avx512f") f.avx512f = false;
+    if (name == "avx512_bf16") f.avx512_bf16 = false;
+    if (name == "avx512_vbmi") f.avx512_vbmi = false;
+    if (name == "amx" || name == "amx_bf16") f.amx_bf16 = false;
+    if (name == "amx" || name == "amx_tile") f.amx_tile = false;
+  }
+  // Switching off a base feature switches off what builds on it.
+  if (!f.avx512f) f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vbmi = false;
+  if (!f.amx_tile) f.amx_bf16 = f.amx_int8 = false;
+}
+
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
     CpuFeatures f = detect_cpu_features();
-    if (const char* mask = std::getenv("HYMOE_CPU_FEATURES_MASK")) apply_mask(f, mask);
+    if (const char* mask = std::getenv("HYMOE_CPU_FEATURES_MASK")) apply_feature_mask(f, mask);
     return f;
   }();
   return features;
@@ -92,6 +94,7 @@ std::string CpuFeatures::describe() const {
   add(avx512vl, "avx512vl");
   add(avx512dq, "avx512dq");
   add(avx512_bf16, "avx512_bf16");
+  add(avx512_vbmi, "avx512_vbmi");
   add(amx_tile, "amx-tile");
   add(amx_bf16, "amx-bf16");
   add(amx_int8, "amx-int8");

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
+#include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "kernel_test_util.h"
 
@@ -47,7 +50,9 @@ struct Shape {
 
 TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
   std::mt19937_64 rng(std::random_device{}());
-  const Shape shapes[] = {{256, 512}, {300, 1000}, {128, 7168}, {7168 / 8, 2048}, {37, 96}, {5, 33}};
+  // 40 x 9000 at batch 8 is past the AVX512-BF16 variant's lane-order copy of x (8 x 9024 words >
+  // kGemvLaneOrderWords), so its natural-order path runs too; batch <= 7 takes the copy.
+  const Shape shapes[] = {{256, 512}, {300, 1000}, {128, 7168}, {7168 / 8, 2048}, {37, 96}, {5, 33}, {40, 9000}};
   for (const Shape& s : shapes) {
     RandomFp8Matrix w(s.rows, s.cols, rng);
     for (int batch = 1; batch <= kMaxGemvBatch; ++batch) {
@@ -136,6 +141,19 @@ TEST(Fp8Gemv, EveryVariantThisMachineHasIsTested) {
     EXPECT_EQ(supported_isas().size(), 4u);
   }
   EXPECT_EQ(supported_isas().front(), Isa::kScalar);
+}
+
+TEST(Isa, Avx512Bf16VariantNeedsVbmiFromCpuFeatures) {
+  // The BF16 decode is byte permutes: the variant follows cpu_features(), so the debug mask can
+  // take it away (ctest runs this binary once more with HYMOE_CPU_FEATURES_MASK=avx512_vbmi).
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(isa_supported(Isa::kAvx512Bf16), f.avx512() && f.avx512_bf16 && f.avx512_vbmi);
+  const char* mask = std::getenv("HYMOE_CPU_FEATURES_MASK");
+  if (mask && std::string_view(mask).find("avx512_vbmi") != std::string_view::npos) {
+    EXPECT_FALSE(f.avx512_vbmi);
+    EXPECT_FALSE(isa_supported(Isa::kAvx512Bf16));
+    EXPECT_NE(best_isa(), Isa::kAvx512Bf16);
+  }
 }
 
 }  // namespace

@@ -22,9 +22,11 @@ struct Bf16GemvParams {
   int64_t row_end = 0;
 };
 
-// Dispatches to the best variant (AVX-512 where available, else scalar). No checks: hot path.
+// Dispatches to the best variant (AVX-512 where available, else AVX2, else scalar). No checks:
+// hot path.
 void bf16_gemv(const Bf16GemvParams& p);
-// One variant: kScalar, or kAvx512 / kAvx512Bf16 (both run the AVX-512 body); kAvx2 runs scalar.
+// One variant (the caller guarantees isa_supported(isa)): kScalar, kAvx2, or kAvx512 /
+// kAvx512Bf16 (both run the AVX-512 body).
 void bf16_gemv(Isa isa, const Bf16GemvParams& p);
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const Bf16GemvParams& p);

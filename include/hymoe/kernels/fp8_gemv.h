@@ -44,7 +44,8 @@ struct Fp8GemvParams {
 
 // Dispatches to best_isa(). Preconditions (checked by validate(), not here: hot path):
 // 1 <= batch <= 8, 0 <= row_begin <= row_end <= rows, x[b] and y[b] set for b < batch, no
-// aliasing of x and y.
+// aliasing of x and y. The AVX512-BF16 variant copies the activations into a 128 KB stack
+// buffer: call it from threads with ordinary (MB-sized) stacks.
 void fp8_gemv(const Fp8GemvParams& p);
 // One named variant; the caller guarantees isa_supported(isa).
 void fp8_gemv(Isa isa, const Fp8GemvParams& p);
