@@ -233,17 +233,22 @@ void bench_gemv(Bench& bench, const Ceilings& c) {
     DeviceBuffer sc = random_f32(size_t(nb) * kb * copies, 0.0005f, 0.004f, s);
     DeviceBuffer x = random_bf16(size_t(kGemvMaxTokens) * l.k, s);
     DeviceBuffer y(size_t(kGemvMaxTokens) * l.n * 2);
-    for (int tokens : {1, 2, 4, 8}) {
-      int next = 0;
-      const double ms = bench.time_ms([&] {
-        const int i = next++ % copies;
-        fp8_gemv({w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
-                  x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n},
-                 s);
-      });
-      const double bytes = double(wbytes) + nb * kb * 4.0;
-      bench.add({fmt::format("fp8_gemv/{} tokens={}", l.name, tokens), bytes / (ms * 1e-3) / 1e9,
-                 "GB/s", c.copy_gbs, "d2d copy"});
+    for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
+      for (int tokens : {1, 2, 4, 8}) {
+        if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
+        int next = 0;
+        const double ms = bench.time_ms([&] {
+          const int i = next++ % copies;
+          Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
+                          x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
+          p.impl = impl;
+          fp8_gemv(p, s);
+        });
+        const double bytes = double(wbytes) + nb * kb * 4.0;
+        bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
+                               impl == Fp8GemvImpl::kCudaCores ? "cuda-cores" : "mma", l.name, tokens),
+                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "kernel_launch.h"
@@ -36,7 +37,10 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.w) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.x) & 15u) == 0,
               kInvalidArgument, "fp8 gemv: weight and activations must be 16-byte aligned");
-  HYMOE_CUDA_CHECK(launch::fp8_gemv(p, stream));
+  const bool mma_ok = fp8_block_gemm_supported();  // the same requirement: FP8 conversions, sm_89+
+  HYMOE_CHECK(p.impl != Fp8GemvImpl::kTensorCores || mma_ok, kUnsupported,
+              "fp8 gemv: the tensor-core kernel needs compute capability 8.9 or newer");
+  HYMOE_CUDA_CHECK(launch::fp8_gemv(p, p.impl != Fp8GemvImpl::kCudaCores && mma_ok, stream));
 }
 
 }  // namespace hymoe::gpu

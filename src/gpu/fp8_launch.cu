@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fp8_gemv.cuh"
+#include "fp8_gemv_mma.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
 
@@ -37,7 +38,11 @@ cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream) {
+  if (tensor_cores) {
+    kernels::fp8_gemv_mma_kernel<<<(p.n + 15) / 16, kernels::kGemvMmaThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+  }
   switch (p.tokens) {
     case 1: return launch_gemv<1>(p, stream);
     case 2: return launch_gemv<2>(p, stream);

@@ -28,7 +28,7 @@ cudaError_t embedding_gather(const EmbeddingParams& p, bool vec, int threads, cu
 cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
-cudaError_t fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream);
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream);
 // tiles: the 64-row tiles of all experts (grid rows).
 cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, int tiles, cudaStream_t stream);

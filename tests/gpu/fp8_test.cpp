@@ -209,12 +209,7 @@ TEST_P(GemvTest, MatchesReference) {
   auto dw = test::to_device(w, stream);
   auto ds = test::to_device(s, stream);
   auto dx = test::to_device(x, stream);
-  auto dy = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
-  fp8_gemv({dw.as<Fp8E4M3>(), ds.as<float>(), dx.as<Bf16>(), dy.as<Bf16>(), c.tokens, c.n, c.k,
-            c.k, kb, c.k, c.n},
-           stream);
-  const auto y = test::to_float(test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream));
-  std::vector<double> ref(y.size());
+  std::vector<double> ref(size_t(c.tokens) * c.n);
   for (int t = 0; t < c.tokens; ++t)
     for (int i = 0; i < c.n; ++i) {
       double acc = 0.0;
@@ -223,7 +218,18 @@ TEST_P(GemvTest, MatchesReference) {
                x[size_t(t) * c.k + j].to_float();
       ref[size_t(t) * c.n + i] = acc;
     }
-  EXPECT_LT(test::normalized_error(y, ref), 5e-3);
+  // Both kernels, each on a freshly poisoned output.
+  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
+    if (impl == Fp8GemvImpl::kTensorCores && !fp8_block_gemm_supported()) continue;
+    auto dy = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
+    Fp8GemvParams p{dw.as<Fp8E4M3>(), ds.as<float>(), dx.as<Bf16>(), dy.as<Bf16>(), c.tokens, c.n,
+                    c.k, c.k, kb, c.k, c.n};
+    p.impl = impl;
+    fp8_gemv(p, stream);
+    const auto y = test::to_float(test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream));
+    EXPECT_LT(test::normalized_error(y, ref), 5e-3)
+        << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,

@@ -16,6 +16,10 @@ namespace hymoe::gpu {
 
 inline constexpr int kGemvMaxTokens = 8;
 
+// Tensor cores (mma.sync with the FP8 weights converted in registers; sm_89 and newer, the
+// default there) or CUDA cores (FP32 FMAs; any GPU, and the cross-check).
+enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores };
+
 struct Fp8GemvParams {
   const Fp8E4M3* w = nullptr;      // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
   const float* w_scales = nullptr; // [ceil(n/128), scale_ld]: the checkpoint's weight_scale_inv
@@ -28,6 +32,7 @@ struct Fp8GemvParams {
   int64_t scale_ld = 0;            // >= ceil(k/128)
   int64_t ldx = 0;                 // multiple of 8
   int64_t ldy = 0;
+  Fp8GemvImpl impl = Fp8GemvImpl::kAuto;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);

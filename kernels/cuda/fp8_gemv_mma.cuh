@@ -1,0 +1,116 @@
+// FP8 GEMV for 1..8 tokens on tensor cores (mma.sync m16n8k16 BF16 -> FP32, tokens as N = 8).
+// Block = one 16-row tile of the weight x 8 warps splitting K: warp w takes the 64-column chunks
+// w, w + 8, ... so the block streams adjacent memory. Lane (g, c) = (lane / 4, lane % 4) loads
+// 16 bytes of rows g and g + 8 at columns 16c.. of a chunk; the chunk's 64 columns are fed to
+// four k16 mma steps under one fixed permutation (step j, lane c: columns 16c + 4j .. 16c + 4j + 3
+// in the fragment slots 2c, 2c + 1, 2c + 8, 2c + 9), applied to the weights (A) and the
+// activations (B, token g) alike, so the dot products are unchanged.
+// FP8 -> BF16 in registers: cvt e4m3x2 -> f16x2 (exact), then the f16 bits moved into BF16's
+// fields, which is the value times 2^-112 (exact: every E4M3 value is a normal f16). To keep the
+// products in FP32's normal range the activations are multiplied by 2^100 (exact in BF16) and the
+// result by 2^12 with the block scale. Each chunk's four mma accumulate into a partial that is
+// scaled by its 128x128 block's scale_inv before it joins the running sum; the 8 warps' sums are
+// added in shared memory.
+#pragma once
+
+#include "common.cuh"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "mma.cuh"
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kGemvMmaWarps = 8;
+inline constexpr int kGemvMmaThreads = kGemvMmaWarps * kWarpSize;
+inline constexpr int kGemvMmaUnroll = 4;  // chunks in flight per warp
+
+// Two E4M3 codes (low byte first) -> BF16x2 of value * 2^-112.
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m112(uint16_t codes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(codes));
+  return ((h >> 3) & 0x0fff0fffu) | (h & 0x80008000u);
+#else
+  (void)codes;
+  __trap();  // the launcher refuses devices below sm_89
+  return 0;
+#endif
+}
+
+// BF16x2 activations -> BF16x2 of value * 2^100 (exact: a power of two, no overflow below 2^27).
+__device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) {
+  const float lo = __uint_as_float(w << 16) * 0x1p100f, hi = __uint_as_float(w & 0xffff0000u) * 0x1p100f;
+  return pack_bf16x2(lo, hi);
+}
+
+__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
+  __shared__ float red[kGemvMmaWarps][16][8];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, c = lane % 4;
+  const int row0 = blockIdx.x * 16;
+  const int chunks = (p.k + 63) / 64;
+  const auto* w = reinterpret_cast<const uint8_t*>(p.w);
+  const auto* x = reinterpret_cast<const uint16_t*>(p.x);
+  const bool row_lo = row0 + g < p.n, row_hi = row0 + g + 8 < p.n;
+  const uint8_t* w_lo = w + (row_lo ? int64_t{row0 + g} : 0) * p.ldw;
+  const uint8_t* w_hi = w + (row_hi ? int64_t{row0 + g + 8} : 0) * p.ldw;
+  const bool token = g < p.tokens;
+  const uint16_t* xg = x + (token ? int64_t{g} : 0) * p.ldx;
+  const float* scales = p.w_scales + static_cast<int64_t>(row0 / 128) * p.scale_ld;
+
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int c0 = warp; c0 < chunks; c0 += kGemvMmaWarps * kGemvMmaUnroll) {
+    uint4 wl[kGemvMmaUnroll], wh[kGemvMmaUnroll], xa[kGemvMmaUnroll], xb[kGemvMmaUnroll];
+#pragma unroll
+    for (int u = 0; u < kGemvMmaUnroll; ++u) {
+      const int chunk = c0 + u * kGemvMmaWarps;
+      const int col = chunk * 64 + c * 16;  // k is a multiple of 16: a lane's 16 columns are all in or all out
+      const bool in = chunk < chunks && col < p.k;
+      wl[u] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col)) : make_uint4(0, 0, 0, 0);
+      wh[u] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col)) : make_uint4(0, 0, 0, 0);
+      if (in && token) {
+        xa[u] = __ldg(reinterpret_cast<const uint4*>(xg + col));
+        xb[u] = __ldg(reinterpret_cast<const uint4*>(xg + col) + 1);
+      } else {
+        xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGemvMmaUnroll; ++u) {
+      const int chunk = c0 + u * kGemvMmaWarps;
+      if (chunk >= chunks) break;
+      const uint32_t lo[4] = {wl[u].x, wl[u].y, wl[u].z, wl[u].w};
+      const uint32_t hi[4] = {wh[u].x, wh[u].y, wh[u].z, wh[u].w};
+      const uint32_t xs[8] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w, xb[u].x, xb[u].y, xb[u].z, xb[u].w};
+      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t a0 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(lo[j] & 0xffffu));
+        const uint32_t a2 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(lo[j] >> 16));
+        const uint32_t a1 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(hi[j] & 0xffffu));
+        const uint32_t a3 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(hi[j] >> 16));
+        const uint32_t b0 = bf16x2_times_2p100(xs[2 * j]), b1 = bf16x2_times_2p100(xs[2 * j + 1]);
+        mma_16816(part, a0, a1, a2, a3, b0, b1);
+      }
+      const float s = __ldg(scales + chunk / 2) * 0x1p12f;  // two 64-column chunks per scale block
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[r] = fmaf(part[r], s, acc[r]);
+    }
+  }
+  // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
+  red[warp][g][2 * c] = acc[0];
+  red[warp][g][2 * c + 1] = acc[1];
+  red[warp][g + 8][2 * c] = acc[2];
+  red[warp][g + 8][2 * c + 1] = acc[3];
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    const int r = threadIdx.x / 8, t = threadIdx.x % 8;
+    if (row0 + r < p.n && t < p.tokens) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int wi = 0; wi < kGemvMmaWarps; ++wi) sum += red[wi][r][t];
+      reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
+    }
+  }
+}
+
+}  // namespace hymoe::gpu::kernels
