@@ -25,19 +25,6 @@ __device__ __forceinline__ float round_bf16(float x) {
   return bf16_bits_to_float(float_to_bf16_bits(x));
 }
 
-// FP8 E4M3FN code -> float, exact (subnormals included) via the hardware half conversion.
-__device__ __forceinline__ float fp8_bits_to_float(uint8_t code) {
-  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3);
-  return __half2float(__half(h));
-}
-
-// Two FP8 codes (low byte first) -> two floats.
-__device__ __forceinline__ float2 fp8x2_bits_to_float2(uint16_t codes) {
-  const __half2_raw h =
-      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes), __NV_E4M3);
-  return __half22float2(__half2(h));
-}
-
 // float -> FP8 E4M3FN, round-to-nearest-even, saturating to +-448 (NaN stays NaN).
 __device__ __forceinline__ uint8_t float_to_fp8_bits(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));

@@ -230,6 +230,18 @@ test('a full queue answers 429', async () => {
   assert.ok(statuses.includes(200), JSON.stringify(statuses));
 });
 
+// Whether, within 10 s, nothing runs on server A, its KV cache is empty and exactly one more
+// request has ended as aborted than `aborts`.
+async function cancelledAndFreed(aborts) {
+  for (let i = 0; i < 100; i++) {
+    await sleep(100);
+    if ((await metric(A.base, 'vllm:num_requests_running')) === 0 &&
+        (await metric(A.base, 'vllm:kv_cache_usage_perc')) === 0 &&
+        (await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"')) === aborts + 1) return true;
+  }
+  return false;
+}
+
 test('a client that disconnects mid-stream cancels its request and frees its KV', async () => {
   const aborts = await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"');
   const ctl = new AbortController();
@@ -243,13 +255,7 @@ test('a client that disconnects mid-stream cancels its request and frees its KV'
   assert.ok((await metric(A.base, 'vllm:kv_cache_usage_perc')) > 0);
   await reader.cancel();
   ctl.abort();
-  let freed = false;
-  for (let i = 0; i < 100 && !freed; i++) {
-    await sleep(100);
-    freed = (await metric(A.base, 'vllm:num_requests_running')) === 0 &&
-            (await metric(A.base, 'vllm:kv_cache_usage_perc')) === 0 &&
-            (await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"')) === aborts + 1;
-  }
+  const freed = await cancelledAndFreed(aborts);
   assert.ok(freed, 'request not cancelled within 10 s');
 });
 
@@ -270,13 +276,7 @@ test('a client that disconnects while waiting for a non-streamed answer cancels 
   }
   assert.ok(running, 'request never started');
   req.destroy();
-  let freed = false;
-  for (let i = 0; i < 100 && !freed; i++) {
-    await sleep(100);
-    freed = (await metric(A.base, 'vllm:num_requests_running')) === 0 &&
-            (await metric(A.base, 'vllm:kv_cache_usage_perc')) === 0 &&
-            (await metric(A.base, 'vllm:request_success_total', 'finished_reason="abort"')) === aborts + 1;
-  }
+  const freed = await cancelledAndFreed(aborts);
   assert.ok(freed, 'request not cancelled within 10 s of the disconnect');
 });
 
