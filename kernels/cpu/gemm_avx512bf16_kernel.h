@@ -115,10 +115,15 @@ inline void microkernel(const Fp8GemmParams& p, const uint32_t* panel, int64_t m
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     float* c = p.c + (m0 + i) * p.c_stride + n0;
-    __m512 v0 = _mm512_mul_ps(acc[i][0], s), v1 = _mm512_mul_ps(acc[i][1], s);
-    if (!first) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0k, c));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1k, c + 16));
+    // Explicit FMA: a mul and an add would be contracted in some MR instances and not others,
+    // and a row's result would then depend on how many rows shared its call.
+    __m512 v0, v1;
+    if (first) {
+      v0 = _mm512_mul_ps(acc[i][0], s);
+      v1 = _mm512_mul_ps(acc[i][1], s);
+    } else {
+      v0 = _mm512_fmadd_ps(acc[i][0], s, _mm512_maskz_loadu_ps(m0k, c));
+      v1 = _mm512_fmadd_ps(acc[i][1], s, _mm512_maskz_loadu_ps(m1k, c + 16));
     }
     _mm512_mask_storeu_ps(c, m0k, v0);
     _mm512_mask_storeu_ps(c + 16, m1k, v1);

@@ -67,7 +67,8 @@ struct CpuExecutor::Buffers {
   std::vector<int32_t> rids;
   // The step's tokens: their item, position and id; the rows that produce logits.
   std::vector<const StepItem*> token_item;
-  std::vector<int64_t> token_pos, logit_rows;
+  std::vector<int64_t> token_pos, logit_rows, item_last_row;
+  std::vector<size_t> item_order;  // decode items first, then prompt chunks
   std::vector<int32_t> token_id;
   // The step's sequences for the attention (runs of tokens, their page lists of the current
   // layer, flat) and each worker's attention scratch.
@@ -184,7 +185,18 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
   token_item.clear();
   token_pos.clear();
   token_id.clear();
-  for (const StepItem& it : items) {
+  // Decode items first, then prompt chunks (each in step order): rows [0, decode_rows_) of every
+  // buffer are decode tokens, which take their own kernel path (see fp8_linear).
+  std::vector<size_t>& order = buf_->item_order;
+  order.clear();
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].decode) order.push_back(i);
+  decode_rows_ = static_cast<int64_t>(order.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!items[i].decode) order.push_back(i);
+  for (const size_t i : order) {
+    const StepItem& it = items[i];
+    HYMOE_CHECK(!it.decode || it.tokens.size() == 1, kInternal, "decode item with {} tokens", it.tokens.size());
     HYMOE_CHECK(it.table && it.start == it.table->tokens, kInternal, "step item out of sync with its KV table");
     HYMOE_CHECK(kv_.blocks_for(it.start + static_cast<int64_t>(it.tokens.size())) <=
                     static_cast<int64_t>(it.table->blocks.size()),
@@ -219,14 +231,18 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
   profile_.tokens += T;
   for (const StepItem& it : items) it.table->tokens = it.start + static_cast<int64_t>(it.tokens.size());
 
-  // Logits of the last token of each item that wants them.
+  // Logits of the last token of each item that wants them, in item order.
+  std::vector<int64_t>& last_row = buf_->item_last_row;
+  last_row.assign(items.size(), 0);
+  int64_t t = 0;
+  for (const size_t i : order) {
+    t += static_cast<int64_t>(items[i].tokens.size());
+    last_row[i] = t - 1;
+  }
   std::vector<int64_t>& rows = buf_->logit_rows;
   rows.clear();
-  int64_t t = 0;
-  for (const StepItem& it : items) {
-    t += static_cast<int64_t>(it.tokens.size());
-    if (it.want_logits) rows.push_back(t - 1);
-  }
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].want_logits) rows.push_back(last_row[i]);
   const int64_t R = static_cast<int64_t>(rows.size());
   HYMOE_CHECK(static_cast<int64_t>(logits.size()) == R * c.vocab_size, kInternal,
               "logits buffer holds {} values, {} rows of {} needed", logits.size(), R, c.vocab_size);
@@ -255,13 +271,13 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
   }
   // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x).
   float* qa = room(b.qa, static_cast<size_t>(T * qlora));
-  engine::fp8_linear(pool_, w.attn.q_a, xb, hidden, T, qa);
+  engine::fp8_linear(pool_, w.attn.q_a, xb, hidden, T, decode_rows_, qa);
   uint16_t* qab = room(b.qab, static_cast<size_t>(T * qlora));
   for (int64_t t = 0; t < T; ++t) kernels::rmsnorm_bf16(qa + t * qlora, layer.q_a_norm.data(), qlora, eps, qab + t * qlora);
   float* q = room(b.q, static_cast<size_t>(T * heads * qk));
-  engine::fp8_linear(pool_, w.attn.q_b, qab, qlora, T, q);
+  engine::fp8_linear(pool_, w.attn.q_b, qab, qlora, T, decode_rows_, q);
   float* kva = room(b.kva, static_cast<size_t>(T * (lora + rope)));
-  engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, kva);
+  engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, decode_rows_, kva);
 
   // Rope q_pe and k_pe; write this step's latent rows into the cache.
   float* ckv = room(b.ckv, static_cast<size_t>(lora));
@@ -318,25 +334,26 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
   uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
   kernels::to_bf16(attn, T * heads * vd, attnb);
   float* proj = room(b.proj, static_cast<size_t>(T * hidden));
-  engine::fp8_linear(pool_, w.attn.o, attnb, heads * vd, T, proj);
+  engine::fp8_linear(pool_, w.attn.o, attnb, heads * vd, T, decode_rows_, proj);
   for (int64_t i = 0; i < T * hidden; ++i) h[i] += proj[i];
 }
 
-void CpuExecutor::mlp(const MlpWeights& w, const uint16_t* x, int64_t T, float* out, bool accumulate) {
+void CpuExecutor::mlp(const MlpWeights& w, const uint16_t* x, int64_t T, int64_t D, float* out,
+                      bool accumulate) {
   const int64_t inter = w.gate.rows, hidden = w.down.rows;
   Buffers& b = *buf_;
   float* gate = room(b.gate, static_cast<size_t>(T * inter));
   float* up = room(b.up, static_cast<size_t>(T * inter));
-  engine::fp8_linear(pool_, w.gate, x, w.gate.cols, T, gate);
-  engine::fp8_linear(pool_, w.up, x, w.up.cols, T, up);
+  engine::fp8_linear(pool_, w.gate, x, w.gate.cols, T, D, gate);
+  engine::fp8_linear(pool_, w.up, x, w.up.cols, T, D, up);
   uint16_t* act = room(b.act, static_cast<size_t>(T * inter));
   for (int64_t t = 0; t < T; ++t) kernels::silu_mul_bf16(gate + t * inter, up + t * inter, inter, act + t * inter);
   if (!accumulate) {
-    engine::fp8_linear(pool_, w.down, act, inter, T, out);
+    engine::fp8_linear(pool_, w.down, act, inter, T, D, out);
     return;
   }
   float* tmp = room(b.tmp, static_cast<size_t>(T * hidden));
-  engine::fp8_linear(pool_, w.down, act, inter, T, tmp);
+  engine::fp8_linear(pool_, w.down, act, inter, T, D, tmp);
   for (int64_t i = 0; i < T * hidden; ++i) out[i] += tmp[i];
 }
 
@@ -355,7 +372,7 @@ void CpuExecutor::ffn(const Layer& layer, int64_t li, int64_t T) {
   kernels::to_bf16(xf, T * hidden, xb);
   float* proj = room(b.proj, static_cast<size_t>(T * hidden));
   if (w.dense) {
-    mlp(*w.dense, xb, T, proj, false);
+    mlp(*w.dense, xb, T, decode_rows_, proj, false);
   } else {
     moe(layer, T);
   }
@@ -388,25 +405,29 @@ void CpuExecutor::moe(const Layer& layer, int64_t T) {
 
   // Shared expert writes proj; routed experts add onto it.
   if (w.shared) {
-    mlp(*w.shared, xb, T, proj, false);
+    mlp(*w.shared, xb, T, decode_rows_, proj, false);
   } else {
     std::fill(proj, proj + T * hidden, 0.0f);
   }
-  if (T <= cpu::kMaxMoeTokens) {
+  // Decode tokens through the NUMA MoE executor, up to kMaxMoeTokens at a time; prompt tokens
+  // (rows D..T) through per-expert GEMMs below. Each kind always takes its own path (batch
+  // invariance: see fp8_linear).
+  const int64_t D = decode_rows_;
+  for (int64_t t0 = 0; t0 < D; t0 += cpu::kMaxMoeTokens) {
     cpu::MoeBatch mb;
-    mb.tokens = static_cast<int>(T);
-    mb.hidden = xb;
+    mb.tokens = static_cast<int>(std::min<int64_t>(cpu::kMaxMoeTokens, D - t0));
+    mb.hidden = xb + t0 * hidden;
     mb.top_k = static_cast<int>(K);
-    mb.ids = ids;
-    mb.weights = weights;
-    mb.out = proj;
+    mb.ids = ids + t0 * K;
+    mb.weights = weights + t0 * K;
+    mb.out = proj + t0 * hidden;
     mb.accumulate = true;
     moe_->run(w.experts, mb);
-    return;
   }
+  if (D == T) return;
   // Prefill: per expert, its tokens gathered into one GEMM batch.
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(E));
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = D; t < T; ++t) {
     for (int64_t k = 0; k < K; ++k) by_expert[static_cast<size_t>(ids[t * K + k])].emplace_back(t, weights[t * K + k]);
   }
   std::vector<float> expert_out;
@@ -420,7 +441,7 @@ void CpuExecutor::moe(const Layer& layer, int64_t T) {
                 g + i * hidden);
     }
     expert_out.resize(static_cast<size_t>(n * hidden));
-    mlp(w.experts[static_cast<size_t>(e)], g, n, expert_out.data(), false);
+    mlp(w.experts[static_cast<size_t>(e)], g, n, 0, expert_out.data(), false);
     for (int64_t i = 0; i < n; ++i) {
       const auto [t, wt] = toks[static_cast<size_t>(i)];
       float* dst = proj + t * hidden;

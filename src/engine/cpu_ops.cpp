@@ -11,10 +11,13 @@
 namespace hymoe::engine {
 
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride, int64_t tokens,
-                float* y) {
-  if (tokens <= kernels::kMaxGemvBatch) {
+                int64_t decode_rows, float* y) {
+  HYMOE_CHECK(decode_rows >= 0 && decode_rows <= tokens, kInternal, "fp8_linear: {} decode rows of {}",
+              decode_rows, tokens);
+  for (int64_t t0 = 0; t0 < decode_rows; t0 += kernels::kMaxGemvBatch) {
+    const int batch = static_cast<int>(std::min<int64_t>(kernels::kMaxGemvBatch, decode_rows - t0));
     const kernels::Fp8GemvParams p =
-        kernels::Fp8GemvParams::strided(w, static_cast<int>(tokens), x, x_stride, y, w.rows);
+        kernels::Fp8GemvParams::strided(w, batch, x + t0 * x_stride, x_stride, y + t0 * w.rows, w.rows);
     // Rows in 16-row units keep each worker's output in whole cache lines.
     parallel_for(pool, w.rows, 16, [&](int64_t b, int64_t e) {
       kernels::Fp8GemvParams q = p;
@@ -22,14 +25,14 @@ void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, in
       q.row_end = e;
       kernels::fp8_gemv(q);
     });
-    return;
   }
+  if (decode_rows == tokens) return;
   kernels::Fp8GemmParams p;
   p.w = w;
-  p.x = x;
+  p.x = x + decode_rows * x_stride;
   p.x_stride = x_stride;
-  p.m = tokens;
-  p.c = y;
+  p.m = tokens - decode_rows;
+  p.c = y + decode_rows * w.rows;
   p.c_stride = w.rows;
   parallel_for(pool, w.rows, 32, [&](int64_t b, int64_t e) {
     kernels::Fp8GemmParams q = p;

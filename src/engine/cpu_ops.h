@@ -23,9 +23,12 @@ void parallel_for(cpu::ThreadPool& pool, int64_t n, int64_t align, F&& fn) {
 }
 
 // y[t][0..w.rows) = W x[t] for t < tokens. x: BF16 [tokens][x_stride]; y: FP32 [tokens][w.rows].
-// Up to 8 tokens share one pass over the weights (GEMV); more use the prefill GEMM.
+// Rows [0, decode_rows) are decode tokens: GEMV, up to 8 sharing a pass over the weights; the
+// other rows are prompt tokens: the prefill GEMM, however few. Both kernels compute a row
+// independently of the rows beside it, so a row's result depends only on its kind (batch
+// invariance: a request's output does not change with the server's load).
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride,
-                int64_t tokens, float* y);
+                int64_t tokens, int64_t decode_rows, float* y);
 
 // y[t][0..rows) = M x[t] for a dense matrix (lm_head, router): BF16 through the bf16_gemv kernel,
 // F16/F32 through a plain loop. x FP32 [tokens][cols].

@@ -251,6 +251,7 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     item.start = s->table.tokens;
     item.tokens = std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(s->table.tokens), static_cast<size_t>(n));
     item.want_logits = (n == pending);
+    item.decode = n == 1 && s->table.tokens >= s->prompt_len;
     items.push_back(item);
     owners.push_back(s);
   }

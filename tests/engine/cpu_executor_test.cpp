@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <random>
@@ -176,6 +177,85 @@ TEST_F(CpuExecutorTest, MixedBatchEqualsSeparateRuns) {
     EXPECT_LT(rel_error(std::span<const float>(logits).subspan(static_cast<size_t>(which) * 2048, 2048), solo),
               kRecomputeTolerance);
     ex->kv_cache().release(alone);
+  }
+}
+
+TEST_F(CpuExecutorTest, BatchCompositionDoesNotChangeResults) {
+  // Batch invariance: a sequence's logits are bitwise the same whether its prompt runs alone in
+  // one chunk or in other chunks beside other prompts and decodes, and whether its decode steps
+  // run alone or beside 0..9 other decode tokens (more than one GEMV pass) and a prompt chunk.
+  auto ex = make_executor();
+  const auto a = random_tokens(20, 21);
+  constexpr int kDecodeSteps = 6;
+  const int32_t V = static_cast<int32_t>(ex->config().vocab_size);
+  std::vector<int32_t> generated;  // A's greedy continuation, from the solo run
+  std::vector<std::vector<float>> solo;
+  {
+    BlockTable t;
+    ASSERT_TRUE(ex->kv_cache().reserve(t, 20 + kDecodeSteps));
+    std::vector<float> lg(static_cast<size_t>(V), NAN);
+    StepItem prompt{&t, a, 0, true, false};
+    ex->forward({&prompt, 1}, lg);
+    solo.push_back(lg);
+    for (int step = 0; step < kDecodeSteps; ++step) {
+      generated.push_back(argmax(lg));
+      StepItem d{&t, std::span<const int32_t>(generated).subspan(generated.size() - 1), 20 + step, true, true};
+      ex->forward({&d, 1}, lg);
+      solo.push_back(lg);
+    }
+    ex->kv_cache().release(t);
+  }
+  // The same sequence in a crowd. Others: a prompt B chunked beside it, and decoders D0..D9 that
+  // first get their prompts (one token each) and then decode beside A.
+  BlockTable ta, tb;
+  ASSERT_TRUE(ex->kv_cache().reserve(ta, 20 + kDecodeSteps));
+  const auto b = random_tokens(40, 22);
+  ASSERT_TRUE(ex->kv_cache().reserve(tb, 40));
+  constexpr int kOthers = 10;
+  std::vector<BlockTable> td(kOthers);
+  std::vector<std::vector<int32_t>> dtok(kOthers);
+  for (int i = 0; i < kOthers; ++i) {
+    dtok[i] = random_tokens(1 + kDecodeSteps, static_cast<uint32_t>(30 + i));
+    ASSERT_TRUE(ex->kv_cache().reserve(td[i], 1 + kDecodeSteps));
+    StepItem p{&td[i], std::span<const int32_t>(dtok[i]).first(1), 0, false, false};
+    ex->forward({&p, 1}, {});
+  }
+  // A's prompt in chunks of 7, 7 and 6, with B's chunks in the same steps.
+  std::vector<float> lg;
+  const int cuts[4] = {0, 7, 14, 20};
+  for (int c = 0; c < 3; ++c) {
+    std::vector<StepItem> items;
+    items.push_back({&tb, std::span<const int32_t>(b).subspan(static_cast<size_t>(13 * c), 13), 13 * c, false, false});
+    items.push_back({&ta, std::span<const int32_t>(a).subspan(static_cast<size_t>(cuts[c]), static_cast<size_t>(cuts[c + 1] - cuts[c])),
+                     cuts[c], c == 2, false});
+    lg.assign(c == 2 ? static_cast<size_t>(V) : 0, NAN);
+    ex->forward(items, lg);
+  }
+  EXPECT_EQ(std::memcmp(lg.data(), solo[0].data(), sizeof(float) * static_cast<size_t>(V)), 0)
+      << "prompt logits differ between one chunk alone and three chunks in a crowd";
+  // A's decode steps beside k other decode tokens (k = 0, 3, 7, 9, 10) and, in one step, B's last
+  // prompt chunk.
+  const int others_per_step[kDecodeSteps] = {0, 3, 7, 9, 10, 5};
+  for (int step = 0; step < kDecodeSteps; ++step) {
+    std::vector<StepItem> items;
+    if (step == 2) items.push_back({&tb, std::span<const int32_t>(b).subspan(39, 1), 39, false, false});
+    for (int i = 0; i < others_per_step[step]; ++i) {
+      const int64_t at = td[i].tokens;
+      items.push_back({&td[i], std::span<const int32_t>(dtok[i]).subspan(static_cast<size_t>(at), 1), at, true, true});
+    }
+    items.insert(items.begin() + static_cast<ptrdiff_t>(items.size() / 2),
+                 StepItem{&ta, std::span<const int32_t>(generated).subspan(static_cast<size_t>(step), 1), 20 + step, true, true});
+    size_t rows = 0, mine = 0;
+    for (const StepItem& it : items) {
+      if (it.table == &ta) mine = rows;
+      rows += it.want_logits ? 1 : 0;
+    }
+    std::vector<float> all(rows * static_cast<size_t>(V), NAN);
+    ex->forward(items, all);
+    EXPECT_EQ(std::memcmp(all.data() + mine * static_cast<size_t>(V), solo[static_cast<size_t>(step) + 1].data(),
+                          sizeof(float) * static_cast<size_t>(V)),
+              0)
+        << "decode step " << step << " beside " << others_per_step[step] << " other decode tokens";
   }
 }
 

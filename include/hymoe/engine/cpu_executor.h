@@ -57,7 +57,9 @@ class CpuExecutor final : public Executor {
                  const std::vector<int64_t>& token_pos, int64_t tokens);
   void ffn(const Layer& layer, int64_t li, int64_t tokens);
   void moe(const Layer& layer, int64_t tokens);
-  void mlp(const MlpWeights& w, const uint16_t* x, int64_t tokens, float* out, bool accumulate);
+  // Rows [0, decode_rows) of x are decode tokens (see fp8_linear).
+  void mlp(const MlpWeights& w, const uint16_t* x, int64_t tokens, int64_t decode_rows, float* out,
+           bool accumulate);
 
   ModelConfig config_;
   ModelWeights weights_;
@@ -69,6 +71,7 @@ class CpuExecutor final : public Executor {
   std::vector<float> final_norm_;
   std::unique_ptr<cpu::MoeExecutor> moe_;
   std::unique_ptr<Buffers> buf_;
+  int64_t decode_rows_ = 0;  // this step's decode tokens: rows [0, decode_rows_) of every buffer
   Profile profile_;
 };
 

@@ -17,6 +17,10 @@ struct StepItem {
   std::span<const int32_t> tokens;    // new tokens, at positions [start, start + tokens.size())
   int64_t start = 0;                  // == table->tokens before the step
   bool want_logits = true;            // produce the logits of the last new token
+  // A decode token (one generated token, not part of a prompt). Executors give decode tokens and
+  // prompt tokens each their own kernel path whatever the step's mix, so that a token's result
+  // does not depend on which other requests share the step (batch invariance).
+  bool decode = false;
 };
 
 class Executor {

@@ -1,0 +1,80 @@
+// Batch invariance of the linear kernels: a row's result must not depend on which other rows
+// share the call (bitwise), so that a request's output does not change with the server's load.
+// GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
+// BF16 GEMV: tokens 1..8 against 1. Fresh random inputs each run.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "hymoe/kernels/bf16_gemv.h"
+#include "hymoe/kernels/fp8_gemm.h"
+#include "hymoe/kernels/fp8_gemv.h"
+#include "kernel_test_util.h"
+
+namespace hymoe::kernels {
+namespace {
+
+bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
+
+TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Isa isa : supported_isas()) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{200, 7168}, {96, 2048}, {130, 384}}) {
+      test::RandomFp8Matrix w(n, k, rng);
+      const auto x = test::random_bf16(static_cast<size_t>(8 * k), rng);
+      std::vector<float> alone(static_cast<size_t>(8 * n)), batched(static_cast<size_t>(8 * n));
+      for (int b = 0; b < 8; ++b) {
+        auto p = Fp8GemvParams::strided(w.view, 1, x.data() + b * k, k, alone.data() + b * n, n);
+        fp8_gemv(isa, p);
+      }
+      for (int batch = 2; batch <= 8; ++batch) {
+        auto p = Fp8GemvParams::strided(w.view, batch, x.data(), k, batched.data(), n);
+        fp8_gemv(isa, p);
+        for (int b = 0; b < batch; ++b)
+          EXPECT_TRUE(same_bits(alone.data() + b * n, batched.data() + b * n, n))
+              << isa_name(isa) << " " << n << "x" << k << ": row " << b << " of batch " << batch;
+      }
+    }
+  }
+}
+
+TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const GemmImpl impl : {GemmImpl::kAvx512Bf16, GemmImpl::kAmxBf16}) {
+    if (!gemm_impl_supported(impl)) continue;
+    const int64_t n = 256, k = 1024, rows = 45;
+    test::RandomFp8Matrix w(n, k, rng);
+    const auto x = test::random_bf16(static_cast<size_t>(rows * k), rng);
+    std::vector<float> all(static_cast<size_t>(rows * n)), part(static_cast<size_t>(rows * n));
+    fp8_gemm(impl, {w.view, x.data(), k, rows, all.data(), n, 0, n});
+    for (const int64_t m : {1, 3, 8, 9, 17, 32}) {
+      for (int64_t r0 = 0; r0 + m <= rows; r0 += m) {
+        fp8_gemm(impl, {w.view, x.data() + r0 * k, k, m, part.data() + r0 * n, n, 0, n});
+        for (int64_t r = r0; r < r0 + m; ++r)
+          EXPECT_TRUE(same_bits(all.data() + r * n, part.data() + r * n, n))
+              << gemm_impl_name(impl) << ": row " << r << " in a call of " << m << " vs " << rows;
+      }
+    }
+  }
+}
+
+TEST(BatchInvariance, Bf16GemvRowDoesNotDependOnTheTokens) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t rows = 300, cols = 7168;
+  const auto w = test::random_bf16(static_cast<size_t>(rows * cols), rng);
+  std::vector<float> x(static_cast<size_t>(8 * cols));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto& v : x) v = d(rng);
+  std::vector<float> alone(static_cast<size_t>(8 * rows)), batched(static_cast<size_t>(8 * rows));
+  for (int t = 0; t < 8; ++t) bf16_gemv({w.data(), rows, cols, x.data() + t * cols, 1, alone.data() + t * rows, 0, rows});
+  for (int tokens = 2; tokens <= 8; ++tokens) {
+    bf16_gemv({w.data(), rows, cols, x.data(), tokens, batched.data(), 0, rows});
+    for (int t = 0; t < tokens; ++t)
+      EXPECT_TRUE(same_bits(alone.data() + t * rows, batched.data() + t * rows, rows))
+          << "token " << t << " of " << tokens;
+  }
+}
+
+}  // namespace
+}  // namespace hymoe::kernels
