@@ -62,7 +62,10 @@ struct CpuExecutor::Layer {
 };
 
 struct CpuExecutor::Buffers {
-  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;
+  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv, expert_out;
+  // Prefill MoE: the prompt tokens' (token, weight) slots sorted by expert, with offsets.
+  std::vector<int64_t> expert_off, expert_cur;
+  std::vector<std::pair<int64_t, float>> expert_slots;
   std::vector<uint16_t> xb, qab, attnb, act, gather;
   std::vector<int32_t> rids;
   // The step's tokens: their item, position and id; the rows that produce logits.
@@ -425,14 +428,23 @@ void CpuExecutor::moe(const Layer& layer, int64_t T) {
     moe_->run(w.experts, mb);
   }
   if (D == T) return;
-  // Prefill: per expert, its tokens gathered into one GEMM batch.
-  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(E));
+  // Prefill: per expert, its tokens gathered into one GEMM batch (a counting sort by expert into
+  // the step buffers: tokens ascending within an expert, experts ascending for a token).
+  std::vector<int64_t>& off = b.expert_off;
+  off.assign(static_cast<size_t>(E + 1), 0);
+  for (int64_t i = D * K; i < T * K; ++i) ++off[static_cast<size_t>(ids[i]) + 1];
+  for (int64_t e = 0; e < E; ++e) off[static_cast<size_t>(e + 1)] += off[static_cast<size_t>(e)];
+  std::vector<int64_t>& cur = b.expert_cur;
+  cur.assign(off.begin(), off.end() - 1);
+  std::vector<std::pair<int64_t, float>>& slots = b.expert_slots;
+  slots.resize(static_cast<size_t>((T - D) * K));
   for (int64_t t = D; t < T; ++t) {
-    for (int64_t k = 0; k < K; ++k) by_expert[static_cast<size_t>(ids[t * K + k])].emplace_back(t, weights[t * K + k]);
+    for (int64_t k = 0; k < K; ++k)
+      slots[static_cast<size_t>(cur[static_cast<size_t>(ids[t * K + k])]++)] = {t, weights[t * K + k]};
   }
-  std::vector<float> expert_out;
   for (int64_t e = 0; e < E; ++e) {
-    const auto& toks = by_expert[static_cast<size_t>(e)];
+    const std::span<const std::pair<int64_t, float>> toks(slots.data() + off[static_cast<size_t>(e)],
+                                                          static_cast<size_t>(off[static_cast<size_t>(e + 1)] - off[static_cast<size_t>(e)]));
     if (toks.empty()) continue;
     const int64_t n = static_cast<int64_t>(toks.size());
     uint16_t* g = room(b.gather, static_cast<size_t>(n * hidden));
@@ -440,12 +452,12 @@ void CpuExecutor::moe(const Layer& layer, int64_t T) {
       std::copy(xb + toks[static_cast<size_t>(i)].first * hidden, xb + (toks[static_cast<size_t>(i)].first + 1) * hidden,
                 g + i * hidden);
     }
-    expert_out.resize(static_cast<size_t>(n * hidden));
-    mlp(w.experts[static_cast<size_t>(e)], g, n, 0, expert_out.data(), false);
+    float* expert_out = room(b.expert_out, static_cast<size_t>(n * hidden));
+    mlp(w.experts[static_cast<size_t>(e)], g, n, 0, expert_out, false);
     for (int64_t i = 0; i < n; ++i) {
       const auto [t, wt] = toks[static_cast<size_t>(i)];
       float* dst = proj + t * hidden;
-      const float* src = expert_out.data() + i * hidden;
+      const float* src = expert_out + i * hidden;
       for (int64_t j = 0; j < hidden; ++j) dst[j] += wt * src[j];
     }
   }
