@@ -64,8 +64,6 @@ void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& sc) 
   if (static_cast<int64_t>(sc.q_row.size()) < kRows * width) sc.q_row.resize(static_cast<size_t>(kRows * width));
   float* qt = sc.q_row.data();
   const __m512 sl2 = _mm512_set1_ps(p.scale * 1.4426950408889634f);
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const uint16_t* krow[kB];
   alignas(64) float s[kRows][kB];
   float* o[kRows];
@@ -98,11 +96,7 @@ void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& sc) 
           for (int64_t c = 0; c < p.rope; c += 16) _mm512_storeu_ps(dst + lora + c, round_bf16(_mm512_loadu_ps(qp + c)));
         }
         for (int64_t g = 0; g < most; g += 4) {
-          const __m512 v = scores_4x4(qt, width, krow + g);
-          _mm_store_ps(&s[0][g], _mm512_extractf32x4_ps(v, 0));
-          _mm_store_ps(&s[1][g], _mm512_extractf32x4_ps(v, 1));
-          _mm_store_ps(&s[2][g], _mm512_extractf32x4_ps(v, 2));
-          _mm_store_ps(&s[3][g], _mm512_extractf32x4_ps(v, 3));
+          store_scores_4x4(scores_4x4(qt, width, krow + g), s, g);
         }
         // Online softmax; s[r] becomes the weights p (0 past the row's keys).
         float alpha[kRows];
@@ -111,27 +105,10 @@ void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& sc) 
             std::memset(s[r], 0, sizeof(s[r]));
             continue;
           }
-          __m512 x[4];
-          __mmask16 mask[4];
-          __m512 mx = neg_inf;
-          for (int v = 0; v < 4; ++v) {
-            mask[v] = _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(valid[r] - 16 * v)));
-            x[v] = _mm512_mask_mul_ps(neg_inf, mask[v], _mm512_load_ps(&s[r][16 * v]), sl2);
-            mx = _mm512_max_ps(mx, x[v]);
-          }
-          const size_t ii = static_cast<size_t>(i0 + r);
-          const float bmax = hmax(mx);
-          const float m_new = b0 == 0 ? bmax : std::max(sc.m[ii], bmax);
-          alpha[r] = b0 == 0 ? 0.0f : std::exp2(sc.m[ii] - m_new);
-          const __m512 mv = _mm512_set1_ps(m_new);
           __m512 e[4];
-          for (int v = 0; v < 4; ++v) {
-            e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
-            _mm512_store_ps(&s[r][16 * v], e[v]);
-          }
-          const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
-          sc.l[ii] = (b0 == 0 ? 0.0f : sc.l[ii] * alpha[r]) + sum;
-          sc.m[ii] = m_new;
+          alpha[r] = softmax_block_row(&s[r][0], valid[r], sl2, b0 == 0, sc.m[static_cast<size_t>(i0 + r)],
+                                       sc.l[static_cast<size_t>(i0 + r)], e);
+          for (int v = 0; v < 4; ++v) _mm512_store_ps(&s[r][16 * v], e[v]);
         }
         for (int64_t c0 = 0; c0 < lora; c0 += 64) {
           __m512 acc[kRows][4];

@@ -81,8 +81,6 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
   uint16_t* vp = sc.v_packed.data();
   uint16_t* qt = sc.q_tile.data();
   const __m512 sl2 = _mm512_set1_ps(p.scale * 1.4426950408889634f);
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const uint16_t* krow[kB];
   alignas(64) float s[kRows][kB];
   alignas(64) int32_t pb32[kRows][kB / 2];  // the BF16 weights p of a tile, as key pairs
@@ -125,11 +123,7 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
         }
         // Scores, 4 keys at a time.
         for (int64_t g = 0; g < most; g += 4) {
-          const __m512 v = scores_4x4(qt, width, krow + g);
-          _mm_store_ps(&s[0][g], _mm512_extractf32x4_ps(v, 0));
-          _mm_store_ps(&s[1][g], _mm512_extractf32x4_ps(v, 1));
-          _mm_store_ps(&s[2][g], _mm512_extractf32x4_ps(v, 2));
-          _mm_store_ps(&s[3][g], _mm512_extractf32x4_ps(v, 3));
+          store_scores_4x4(scores_4x4(qt, width, krow + g), s, g);
         }
         // Online softmax per row; p to BF16.
         float alpha[kRows];
@@ -138,24 +132,9 @@ void mla_attention_avx512bf16(const MlaAttentionParams& p, MlaAttentionScratch& 
             std::memset(pb32[r], 0, sizeof(pb32[r]));
             continue;
           }
-          __m512 x[4];
-          __mmask16 mask[4];
-          __m512 mx = neg_inf;
-          for (int v = 0; v < 4; ++v) {
-            mask[v] = _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(valid[r] - 16 * v)));
-            x[v] = _mm512_mask_mul_ps(neg_inf, mask[v], _mm512_load_ps(&s[r][16 * v]), sl2);
-            mx = _mm512_max_ps(mx, x[v]);
-          }
-          const size_t ii = static_cast<size_t>(i0 + r);
-          const float bmax = hmax(mx);
-          const float m_new = b0 == 0 ? bmax : std::max(sc.m[ii], bmax);
-          alpha[r] = b0 == 0 ? 0.0f : std::exp2(sc.m[ii] - m_new);
-          const __m512 mv = _mm512_set1_ps(m_new);
           __m512 e[4];
-          for (int v = 0; v < 4; ++v) e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
-          const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
-          sc.l[ii] = (b0 == 0 ? 0.0f : sc.l[ii] * alpha[r]) + sum;
-          sc.m[ii] = m_new;
+          alpha[r] = softmax_block_row(&s[r][0], valid[r], sl2, b0 == 0, sc.m[static_cast<size_t>(i0 + r)],
+                                       sc.l[static_cast<size_t>(i0 + r)], e);
           _mm512_store_si512(&pb32[r][0], (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
           _mm512_store_si512(&pb32[r][16], (__m512i)_mm512_cvtne2ps_pbh(e[3], e[2]));
         }

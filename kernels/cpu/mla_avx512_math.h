@@ -5,6 +5,11 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 namespace hymoe::kernels::detail {
 namespace {
 
@@ -58,6 +63,41 @@ inline __m512 exp2_ps(__m512 x) {
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(6.931471805599453e-01f));
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(r, n);
+}
+
+// Scores of 4 rows x 4 keys (lane 4r + j: row r, key j) into s[r][g .. g+4).
+template <int kStride>
+inline void store_scores_4x4(__m512 v, float (*s)[kStride], int64_t g) {
+  _mm_store_ps(&s[0][g], _mm512_extractf32x4_ps(v, 0));
+  _mm_store_ps(&s[1][g], _mm512_extractf32x4_ps(v, 1));
+  _mm_store_ps(&s[2][g], _mm512_extractf32x4_ps(v, 2));
+  _mm_store_ps(&s[3][g], _mm512_extractf32x4_ps(v, 3));
+}
+
+// One row's online-softmax step over a block of 64 raw scores `s` (keys [0, valid) count; sl2 =
+// scale * log2(e)): e = 2^(s * sl2 - m_new), 0 past `valid`; updates the row's running max m
+// and sum l (first: the row's first block) and returns alpha, the factor for its earlier output.
+inline float softmax_block_row(const float* s, int64_t valid, __m512 sl2, bool first, float& m, float& l,
+                               __m512 (&e)[4]) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 x[4];
+  __mmask16 mask[4];
+  __m512 mx = neg_inf;
+  for (int v = 0; v < 4; ++v) {
+    mask[v] = _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(valid - 16 * v)));
+    x[v] = _mm512_mask_mul_ps(neg_inf, mask[v], _mm512_load_ps(s + 16 * v), sl2);
+    mx = _mm512_max_ps(mx, x[v]);
+  }
+  const float bmax = hmax(mx);
+  const float m_new = first ? bmax : std::max(m, bmax);
+  const float alpha = first ? 0.0f : std::exp2(m - m_new);
+  const __m512 mv = _mm512_set1_ps(m_new);
+  for (int v = 0; v < 4; ++v) e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
+  const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
+  l = (first ? 0.0f : l * alpha) + sum;
+  m = m_new;
+  return alpha;
 }
 
 }  // namespace
