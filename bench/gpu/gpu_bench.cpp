@@ -1,4 +1,4 @@
-// hymoe-bench-gpu [--out FILE] [--max-tokens N]
+// hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]
 // Measures the GPU's ceilings (device-to-device copy bandwidth, cuBLASLt BF16 GEMM and FP8 GEMM
 // with per-tensor scales at large square sizes) and then every kernel of the library against the
 // ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
@@ -12,6 +12,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/mla_prefill.h"
+#include "hymoe/gpu/mla_prefill_cudnn.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
@@ -254,15 +256,29 @@ void bench_gemv(Bench& bench, const Ceilings& c) {
 }
 
 // Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
+// hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of
+// 4096 new tokens after a cached prefix (chunked prefill).
 void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
   cudaStream_t s = bench.stream();
   const int heads = 128;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
-  for (int tokens : {4096, 16384, 32768, 65536}) {
-    if (tokens > std::max(4096, max_tokens)) break;
+  std::string why;
+  std::unique_ptr<MlaPrefillCudnn> cudnn;
+  if (MlaPrefillCudnn::available(&why)) {
+    cudnn = std::make_unique<MlaPrefillCudnn>();
+  } else {
+    fmt::print("mla_prefill[cudnn]: skipped ({})\n", why);
+  }
+  struct Shape {
+    int tokens, past;
+  };
+  for (const Shape shape : {Shape{4096, 0}, Shape{16384, 0}, Shape{32768, 0}, Shape{65536, 0},
+                            Shape{4096, 28672}}) {
+    const int tokens = shape.tokens, keys = shape.past + shape.tokens;
+    if (keys > std::max(4096, max_tokens)) continue;
     DeviceBuffer q = random_bf16(size_t(tokens) * heads * kMlaQkDim, s);
-    DeviceBuffer kv = random_bf16(size_t(tokens) * heads * 256, s);
-    DeviceBuffer kpe = random_bf16(size_t(tokens) * 64, s);
+    DeviceBuffer kv = random_bf16(size_t(keys) * heads * 256, s);
+    DeviceBuffer kpe = random_bf16(size_t(keys) * 64, s);
     DeviceBuffer out(size_t(tokens) * heads * kMlaVDim * 2);
     MlaPrefillParams p;
     p.q = q.as<Bf16>();
@@ -270,7 +286,9 @@ void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
     p.v = kv.as<Bf16>() + kMlaNopeDim;
     p.k_pe = kpe.as<Bf16>();
     p.out = out.as<Bf16>();
-    p.tokens = p.kv_tokens = tokens;
+    p.tokens = tokens;
+    p.kv_tokens = keys;
+    p.past = shape.past;
     p.heads = heads;
     p.q_token_stride = int64_t{heads} * kMlaQkDim;
     p.q_head_stride = kMlaQkDim;
@@ -280,14 +298,30 @@ void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
     p.out_token_stride = int64_t{heads} * kMlaVDim;
     p.out_head_stride = kMlaVDim;
     p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-    const double flops = 2.0 * heads * (double(tokens) * (tokens + 1) / 2) * (kMlaQkDim + kMlaVDim);
+    // Scores computed: the causal triangle of the chunk plus its whole cached prefix.
+    const double pairs = double(tokens) * (tokens + 1) / 2 + double(tokens) * shape.past;
+    const double flops = 2.0 * heads * pairs * (kMlaQkDim + kMlaVDim);
+    const std::string what = shape.past == 0
+                                 ? fmt::format("causal {} tokens x 128 heads", tokens)
+                                 : fmt::format("chunk {} after {} x 128 heads", tokens, shape.past);
     for (const MlaPrefillImpl impl : {MlaPrefillImpl::kTensorCores, MlaPrefillImpl::kCudaCores}) {
-      if (impl == MlaPrefillImpl::kCudaCores && tokens > 4096) continue;  // ~19 TFLOP/s: slow
+      if (impl == MlaPrefillImpl::kCudaCores && keys > 4096) continue;  // ~19 TFLOP/s: slow
       p.impl = impl;
       const double ms = bench.time_ms([&] { mla_prefill(p, s); });
-      bench.add({fmt::format("mla_prefill[{}]/causal {} tokens x 128 heads",
-                             impl == MlaPrefillImpl::kCudaCores ? "cuda-cores" : "mma", tokens),
+      bench.add({fmt::format("mla_prefill[{}]/{}",
+                             impl == MlaPrefillImpl::kCudaCores ? "cuda-cores" : "mma", what),
                  flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+    }
+    if (cudnn) {
+      if (!cudnn->supports(p, &why)) {
+        fmt::print("mla_prefill[cudnn]/{}: not supported ({})\n", what, why);
+        continue;
+      }
+      bench.add({fmt::format("mla_prefill[cudnn]/{} (plan build, ms)", what),
+                 cudnn->last_build_ms(), "ms", 0, ""});
+      const double ms = bench.time_ms([&] { cudnn->run(p, s); });
+      bench.add({fmt::format("mla_prefill[cudnn]/{}", what), flops / (ms * 1e-3) / 1e12,
+                 "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
     }
   }
 }
@@ -502,13 +536,19 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
 int run(int argc, char** argv) {
   std::string out_path;
   int max_tokens = 65536;
+  std::string only;  // comma-separated section names; empty: all
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
       max_tokens = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N]\n");
+      std::fprintf(stderr,
+                   "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]\n"
+                   "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
+                   "mla_prefill\n");
       return 2;
     }
   }
@@ -525,6 +565,8 @@ int run(int argc, char** argv) {
   // One failing section (say, an algorithm cuBLASLt lacks here) must not lose the others.
   int failures = 0;
   auto section = [&](const char* name, const std::function<void()>& fn) {
+    if (!only.empty() && ("," + only + ",").find(std::string(",") + name + ",") == std::string::npos)
+      return;
     try {
       fn();
     } catch (const Error& e) {

@@ -38,5 +38,7 @@ cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
 cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
 cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
+// dst [keys, heads, 192] = k_nope | k_pe of keys 0..keys-1 (16-byte aligned, checked by the caller).
+cudaError_t mla_gather_k(const MlaPrefillParams& p, int keys, Bf16* dst, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

@@ -3,16 +3,17 @@
 
 #include "hymoe/gpu/cuda_check.h"
 #include "kernel_launch.h"
+#include "mla_prefill_check.h"
 
 namespace hymoe::gpu {
 
-void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {
+void check_mla_prefill_params(const MlaPrefillParams& p, bool pointers) {
   HYMOE_CHECK(p.tokens >= 0 && p.heads >= 1 && p.heads <= 65535 && p.past >= 0 &&
                   p.kv_tokens >= p.past + p.tokens,
               kInvalidArgument, "mla_prefill: tokens {} kv_tokens {} past {} heads {}", p.tokens,
               p.kv_tokens, p.past, p.heads);
-  if (p.tokens == 0) return;
-  HYMOE_CHECK(p.q && p.k_nope && p.k_pe && p.v && p.out, kInvalidArgument,
+  if (p.tokens == 0) return;  // nothing is read: pointers may be null
+  HYMOE_CHECK(!pointers || (p.q && p.k_nope && p.k_pe && p.v && p.out), kInvalidArgument,
               "mla_prefill: null pointer");
   for (const int64_t s : {p.q_token_stride, p.q_head_stride, p.k_token_stride, p.k_head_stride,
                           p.k_pe_token_stride, p.v_token_stride, p.v_head_stride,
@@ -26,6 +27,11 @@ void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {
     HYMOE_CHECK((reinterpret_cast<uintptr_t>(ptr) & 15u) == 0, kInvalidArgument,
                 "mla_prefill: tensors must be 16-byte aligned");
   }
+}
+
+void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {
+  check_mla_prefill_params(p);
+  if (p.tokens == 0) return;
   HYMOE_CUDA_CHECK(launch::mla_prefill(p, stream));
 }
 

@@ -1,12 +1,16 @@
 // MLA prefill attention against a float64 reference: causal masks, chunked prefill over a cache
-// (past > 0), cached keys past the causal limit, kv_b's interleaved k_nope | v layout.
+// (past > 0), cached keys past the causal limit, kv_b's interleaved k_nope | v layout; hymoe's
+// kernels and cuDNN's fused attention.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/mla_prefill.h"
+#include "hymoe/gpu/mla_prefill_cudnn.h"
 
 namespace hymoe::gpu {
 namespace {
@@ -18,27 +22,64 @@ void PrintTo(const PrefillCase& c, std::ostream* os) {
   *os << c.tokens << " tokens after " << c.past << ", " << c.kv_tokens << " keys, " << c.heads << " heads";
 }
 
-class MlaPrefillTest : public ::testing::TestWithParam<PrefillCase> {};
+// Random inputs in kv_b's layout (per head k_nope | v) and the float64 reference output.
+struct PrefillData {
+  std::vector<Bf16> q, kv, kpe;
+  float scale = 0.0f;
+  std::vector<double> ref;
+};
 
-TEST_P(MlaPrefillTest, MatchesReference) {
-  HYMOE_REQUIRE_GPU();
-  const PrefillCase c = GetParam();
+PrefillData make_data(const PrefillCase& c) {
   auto rng = test::make_rng();
-  Stream stream;
   const int H = c.heads;
-  const auto q = test::random_bf16(size_t(c.tokens) * H * kMlaQkDim, rng);
-  const auto kv = test::random_bf16(size_t(c.kv_tokens) * H * 256, rng);  // per head: k_nope | v
-  const auto kpe = test::random_bf16(size_t(c.kv_tokens) * 64, rng);
+  PrefillData d;
+  d.q = test::random_bf16(size_t(c.tokens) * H * kMlaQkDim, rng);
+  d.kv = test::random_bf16(size_t(c.kv_tokens) * H * 256, rng);
+  d.kpe = test::random_bf16(size_t(c.kv_tokens) * 64, rng);
   const double mscale = 0.1 * std::log(40.0) + 1.0;
-  const float scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-  auto dq = test::to_device(q, stream);
-  auto dkv = test::to_device(kv, stream);
-  auto dkpe = test::to_device(kpe, stream);
+  d.scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
+  d.ref.assign(size_t(c.tokens) * H * kMlaVDim, 0.0);
+  std::vector<double> score;
+  auto f = [](const std::vector<Bf16>& v, size_t i) { return double{v[i].to_float()}; };
+  for (int i = 0; i < c.tokens; ++i) {
+    const int keys = std::min(c.kv_tokens, c.past + i + 1);
+    for (int h = 0; h < H; ++h) {
+      score.assign(keys, 0.0);
+      double mx = -INFINITY;
+      for (int j = 0; j < keys; ++j) {
+        double s = 0.0;
+        const size_t qo = (size_t(i) * H + h) * kMlaQkDim, ko = (size_t(j) * H + h) * 256;
+        for (int x = 0; x < kMlaNopeDim; ++x) s += f(d.q, qo + x) * f(d.kv, ko + x);
+        for (int x = 0; x < 64; ++x) s += f(d.q, qo + kMlaNopeDim + x) * f(d.kpe, size_t(j) * 64 + x);
+        score[j] = s * d.scale;
+        mx = std::max(mx, score[j]);
+      }
+      double sum = 0.0;
+      for (double& s : score) sum += (s = std::exp(s - mx));
+      double* o = &d.ref[(size_t(i) * H + h) * kMlaVDim];
+      for (int j = 0; j < keys; ++j)
+        for (int x = 0; x < kMlaVDim; ++x)
+          o[x] += score[j] / sum * f(d.kv, (size_t(j) * H + h) * 256 + kMlaNopeDim + x);
+    }
+  }
+  return d;
+}
+
+// Device copies of the inputs and the parameters that read them in place.
+struct DeviceInputs {
+  DeviceBuffer q, kv, kpe;
   MlaPrefillParams p;
-  p.q = dq.as<Bf16>();
-  p.k_nope = dkv.as<Bf16>();
-  p.v = dkv.as<Bf16>() + kMlaNopeDim;
-  p.k_pe = dkpe.as<Bf16>();
+};
+
+DeviceInputs upload(const PrefillCase& c, const PrefillData& d, Stream& stream) {
+  DeviceInputs in{test::to_device(d.q, stream), test::to_device(d.kv, stream),
+                  test::to_device(d.kpe, stream), {}};
+  const int H = c.heads;
+  MlaPrefillParams& p = in.p;
+  p.q = in.q.as<Bf16>();
+  p.k_nope = in.kv.as<Bf16>();
+  p.v = in.kv.as<Bf16>() + kMlaNopeDim;
+  p.k_pe = in.kpe.as<Bf16>();
   p.tokens = c.tokens;
   p.kv_tokens = c.kv_tokens;
   p.heads = H;
@@ -50,45 +91,56 @@ TEST_P(MlaPrefillTest, MatchesReference) {
   p.k_pe_token_stride = 64;
   p.out_token_stride = int64_t{H} * kMlaVDim;
   p.out_head_stride = kMlaVDim;
-  p.softmax_scale = scale;
-  // Both implementations, each on a freshly poisoned output.
-  std::vector<std::vector<float>> outs;
-  for (const MlaPrefillImpl impl : {MlaPrefillImpl::kTensorCores, MlaPrefillImpl::kCudaCores}) {
-    auto dout = test::poisoned<Bf16>(size_t(c.tokens) * H * kMlaVDim, stream);
-    p.out = dout.as<Bf16>();
-    p.impl = impl;
-    mla_prefill(p, stream);
-    outs.push_back(test::to_float(test::to_host<Bf16>(dout, size_t(c.tokens) * H * kMlaVDim, stream)));
-  }
-  const std::vector<float>& out = outs[0];
+  p.softmax_scale = d.scale;
+  return in;
+}
 
-  std::vector<double> ref(out.size(), 0.0), score;
-  auto f = [](const std::vector<Bf16>& v, size_t i) { return double{v[i].to_float()}; };
-  for (int i = 0; i < c.tokens; ++i) {
-    const int keys = std::min(c.kv_tokens, c.past + i + 1);
-    for (int h = 0; h < H; ++h) {
-      score.assign(keys, 0.0);
-      double mx = -INFINITY;
-      for (int j = 0; j < keys; ++j) {
-        double s = 0.0;
-        const size_t qo = (size_t(i) * H + h) * kMlaQkDim, ko = (size_t(j) * H + h) * 256;
-        for (int d = 0; d < kMlaNopeDim; ++d) s += f(q, qo + d) * f(kv, ko + d);
-        for (int d = 0; d < 64; ++d) s += f(q, qo + kMlaNopeDim + d) * f(kpe, size_t(j) * 64 + d);
-        score[j] = s * scale;
-        mx = std::max(mx, score[j]);
-      }
-      double sum = 0.0;
-      for (double& s : score) sum += (s = std::exp(s - mx));
-      double* o = &ref[(size_t(i) * H + h) * kMlaVDim];
-      for (int j = 0; j < keys; ++j)
-        for (int d = 0; d < kMlaVDim; ++d)
-          o[d] += score[j] / sum * f(kv, (size_t(j) * H + h) * 256 + kMlaNopeDim + d);
-    }
+class MlaPrefillTest : public ::testing::TestWithParam<PrefillCase> {};
+
+TEST_P(MlaPrefillTest, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  const PrefillCase c = GetParam();
+  Stream stream;
+  const PrefillData d = make_data(c);
+  DeviceInputs in = upload(c, d, stream);
+  const size_t n = size_t(c.tokens) * c.heads * kMlaVDim;
+  // Both implementations, each on a freshly poisoned output.
+  for (const MlaPrefillImpl impl : {MlaPrefillImpl::kTensorCores, MlaPrefillImpl::kCudaCores}) {
+    auto dout = test::poisoned<Bf16>(n, stream);
+    in.p.out = dout.as<Bf16>();
+    in.p.impl = impl;
+    mla_prefill(in.p, stream);
+    // FP32 scores and accumulation, BF16 output rounding (2^-9 relative); the tensor-core
+    // kernel also rounds the probabilities to BF16 before P V (another ~2^-9): 5e-3.
+    EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(dout, n, stream)), d.ref),
+              5e-3)
+        << (impl == MlaPrefillImpl::kTensorCores ? "tensor cores" : "CUDA cores");
   }
-  // FP32 scores and accumulation, BF16 output rounding (2^-9 relative); the tensor-core kernel
-  // also rounds the probabilities to BF16 before P V (another ~2^-9): 5e-3.
-  EXPECT_LT(test::normalized_error(outs[0], ref), 5e-3) << "tensor cores";
-  EXPECT_LT(test::normalized_error(outs[1], ref), 5e-3) << "CUDA cores";
+}
+
+// cuDNN's fused attention through the backend graph (skipped where cuDNN is not installed).
+TEST_P(MlaPrefillTest, CudnnMatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  std::string why;
+  if (!MlaPrefillCudnn::available(&why)) GTEST_SKIP() << "cuDNN: " << why;
+  const PrefillCase c = GetParam();
+  Stream stream;
+  const PrefillData d = make_data(c);
+  DeviceInputs in = upload(c, d, stream);
+  const size_t n = size_t(c.tokens) * c.heads * kMlaVDim;
+  MlaPrefillCudnn cudnn;
+  ASSERT_TRUE(cudnn.supports(in.p, &why)) << why;
+  // Twice on fresh poison: the second run takes the cached plan and must not reuse stale output.
+  for (int run = 0; run < 2; ++run) {
+    auto dout = test::poisoned<Bf16>(n, stream);
+    in.p.out = dout.as<Bf16>();
+    cudnn.run(in.p, stream);
+    // Same rounding as the tensor-core kernel (BF16 probabilities, BF16 output): 5e-3.
+    EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(dout, n, stream)), d.ref),
+              5e-3)
+        << "run " << run;
+  }
+  EXPECT_EQ(cudnn.plans(), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, MlaPrefillTest,
@@ -98,7 +150,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, MlaPrefillTest,
                                            PrefillCase{300, 5, 320, 2},    // keys past the limit
                                            PrefillCase{129, 0, 129, 2},    // ragged query tile
                                            PrefillCase{64, 1000, 1064, 1},  // long cache, one tile
-                                           PrefillCase{513, 70, 600, 3}));  // tiles off the diagonal
+                                           PrefillCase{513, 70, 600, 3},   // tiles off the diagonal
+                                           PrefillCase{70, 130, 200, 128}));  // all 128 heads
 
 }  // namespace
 }  // namespace hymoe::gpu
