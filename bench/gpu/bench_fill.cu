@@ -73,3 +73,34 @@ cudaError_t fill_i32(int32_t* dst, size_t count, int32_t bound, uint64_t seed, c
 }
 
 }  // namespace hymoe::gpu::bench
+
+namespace hymoe::gpu::bench {
+namespace {
+
+__global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint32_t* out) {
+  uint32_t acc = 0;
+  const size_t stride = size_t{gridDim.x} * blockDim.x;
+  size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {  // four loads in flight per thread
+    const uint4 a = __ldcs(src + i), b = __ldcs(src + i + stride);
+    const uint4 c = __ldcs(src + i + 2 * stride), d = __ldcs(src + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
+           d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 a = __ldcs(src + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x % 32 == 0) atomicXor(out + blockIdx.x, acc);
+}
+
+}  // namespace
+
+cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
+                       cudaStream_t stream) {
+  read_probe_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), bytes / 16, out);
+  return cudaGetLastError();
+}
+
+}  // namespace hymoe::gpu::bench

@@ -20,3 +20,14 @@ cudaError_t fill_f32(float* dst, size_t count, float lo, float hi, uint64_t seed
 cudaError_t fill_i32(int32_t* dst, size_t count, int32_t bound, uint64_t seed, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::bench
+
+namespace hymoe::gpu::bench {
+
+// The read-only ceiling of a kernel that streams `bytes` (a multiple of 16, 16-byte aligned)
+// once: 16-byte streaming loads over a grid of `blocks` x 256 threads, XOR-folded into out[block]
+// so nothing is optimised away. Timed like the kernel it bounds, it gives the bandwidth a
+// launch of that size can reach (launch, ramp-up and tail included).
+cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
+                       cudaStream_t stream);
+
+}  // namespace hymoe::gpu::bench

@@ -5,10 +5,9 @@
 // four k16 mma steps under one fixed permutation (step j, lane c: columns 16c + 4j .. 16c + 4j + 3
 // in the fragment slots 2c, 2c + 1, 2c + 8, 2c + 9), applied to the weights (A) and the
 // activations (B, token g) alike, so the dot products are unchanged.
-// FP8 -> BF16 in registers: cvt e4m3x2 -> f16x2 (exact), then the f16 bits moved into BF16's
-// fields, which is the value times 2^-112 (exact: every E4M3 value is a normal f16). To keep the
-// products in FP32's normal range the activations are multiplied by 2^100 (exact in BF16) and the
-// result by 2^12 with the block scale. Each chunk's four mma accumulate into a partial that is
+// FP8 -> BF16 in registers by bit moves (value times 2^-120, exact, subnormals included); to keep
+// the products in FP32's normal range the activations are multiplied by 2^100 (an exponent add,
+// exact in BF16) and the result by 2^20 with the block scale. Each chunk's four mma accumulate into a partial that is
 // scaled by its 128x128 block's scale_inv before it joins the running sum; the 8 warps' sums are
 // added in shared memory.
 #pragma once
@@ -23,24 +22,22 @@ inline constexpr int kGemvMmaWarps = 8;
 inline constexpr int kGemvMmaThreads = kGemvMmaWarps * kWarpSize;
 inline constexpr int kGemvMmaUnroll = 4;  // chunks in flight per warp
 
-// Two E4M3 codes (low byte first) -> BF16x2 of value * 2^-112.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m112(uint16_t codes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(codes));
-  return ((h >> 3) & 0x0fff0fffu) | (h & 0x80008000u);
-#else
-  (void)codes;
-  __trap();  // the launcher refuses devices below sm_89
-  return 0;
-#endif
+// Two E4M3 codes -> BF16x2 of value * 2^-120 with integer instructions only (the cvt-based
+// decode issued at a fraction of the ALU rate and bounded this kernel). kSel picks the codes:
+// 0x1404 bytes 0 and 1 of w, 0x3424 bytes 2 and 3. The permute puts each code in the high byte of
+// its 16-bit lane; shifted right by 4, the code's exponent and mantissa land in BF16's low
+// exponent bits and high mantissa bits, so a normal code (exponent e >= 1) becomes
+// 2^(e-127) (1 + m/8) and a subnormal one the BF16 subnormal (m/8) 2^-126: value * 2^-120 both.
+template <unsigned kSel>
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m120(uint32_t w) {
+  const uint32_t v = __byte_perm(w, 0u, kSel);  // [code_hi 0 code_lo 0]
+  return ((v >> 4) & 0x07f007f0u) | (v & 0x80008000u);
 }
 
-// BF16x2 activations -> BF16x2 of value * 2^100 (exact: a power of two, no overflow below 2^27).
-__device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) {
-  const float lo = __uint_as_float(w << 16) * 0x1p100f, hi = __uint_as_float(w & 0xffff0000u) * 0x1p100f;
-  return pack_bf16x2(lo, hi);
-}
+// BF16x2 activations -> BF16x2 of value * 2^100 by adding 100 to both exponent fields (one
+// integer add). Exact for normal values below 2^28; a zero becomes +-2^-27 (that is 2^-127
+// unscaled), far below anything a product with a weight (<= 448) can register in the sum.
+__device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) { return w + 0x32003200u; }
 
 __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
   __shared__ float red[kGemvMmaWarps][16][8];
@@ -84,14 +81,14 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
       float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const uint32_t a0 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(lo[j] & 0xffffu));
-        const uint32_t a2 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(lo[j] >> 16));
-        const uint32_t a1 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(hi[j] & 0xffffu));
-        const uint32_t a3 = e4m3x2_to_bf16x2_m112(static_cast<uint16_t>(hi[j] >> 16));
+        const uint32_t a0 = e4m3x2_to_bf16x2_m120<0x1404>(lo[j]);
+        const uint32_t a2 = e4m3x2_to_bf16x2_m120<0x3424>(lo[j]);
+        const uint32_t a1 = e4m3x2_to_bf16x2_m120<0x1404>(hi[j]);
+        const uint32_t a3 = e4m3x2_to_bf16x2_m120<0x3424>(hi[j]);
         const uint32_t b0 = bf16x2_times_2p100(xs[2 * j]), b1 = bf16x2_times_2p100(xs[2 * j + 1]);
         mma_16816(part, a0, a1, a2, a3, b0, b1);
       }
-      const float s = __ldg(scales + chunk / 2) * 0x1p12f;  // two 64-column chunks per scale block
+      const float s = __ldg(scales + chunk / 2) * 0x1p20f;  // two 64-column chunks per scale block
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[r] = fmaf(part[r], s, acc[r]);
     }

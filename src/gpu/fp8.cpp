@@ -41,9 +41,10 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.impl != Fp8GemvImpl::kTensorCores || mma_ok, kUnsupported,
               "fp8 gemv: the tensor-core kernel needs compute capability 8.9 or newer");
   // kAuto: tensor cores from 2 tokens on (flat in the token count: 2-4x the CUDA-core kernel at
-  // 8 tokens on the H200), CUDA cores for 1 token (up to 1.4x faster there on the small shapes).
+  // 8 tokens on the H200) and for one token on long rows (7168x16384: 2.9 vs 2.4 TB/s); CUDA
+  // cores for one token on short rows (up to 1.15x faster there).
   const bool tensor = p.impl == Fp8GemvImpl::kTensorCores ||
-                      (p.impl == Fp8GemvImpl::kAuto && p.tokens >= 2 && mma_ok);
+                      (p.impl == Fp8GemvImpl::kAuto && mma_ok && (p.tokens >= 2 || p.k >= 8192));
   HYMOE_CUDA_CHECK(launch::fp8_gemv(p, tensor, stream));
 }
 

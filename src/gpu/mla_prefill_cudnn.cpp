@@ -1,6 +1,7 @@
 // MLA prefill through cuDNN's fused attention: the graph, the plan cache and the execution.
 #include "hymoe/gpu/mla_prefill_cudnn.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -12,6 +13,7 @@
 #include "hymoe/common/error.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/stream.h"
 #include "kernel_launch.h"
 #include "mla_prefill_check.h"
 
@@ -37,11 +39,19 @@ PlanKey key_of(const MlaPrefillParams& p) {
           p.out_token_stride, p.out_head_stride};
 }
 
-// A finalized plan and every descriptor it was built from (kept alive with it).
+// The finalized execution plans of every engine cuDNN's heuristics offer for one graph (best
+// guess first), and every descriptor they were built from (kept alive with them).
 struct Plan {
   std::vector<CudnnDescriptor> parts;
-  std::unique_ptr<CudnnDescriptor> plan;
-  int64_t workspace = 0;
+  std::vector<CudnnDescriptor> candidates;
+  std::vector<int64_t> workspace;  // bytes, per candidate
+  int chosen = 0;
+  bool tuned = false;
+  int64_t max_workspace() const {
+    int64_t m = 0;
+    for (const int64_t w : workspace) m = std::max(m, w);
+    return m;
+  }
 };
 
 class GraphBuilder {
@@ -227,35 +237,39 @@ std::unique_ptr<Plan> build_plan(const CudnnApi& api, cudnnHandle_t handle,
                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, kConfigs, &returned,
                                             raw.data()));
   std::string refusals;
+  auto out = std::make_unique<Plan>();
   for (int64_t i = 0; i < returned; ++i) {
-    auto plan = std::make_unique<CudnnDescriptor>(api, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
-    if (const cudnnStatus_t st = plan->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    CudnnDescriptor plan(api, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
+    if (const cudnnStatus_t st = plan.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
       refusals += std::string(refusals.empty() ? "" : "; ") + api.GetErrorString(st);
       continue;
     }
-    auto out = std::make_unique<Plan>();
-    int64_t count = 0;
-    HYMOE_CUDNN_CHECK(api.BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                              CUDNN_TYPE_INT64, 1, &count, &out->workspace));
-    out->plan = std::move(plan);
-    out->parts = g.release();
-    out->parts.push_back(std::move(graph));
-    out->parts.push_back(std::move(heur));
-    for (auto& c : configs) out->parts.push_back(std::move(c));
-    return out;
+    int64_t count = 0, bytes = 0;
+    HYMOE_CUDNN_CHECK(api.BackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                              CUDNN_TYPE_INT64, 1, &count, &bytes));
+    out->candidates.push_back(std::move(plan));
+    out->workspace.push_back(bytes);
   }
-  if (why) {
-    *why = "no engine takes the graph (" + std::to_string(returned) + " candidates" +
-           (refusals.empty() ? "" : ": " + refusals) + ")";
+  if (out->candidates.empty()) {
+    if (why) {
+      *why = "no engine takes the graph (" + std::to_string(returned) + " candidates" +
+             (refusals.empty() ? "" : ": " + refusals) + ")";
+    }
+    return nullptr;
   }
-  return nullptr;
+  out->parts = g.release();
+  out->parts.push_back(std::move(graph));
+  out->parts.push_back(std::move(heur));
+  for (auto& c : configs) out->parts.push_back(std::move(c));
+  return out;
 }
 
 }  // namespace
 
 struct MlaPrefillCudnn::Impl {
   const CudnnApi* api = nullptr;
+  bool autotune = false;
   cudnnHandle_t handle = nullptr;
   MemoryBudget* budget = nullptr;
   DeviceBuffer workspace;
@@ -308,10 +322,12 @@ bool MlaPrefillCudnn::available(std::string* why) {
   return true;
 }
 
-MlaPrefillCudnn::MlaPrefillCudnn(MemoryBudget* budget) : impl_(std::make_unique<Impl>()) {
+MlaPrefillCudnn::MlaPrefillCudnn(MemoryBudget* budget, bool autotune)
+    : impl_(std::make_unique<Impl>()) {
   std::string why;
   HYMOE_CHECK(available(&why), kUnsupported, "cuDNN attention unavailable: {}", why);
   impl_->api = CudnnApi::get();
+  impl_->autotune = autotune;
   impl_->budget = budget;
   HYMOE_CUDNN_CHECK(impl_->api->Create(&impl_->handle));
 }
@@ -337,7 +353,7 @@ void MlaPrefillCudnn::run(const MlaPrefillParams& p, cudaStream_t stream) {
   const int keys = p.past + p.tokens;
   const size_t k_bytes = size_t(keys) * p.heads * kMlaQkDim * sizeof(Bf16);
   const size_t k_aligned = (k_bytes + 255) & ~size_t{255};
-  const size_t need = k_aligned + static_cast<size_t>(plan->workspace);
+  const size_t need = k_aligned + static_cast<size_t>(plan->max_workspace());
   if (impl_->workspace.bytes() < need) {
     impl_->workspace = DeviceBuffer();  // free first (cudaFree waits for work using it)
     impl_->workspace = DeviceBuffer(need, impl_->budget);
@@ -364,12 +380,39 @@ void MlaPrefillCudnn::run(const MlaPrefillParams& p, cudaStream_t stream) {
   pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
   pack.finalize();
   HYMOE_CUDNN_CHECK(api.SetStream(impl_->handle, stream));
-  HYMOE_CUDNN_CHECK(api.BackendExecute(impl_->handle, plan->plan->get(), pack.get()));
+  if (impl_->autotune && !plan->tuned && plan->candidates.size() > 1) {
+    // Every candidate writes the same output from the same inputs: time each once, keep the
+    // fastest for this shape (the last run's output stands).
+    float best = INFINITY;
+    for (size_t i = 0; i < plan->candidates.size(); ++i) {
+      Event start, stop;
+      start.record(stream);
+      HYMOE_CUDNN_CHECK(api.BackendExecute(impl_->handle, plan->candidates[i].get(), pack.get()));
+      stop.record(stream);
+      stop.synchronize();
+      const float ms = Event::elapsed_ms(start, stop);
+      if (ms < best) {
+        best = ms;
+        plan->chosen = static_cast<int>(i);
+      }
+    }
+    plan->tuned = true;
+    return;
+  }
+  HYMOE_CUDNN_CHECK(
+      api.BackendExecute(impl_->handle, plan->candidates[plan->chosen].get(), pack.get()));
 }
 
 int MlaPrefillCudnn::plans() const {
   std::lock_guard lock(impl_->mutex);
   return static_cast<int>(impl_->plans.size());
+}
+
+int MlaPrefillCudnn::engines(const MlaPrefillParams& p) {
+  check_mla_prefill_params(p, /*pointers=*/false);
+  std::lock_guard lock(impl_->mutex);
+  const Plan* plan = p.tokens == 0 ? nullptr : impl_->plan_for(p, nullptr);
+  return plan ? static_cast<int>(plan->candidates.size()) : 0;
 }
 
 double MlaPrefillCudnn::last_build_ms() const {
@@ -385,7 +428,7 @@ bool MlaPrefillCudnn::available(std::string* why) {
   if (why) *why = "hymoe was built without cuDNN's headers (cudnn_graph.h)";
   return false;
 }
-MlaPrefillCudnn::MlaPrefillCudnn(MemoryBudget*) {
+MlaPrefillCudnn::MlaPrefillCudnn(MemoryBudget*, bool) {
   HYMOE_THROW(kUnsupported, "cuDNN attention unavailable: built without cuDNN's headers");
 }
 MlaPrefillCudnn::~MlaPrefillCudnn() = default;
@@ -394,6 +437,7 @@ void MlaPrefillCudnn::run(const MlaPrefillParams&, cudaStream_t) {
   HYMOE_THROW(kUnsupported, "cuDNN attention unavailable: built without cuDNN's headers");
 }
 int MlaPrefillCudnn::plans() const { return 0; }
+int MlaPrefillCudnn::engines(const MlaPrefillParams&) { return 0; }
 double MlaPrefillCudnn::last_build_ms() const { return 0.0; }
 
 #endif

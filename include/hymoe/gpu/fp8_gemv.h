@@ -18,7 +18,8 @@ inline constexpr int kGemvMaxTokens = 8;
 
 // Tensor cores (mma.sync with the FP8 weights converted in registers; sm_89 and newer) or CUDA
 // cores (FP32 FMAs; any GPU, and the cross-check). kAuto: tensor cores for 2..8 tokens where the
-// GPU has them, CUDA cores for one token (measured faster there on the H200).
+// GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
+// (measured faster there on the H200).
 enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores };
 
 struct Fp8GemvParams {

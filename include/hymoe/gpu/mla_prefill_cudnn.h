@@ -28,8 +28,10 @@ class MlaPrefillCudnn {
   static bool available(std::string* why = nullptr);
 
   // On the current device. Throws kUnsupported when !available(). The workspace (gathered K and
-  // cuDNN's own) is counted against budget when one is given.
-  explicit MlaPrefillCudnn(MemoryBudget* budget = nullptr);
+  // cuDNN's own) is counted against budget when one is given. autotune: the first run of each
+  // shape times every engine cuDNN's heuristics offer and keeps the fastest (otherwise the
+  // heuristics' first choice runs).
+  explicit MlaPrefillCudnn(MemoryBudget* budget = nullptr, bool autotune = false);
   ~MlaPrefillCudnn();
   MlaPrefillCudnn(const MlaPrefillCudnn&) = delete;
   MlaPrefillCudnn& operator=(const MlaPrefillCudnn&) = delete;
@@ -43,6 +45,8 @@ class MlaPrefillCudnn {
 
   // Plans built so far and the time the last build took (first use of a shape).
   int plans() const;
+  // How many engines cuDNN offers for p's shapes (0 when refused); builds the plan.
+  int engines(const MlaPrefillParams& p);
   double last_build_ms() const;
 
  private:
