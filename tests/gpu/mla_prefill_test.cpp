@@ -157,7 +157,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, MlaPrefillTest,
                                            PrefillCase{129, 0, 129, 2},    // ragged query tile
                                            PrefillCase{64, 1000, 1064, 1},  // long cache, one tile
                                            PrefillCase{513, 70, 600, 3},   // tiles off the diagonal
-                                           PrefillCase{70, 130, 200, 128}));  // all 128 heads
+                                           PrefillCase{70, 130, 200, 128},  // all 128 heads
+                                           PrefillCase{6, 65530, 65536, 2}));  // a 64K context
 
 }  // namespace
 }  // namespace hymoe::gpu
