@@ -102,6 +102,9 @@ TEST_P(GemmTest, MatchesReference) {
   const DeviceInfo info = query_device(0);
   if (c.backend == GemmBackend::kHymoe) {
     if (!fp8_block_gemm_supported()) GTEST_SKIP() << "no FP8 mma.sync on sm_" << info.sm();
+  } else if (c.backend == GemmBackend::kWgmma) {
+    if (!fp8_block_gemm_wgmma_supported())
+      GTEST_SKIP() << "no wgmma kernel for sm_" << info.sm() << " in this build (sm_90a only)";
   } else if (!GemmPlan::supported(lt, c.kind, shape)) {
     // cuBLASLt's block scaling does not take every shape (GemmPlan's kAuto falls back): say so.
     GTEST_SKIP() << gemm_kind_name(c.kind) << " not supported by cuBLASLt on sm_" << info.sm()
@@ -172,6 +175,20 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{GemmKind::kFp8BlockScale, 77, 130, 208, GemmBackend::kHymoe},  // k
                       GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kHymoe}));
 
+// hymoe's wgmma kernel (sm_90a) at the same shapes, plus 5 row tiles over 32 K blocks (more K
+// blocks than ring stages) and an odd n below one tile (unpaired stores; filter: *Wgmma*).
+INSTANTIATE_TEST_SUITE_P(
+    Wgmma, GemmTest,
+    ::testing::Values(GemmCase{GemmKind::kFp8BlockScale, 64, 256, 512, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 200, 320, 640, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 128, 512, 7168, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 35, 320, 256, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 1, 576, 7168, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 77, 130, 208, GemmBackend::kWgmma},  // k
+                      GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 513, 256, 4096, GemmBackend::kWgmma},
+                      GemmCase{GemmKind::kFp8BlockScale, 129, 41, 384, GemmBackend::kWgmma}));  // odd ldd
+
 TEST(GpuHost, GemmPlanFallsBackWhereCublasLtRefuses) {
   HYMOE_REQUIRE_GPU();
   CublasLt lt;
@@ -179,11 +196,18 @@ TEST(GpuHost, GemmPlanFallsBackWhereCublasLtRefuses) {
   GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape);
   if (GemmPlan::supported(lt, GemmKind::kFp8BlockScale, shape)) {
     EXPECT_EQ(plan.backend(), GemmBackend::kCublasLt);
+  } else if (fp8_block_gemm_wgmma_supported()) {  // Hopper: the wgmma kernel first
+    EXPECT_EQ(plan.backend(), GemmBackend::kWgmma);
+    EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, shape, GemmBackend::kCublasLt), Error);
   } else if (fp8_block_gemm_supported()) {
     EXPECT_EQ(plan.backend(), GemmBackend::kHymoe);
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, shape, GemmBackend::kCublasLt), Error);
   }
+  if (!fp8_block_gemm_wgmma_supported()) {
+    EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, shape, GemmBackend::kWgmma), Error);
+  }
   EXPECT_THROW(GemmPlan(lt, GemmKind::kBf16, shape, GemmBackend::kHymoe), Error);
+  EXPECT_THROW(GemmPlan(lt, GemmKind::kBf16, shape, GemmBackend::kWgmma), Error);
 }
 
 // ---- FP8 GEMV --------------------------------------------------------------------------------

@@ -1,0 +1,145 @@
+// Block-scaled FP8 GEMM on Hopper's warpgroup MMA (wgmma, sm_90a): the same operation, layouts
+// and promotion as fp8_block_gemm.cuh (mma.sync), at the rate only wgmma reaches on sm_90.
+//   Tile: 128 tokens x 128 outputs per block, K in 128-wide blocks (one weight scale per tile and
+//   block). Two warpgroups (256 threads), warpgroup w owning rows 64w..64w+63. Every thread
+//   copies its share of each stage with cp.async into a 4-stage ring, 128-byte swizzled
+//   (wgmma_layout.h); per K block each warpgroup issues 4 wgmma m64n128k32 (E4M3 x E4M3 -> FP32)
+//   into a fresh accumulator, waits for them and promotes: acc += part * a_scale[row] * b_scale
+//   (DeepSeek-V3's FP32 promotion once per 128-K block), BF16 output.
+//   Ordering per K block: cp.async.wait_group (this thread's copies of the stage landed),
+//   fence.proxy.async (those generic-proxy writes visible to wgmma's async proxy), __syncthreads
+//   (everyone's copies landed, and everyone's wgmmas of the previous block, waited for, no longer
+//   read the slot refilled next), then the copy of block kb + 3 into that slot, then the wgmmas.
+//   Rows past m or n and K past k are zero-filled by cp.async; stores are masked.
+#pragma once
+
+#include "common.cuh"
+#include "fp8_block_gemm.cuh"
+#include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/moe.h"
+#include "hymoe/gpu/wgmma_layout.h"
+#include "mma.cuh"
+#include "wgmma.cuh"
+
+namespace hymoe::gpu::kernels {
+
+inline constexpr int kWgM = 128, kWgN = 128, kWgK = 128;
+inline constexpr int kWgThreads = 256;  // two consumer warpgroups, which also load
+inline constexpr int kWgStages = 4;
+inline constexpr int kWgTileBytes = kWgM * kWgK;  // A and B tiles alike: 16 KB
+inline constexpr int kWgStageBytes = 2 * kWgTileBytes;
+// + one swizzle atom of slack: the ring starts at the first 1024-aligned shared address.
+inline constexpr int kWgSmemBytes = kWgStages * kWgStageBytes + wgmma::kSw128AtomBytes;
+static_assert(kWgK == wgmma::kSw128RowBytes, "one K block is one 128-byte swizzled row");
+
+// Copy K block kb of A rows m0.. and B rows n0.. into stage (a 1024-aligned shared address):
+// 8 chunks of 16 bytes per row, 8 consecutive threads per row, each chunk at its swizzled place.
+__device__ __forceinline__ void wg_load_stage(const Fp8BlockGemmParams& p, uint8_t* stage, int m0,
+                                              int n0, int kb, int tid) {
+  const auto* a = reinterpret_cast<const uint8_t*>(p.a);
+  const auto* b = reinterpret_cast<const uint8_t*>(p.b);
+  const int chunk = tid % 8, col = chunk * 16, gk = kb * kWgK + col;
+  const bool k_ok = gk < p.k;
+#pragma unroll
+  for (int i = 0; i < kWgM * 8 / kWgThreads; ++i) {
+    const int row = tid / 8 + i * (kWgThreads / 8), gr = m0 + row;
+    const bool ok = k_ok && gr < p.m;
+    cp_async16(stage + wgmma::sw128_offset(row, col), ok ? a + gr * p.lda + gk : a, ok);
+  }
+#pragma unroll
+  for (int i = 0; i < kWgN * 8 / kWgThreads; ++i) {
+    const int row = tid / 8 + i * (kWgThreads / 8), gr = n0 + row;
+    const bool ok = k_ok && gr < p.n;
+    cp_async16(stage + kWgTileBytes + wgmma::sw128_offset(row, col), ok ? b + gr * p.ldb + gk : b,
+               ok);
+  }
+}
+
+// One 128 x 128 output tile at (m0, n0); smem: the kWgSmemBytes of dynamic shared memory.
+__device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmParams& p, int m0,
+                                                          int n0, uint8_t* smem) {
+  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const int kblocks = (p.k + kWgK - 1) / kWgK;
+  // The ring at the first 1024-aligned shared address (the swizzle atoms and descriptors need it).
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t pad = (wgmma::kSw128AtomBytes - (smem_base % wgmma::kSw128AtomBytes)) %
+                       wgmma::kSw128AtomBytes;
+  uint8_t* ring = smem + pad;
+  const uint32_t ring_addr = smem_base + pad;
+
+  // This thread's two output rows (tile-relative) and the tile's column of the weight scales.
+  const int r0 = wg * 64 + wgmma::acc_row(t, 0), r1 = wg * 64 + wgmma::acc_row(t, 2);
+  const bool r0_ok = m0 + r0 < p.m, r1_ok = m0 + r1 < p.m;
+  const float* b_scale = p.b_scale + static_cast<int64_t>(n0 / kWgN) * p.b_scale_ld;
+
+  float acc[64], part[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kWgStages - 1; ++s) {
+    if (s < kblocks) wg_load_stage(p, ring + s * kWgStageBytes, m0, n0, s, tid);
+    cp_async_commit();  // (empty groups keep the count uniform)
+  }
+  for (int kb = 0; kb < kblocks; ++kb) {
+    cp_async_wait<kWgStages - 2>();  // this thread's copies of block kb have landed
+    fence_proxy_async();
+    __syncthreads();
+    {
+      const int next = kb + kWgStages - 1;
+      if (next < kblocks) wg_load_stage(p, ring + (next % kWgStages) * kWgStageBytes, m0, n0, next, tid);
+      cp_async_commit();
+    }
+    const uint32_t stage_addr = ring_addr + (kb % kWgStages) * kWgStageBytes;
+    const uint32_t a_addr = stage_addr + wg * 64 * wgmma::kSw128RowBytes;  // 8 KB: 1024-aligned
+    const uint32_t b_addr = stage_addr + kWgTileBytes;
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kWgK / 32; ++j)
+      wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                            wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+    wgmma_commit();
+    // The scales load while the tensor cores work.
+    const float ws = b_scale[kb];
+    const float* sa = p.a_scale + static_cast<int64_t>(kb) * p.a_scale_ld + m0;
+    const float sa0 = r0_ok ? sa[r0] : 0.0f, sa1 = r1_ok ? sa[r1] : 0.0f;
+    wgmma_wait<0>();
+    wgmma_hold(part);
+    const float s0 = sa0 * ws, s1 = sa1 * ws;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
+  }
+  cp_async_wait<0>();  // (only empty groups remain; leave none in flight at exit)
+
+  // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
+  auto* d = reinterpret_cast<uint16_t*>(p.d);
+  const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
+#pragma unroll
+  for (int i = 0; i < 64; i += 2) {
+    const int row = m0 + wg * 64 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
+    if (row >= p.m || col >= p.n) continue;
+    uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;
+    if (pairs && col + 1 < p.n) {
+      *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
+    } else {
+      out[0] = float_to_bf16_bits(acc[i]);
+      if (col + 1 < p.n) out[1] = float_to_bf16_bits(acc[i + 1]);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kWgThreads, 1) fp8_block_gemm_wgmma_kernel(Fp8BlockGemmParams p) {
+  extern __shared__ __align__(16) uint8_t wg_smem[];
+  fp8_block_gemm_wgmma_tile(p, blockIdx.y * kWgM, blockIdx.x * kWgN, wg_smem);
+}
+
+// Grouped: each block runs one 128-row tile of one expert's rows against that expert's weight.
+__global__ void __launch_bounds__(kWgThreads, 1) fp8_grouped_gemm_wgmma_kernel(GroupedGemmParams gp) {
+  extern __shared__ __align__(16) uint8_t wg_smem[];
+  Fp8BlockGemmParams p;
+  const int m0 = grouped_tile<kWgM>(gp, p);
+  if (m0 < 0) return;
+  fp8_block_gemm_wgmma_tile(p, m0, blockIdx.x * kWgN, wg_smem);
+}
+
+}  // namespace hymoe::gpu::kernels
