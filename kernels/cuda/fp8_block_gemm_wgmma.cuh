@@ -2,15 +2,16 @@
 // and promotion as fp8_block_gemm.cuh (mma.sync), at the rate only wgmma reaches on sm_90.
 //   Tile: 128 tokens x 128 outputs per block, K in 128-wide blocks (one weight scale per tile and
 //   block). Two warpgroups (256 threads), warpgroup w owning rows 64w..64w+63. Every thread
-//   copies its share of each stage with cp.async into a 4-stage ring, 128-byte swizzled
-//   (wgmma_layout.h); per K block each warpgroup issues 4 wgmma m64n128k32 (E4M3 x E4M3 -> FP32)
-//   into a fresh accumulator, waits for them and promotes: acc += part * a_scale[row] * b_scale
-//   (DeepSeek-V3's FP32 promotion once per 128-K block), BF16 output.
-//   Ordering per K block: cp.async.wait_group (this thread's copies of the stage landed),
-//   fence.proxy.async (those generic-proxy writes visible to wgmma's async proxy), __syncthreads
-//   (everyone's copies landed, and everyone's wgmmas of the previous block, waited for, no longer
-//   read the slot refilled next), then the copy of block kb + 3 into that slot, then the wgmmas.
-//   Rows past m or n and K past k are zero-filled by cp.async; stores are masked.
+//   copies its share of each stage with cp.async into a 5-slot ring (4 blocks ahead), 128-byte
+//   swizzled (wgmma_layout.h); per K block each warpgroup issues 4 wgmma m64n128k32 (E4M3 x E4M3
+//   -> FP32) into a fresh partial accumulator (two of them, alternating) and, while those run,
+//   promotes the previous block's: acc += part * a_scale[row] * b_scale (DeepSeek-V3's FP32
+//   promotion once per 128-K block), BF16 output.
+//   cp.async writes reach wgmma through: cp.async.wait_group (this thread's copies landed),
+//   fence.proxy.async (its generic-proxy writes visible to wgmma's async proxy), __syncthreads.
+//   A slot is refilled only after every warpgroup waited for the wgmmas that read it (the
+//   barrier follows each warpgroup's wait for block kb - 1). Rows past m or n and K past k are
+//   zero-filled by cp.async; stores are masked.
 #pragma once
 
 #include "common.cuh"
@@ -25,7 +26,8 @@ namespace hymoe::gpu::kernels {
 
 inline constexpr int kWgM = 128, kWgN = 128, kWgK = 128;
 inline constexpr int kWgThreads = 256;  // two consumer warpgroups, which also load
-inline constexpr int kWgStages = 4;
+inline constexpr int kWgStages = 5;  // ring slots
+inline constexpr int kWgAhead = kWgStages - 1;  // blocks in flight ahead of the one computed
 inline constexpr int kWgTileBytes = kWgM * kWgK;  // A and B tiles alike: 16 KB
 inline constexpr int kWgStageBytes = 2 * kWgTileBytes;
 // + one swizzle atom of slack: the ring starts at the first 1024-aligned shared address.
@@ -55,7 +57,37 @@ __device__ __forceinline__ void wg_load_stage(const Fp8BlockGemmParams& p, uint8
   }
 }
 
+// Issue K block kb's wgmmas into part (4 x k32 steps of both operand tiles of its ring slot).
+__device__ __forceinline__ void wg_issue(float (&part)[64], uint32_t ring_addr, int kb, int wg) {
+  const uint32_t stage_addr = ring_addr + (kb % kWgStages) * kWgStageBytes;
+  const uint32_t a_addr = stage_addr + wg * 64 * wgmma::kSw128RowBytes;  // 8 KB: 1024-aligned
+  const uint32_t b_addr = stage_addr + kWgTileBytes;
+  wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < kWgK / 32; ++j)
+    wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                          wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+  wgmma_commit();
+}
+
+// acc += part * scale of its row (registers with (i / 2) odd hold the thread's second row).
+__device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)[64], float s0,
+                                           float s1) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
+}
+
 // One 128 x 128 output tile at (m0, n0); smem: the kWgSmemBytes of dynamic shared memory.
+// Per K block kb (two partial accumulators, alternating, so that block kb - 1 is promoted while
+// the tensor cores run block kb):
+//   wait for this thread's copies of kb; fence.proxy.async; __syncthreads (all copies of kb
+//   landed; every warpgroup has waited for its wgmmas of kb - 1)
+//   issue kb's 4 wgmmas into cur
+//   copy block kb + kWgAhead into the slot of block kb + kWgAhead - kWgStages = kb - 1
+//   promote prev (block kb - 1, complete) with kb - 1's scales
+//   wgmma.wait_group 0 (nothing stays in flight from one step to the next: ptxas then neither
+//   serialises the wgmmas nor injects waits, as it did when a wait_group 1 left a group in
+//   flight across the loop's back edge).
 __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmParams& p, int m0,
                                                           int n0, uint8_t* smem) {
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
@@ -67,47 +99,57 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
   uint8_t* ring = smem + pad;
   const uint32_t ring_addr = smem_base + pad;
 
-  // This thread's two output rows (tile-relative) and the tile's column of the weight scales.
+  // This thread's two output rows (tile-relative) and the tile's row of the weight scales.
   const int r0 = wg * 64 + wgmma::acc_row(t, 0), r1 = wg * 64 + wgmma::acc_row(t, 2);
   const bool r0_ok = m0 + r0 < p.m, r1_ok = m0 + r1 < p.m;
   const float* b_scale = p.b_scale + static_cast<int64_t>(n0 / kWgN) * p.b_scale_ld;
+  const float* a_scale = p.a_scale + m0;
+  // Scales of block kb for this thread's rows (0 for rows past m: their products are 0 anyway).
+  auto scales = [&](int kb, float& s0, float& s1) {
+    const float ws = b_scale[kb];
+    const float* sa = a_scale + static_cast<int64_t>(kb) * p.a_scale_ld;
+    s0 = r0_ok ? sa[r0] * ws : 0.0f;
+    s1 = r1_ok ? sa[r1] * ws : 0.0f;
+  };
 
-  float acc[64], part[64];
+  float acc[64], part0[64], part1[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) acc[i] = part0[i] = part1[i] = 0.0f;
 
 #pragma unroll
-  for (int s = 0; s < kWgStages - 1; ++s) {
+  for (int s = 0; s < kWgAhead; ++s) {
     if (s < kblocks) wg_load_stage(p, ring + s * kWgStageBytes, m0, n0, s, tid);
     cp_async_commit();  // (empty groups keep the count uniform)
   }
-  for (int kb = 0; kb < kblocks; ++kb) {
-    cp_async_wait<kWgStages - 2>();  // this thread's copies of block kb have landed
+  // One K block: its wgmmas into cur; under them the next copy and the promotion of the previous
+  // block (prev, complete); then the wait for cur, so that no wgmma is in flight across steps.
+  auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+    cp_async_wait<kWgAhead - 1>();  // this thread's copies of block kb have landed
     fence_proxy_async();
     __syncthreads();
-    {
-      const int next = kb + kWgStages - 1;
-      if (next < kblocks) wg_load_stage(p, ring + (next % kWgStages) * kWgStageBytes, m0, n0, next, tid);
-      cp_async_commit();
+    wg_issue(cur, ring_addr, kb, wg);
+    const int next = kb + kWgAhead;
+    if (next < kblocks) wg_load_stage(p, ring + (next % kWgStages) * kWgStageBytes, m0, n0, next, tid);
+    cp_async_commit();
+    if (kb > 0) {
+      float s0, s1;
+      scales(kb - 1, s0, s1);
+      wg_promote(acc, prev, s0, s1);
     }
-    const uint32_t stage_addr = ring_addr + (kb % kWgStages) * kWgStageBytes;
-    const uint32_t a_addr = stage_addr + wg * 64 * wgmma::kSw128RowBytes;  // 8 KB: 1024-aligned
-    const uint32_t b_addr = stage_addr + kWgTileBytes;
-    wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < kWgK / 32; ++j)
-      wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
-                            wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
-    wgmma_commit();
-    // The scales load while the tensor cores work.
-    const float ws = b_scale[kb];
-    const float* sa = p.a_scale + static_cast<int64_t>(kb) * p.a_scale_ld + m0;
-    const float sa0 = r0_ok ? sa[r0] : 0.0f, sa1 = r1_ok ? sa[r1] : 0.0f;
     wgmma_wait<0>();
-    wgmma_hold(part);
-    const float s0 = sa0 * ws, s1 = sa1 * ws;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
+    wgmma_hold(cur);
+  };
+  // An odd count starts with one step into part1 (nothing to promote), then pairs of steps.
+  int kb = 0;
+  if (kblocks % 2 == 1) step(kb++, part1, part0);
+  for (; kb < kblocks; kb += 2) {
+    step(kb, part0, part1);
+    step(kb + 1, part1, part0);
+  }
+  {
+    float s0, s1;
+    scales(kblocks - 1, s0, s1);
+    wg_promote(acc, part1, s0, s1);
   }
   cp_async_wait<0>();  // (only empty groups remain; leave none in flight at exit)
 
