@@ -170,9 +170,15 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
   }
 }
 
+inline constexpr int kWgRasterGroup = 8;  // row tiles per launch-order group (raster_tile)
+
+// Dense: a 1-D grid over the tiles in raster_tile's order.
 __global__ void __launch_bounds__(kWgThreads, 1) fp8_block_gemm_wgmma_kernel(Fp8BlockGemmParams p) {
   extern __shared__ __align__(16) uint8_t wg_smem[];
-  fp8_block_gemm_wgmma_tile(p, blockIdx.y * kWgM, blockIdx.x * kWgN, wg_smem);
+  const int tiles_m = (p.m + kWgM - 1) / kWgM, tiles_n = (p.n + kWgN - 1) / kWgN;
+  const wgmma::TileCoord tile =
+      wgmma::raster_tile(static_cast<int>(blockIdx.x), tiles_m, tiles_n, kWgRasterGroup);
+  fp8_block_gemm_wgmma_tile(p, tile.m * kWgM, tile.n * kWgN, wg_smem);
 }
 
 // Grouped: each block runs one 128-row tile of one expert's rows against that expert's weight.

@@ -20,8 +20,8 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kerne
   if (kernel == Fp8BlockGemmKernel::kWgmma) {
     const cudaError_t attr = allow_smem(fp8_block_gemm_wgmma_kernel, kWgSmemBytes);
     if (attr != cudaSuccess) return attr;
-    const dim3 grid((p.n + kWgN - 1) / kWgN, (p.m + kWgM - 1) / kWgM);
-    fp8_block_gemm_wgmma_kernel<<<grid, kWgThreads, kWgSmemBytes, stream>>>(p);
+    const int tiles = ((p.n + kWgN - 1) / kWgN) * ((p.m + kWgM - 1) / kWgM);
+    fp8_block_gemm_wgmma_kernel<<<tiles, kWgThreads, kWgSmemBytes, stream>>>(p);
     return cudaGetLastError();
   }
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);

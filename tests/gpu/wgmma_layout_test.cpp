@@ -110,5 +110,25 @@ TEST(GpuHost, WgmmaAccumulatorFragmentMatchesPtx) {
   for (int h : hits) ASSERT_EQ(h, 1);
 }
 
+TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
+  for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{128, 144}, std::pair{13, 5},
+                               std::pair{7, 3}, std::pair{33, 56}, std::pair{1, 40}}) {
+    std::vector<int> hits(size_t(tm) * tn, 0);
+    for (int id = 0; id < tm * tn; ++id) {
+      const TileCoord c = raster_tile(id, tm, tn, 8);
+      ASSERT_TRUE(c.m >= 0 && c.m < tm && c.n >= 0 && c.n < tn) << tm << "x" << tn << " id " << id;
+      ++hits[size_t(c.m) * tn + c.n];
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << tm << "x" << tn;
+  }
+  // Inside a full group, consecutive ids walk the group's 8 row tiles of one column tile.
+  EXPECT_EQ(raster_tile(0, 128, 144, 8).m, 0);
+  EXPECT_EQ(raster_tile(7, 128, 144, 8).m, 7);
+  EXPECT_EQ(raster_tile(7, 128, 144, 8).n, 0);
+  EXPECT_EQ(raster_tile(8, 128, 144, 8).m, 0);
+  EXPECT_EQ(raster_tile(8, 128, 144, 8).n, 1);
+  EXPECT_EQ(raster_tile(8 * 144, 128, 144, 8).m, 8);
+}
+
 }  // namespace
 }  // namespace hymoe::gpu::wgmma

@@ -66,4 +66,19 @@ HYMOE_WGMMA_HD uint32_t sw128_desc_address(uint64_t desc, int row, int kbyte) {
 HYMOE_WGMMA_HD int acc_row(int t, int i) { return (t / 32) * 16 + (t % 32) / 4 + 8 * ((i / 2) % 2); }
 HYMOE_WGMMA_HD int acc_col(int t, int i) { return 8 * (i / 4) + 2 * (t % 4) + (i % 2); }
 
+// Launch order of a dense GEMM's output tiles (block id -> tile), grouped so that the blocks
+// resident at once share B tiles: ids run over `group` row tiles x every column tile, column
+// tile slowest inside a group. A wave then reads each B tile once per `group` row tiles instead
+// of once per row tile (a 18432 x 7168 weight does not fit in the H200's 50 MB L2).
+struct TileCoord {
+  int m, n;
+};
+HYMOE_WGMMA_HD TileCoord raster_tile(int id, int tiles_m, int tiles_n, int group) {
+  const int per_group = group * tiles_n;
+  const int first_m = (id / per_group) * group;
+  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;
+  const int in_group = id % per_group;
+  return {first_m + in_group % rows, in_group / rows};
+}
+
 }  // namespace hymoe::gpu::wgmma
