@@ -1,7 +1,8 @@
 // Block-scaled FP8 GEMM on Hopper's warpgroup MMA (wgmma, sm_90a): the same operation, layouts
 // and promotion as fp8_block_gemm.cuh (mma.sync), at the rate only wgmma reaches on sm_90.
 //   Tile: 128 tokens x 128 outputs per block, K in 128-wide blocks (one weight scale per tile and
-//   block). Two warpgroups (256 threads), warpgroup w owning rows 64w..64w+63. Every thread
+//   block). Two warpgroups (256 threads), warpgroup w owning rows 64w..64w+63; or, for small row
+//   counts, 64 x 128 tiles of one warpgroup, two blocks per SM (WgCfg<1>). Every thread
 //   copies its share of each stage with cp.async into a 5-slot ring (4 blocks ahead), 128-byte
 //   swizzled (wgmma_layout.h); per K block each warpgroup issues 4 wgmma m64n128k32 (E4M3 x E4M3
 //   -> FP32) into a fresh partial accumulator (two of them, alternating) and, while those run,
@@ -24,18 +25,28 @@
 
 namespace hymoe::gpu::kernels {
 
-inline constexpr int kWgM = 128, kWgN = 128, kWgK = 128;
-inline constexpr int kWgThreads = 256;  // two consumer warpgroups, which also load
-inline constexpr int kWgStages = 5;  // ring slots
-inline constexpr int kWgAhead = kWgStages - 1;  // blocks in flight ahead of the one computed
-inline constexpr int kWgTileBytes = kWgM * kWgK;  // A and B tiles alike: 16 KB
-inline constexpr int kWgStageBytes = 2 * kWgTileBytes;
-// + one swizzle atom of slack: the ring starts at the first 1024-aligned shared address.
-inline constexpr int kWgSmemBytes = kWgStages * kWgStageBytes + wgmma::kSw128AtomBytes;
+inline constexpr int kWgN = 128, kWgK = 128;
 static_assert(kWgK == wgmma::kSw128RowBytes, "one K block is one 128-byte swizzled row");
+
+// The two shapes: Wgs warpgroups of 64 rows each (2: 128-row tiles, one block per SM; 1: 64-row
+// tiles for small row counts, two blocks per SM).
+template <int Wgs>
+struct WgCfg {
+  static constexpr int kWgs = Wgs;
+  static constexpr int kM = 64 * Wgs;             // rows per tile
+  static constexpr int kThreads = 128 * Wgs;      // the consumer warpgroups, which also load
+  static constexpr int kBlocksPerSm = Wgs == 2 ? 1 : 2;
+  static constexpr int kStages = Wgs == 2 ? 5 : 4;  // ring slots
+  static constexpr int kAhead = kStages - 1;      // blocks in flight ahead of the one computed
+  static constexpr int kATileBytes = kM * kWgK;   // 1024-aligned (whole swizzle atoms)
+  static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
+  // + one swizzle atom of slack: the ring starts at the first 1024-aligned shared address.
+  static constexpr int kSmemBytes = kStages * kStageBytes + wgmma::kSw128AtomBytes;
+};
 
 // Copy K block kb of A rows m0.. and B rows n0.. into stage (a 1024-aligned shared address):
 // 8 chunks of 16 bytes per row, 8 consecutive threads per row, each chunk at its swizzled place.
+template <class Cfg>
 __device__ __forceinline__ void wg_load_stage(const Fp8BlockGemmParams& p, uint8_t* stage, int m0,
                                               int n0, int kb, int tid) {
   const auto* a = reinterpret_cast<const uint8_t*>(p.a);
@@ -43,25 +54,26 @@ __device__ __forceinline__ void wg_load_stage(const Fp8BlockGemmParams& p, uint8
   const int chunk = tid % 8, col = chunk * 16, gk = kb * kWgK + col;
   const bool k_ok = gk < p.k;
 #pragma unroll
-  for (int i = 0; i < kWgM * 8 / kWgThreads; ++i) {
-    const int row = tid / 8 + i * (kWgThreads / 8), gr = m0 + row;
+  for (int i = 0; i < Cfg::kM * 8 / Cfg::kThreads; ++i) {
+    const int row = tid / 8 + i * (Cfg::kThreads / 8), gr = m0 + row;
     const bool ok = k_ok && gr < p.m;
     cp_async16(stage + wgmma::sw128_offset(row, col), ok ? a + gr * p.lda + gk : a, ok);
   }
 #pragma unroll
-  for (int i = 0; i < kWgN * 8 / kWgThreads; ++i) {
-    const int row = tid / 8 + i * (kWgThreads / 8), gr = n0 + row;
+  for (int i = 0; i < kWgN * 8 / Cfg::kThreads; ++i) {
+    const int row = tid / 8 + i * (Cfg::kThreads / 8), gr = n0 + row;
     const bool ok = k_ok && gr < p.n;
-    cp_async16(stage + kWgTileBytes + wgmma::sw128_offset(row, col), ok ? b + gr * p.ldb + gk : b,
-               ok);
+    cp_async16(stage + Cfg::kATileBytes + wgmma::sw128_offset(row, col),
+               ok ? b + gr * p.ldb + gk : b, ok);
   }
 }
 
 // Issue K block kb's wgmmas into part (4 x k32 steps of both operand tiles of its ring slot).
+template <class Cfg>
 __device__ __forceinline__ void wg_issue(float (&part)[64], uint32_t ring_addr, int kb, int wg) {
-  const uint32_t stage_addr = ring_addr + (kb % kWgStages) * kWgStageBytes;
+  const uint32_t stage_addr = ring_addr + (kb % Cfg::kStages) * Cfg::kStageBytes;
   const uint32_t a_addr = stage_addr + wg * 64 * wgmma::kSw128RowBytes;  // 8 KB: 1024-aligned
-  const uint32_t b_addr = stage_addr + kWgTileBytes;
+  const uint32_t b_addr = stage_addr + Cfg::kATileBytes;
   wgmma_fence();
 #pragma unroll
   for (int j = 0; j < kWgK / 32; ++j)
@@ -77,17 +89,18 @@ __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)
   for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
 }
 
-// One 128 x 128 output tile at (m0, n0); smem: the kWgSmemBytes of dynamic shared memory.
+// One Cfg::kM x 128 output tile at (m0, n0); smem: Cfg::kSmemBytes of dynamic shared memory.
 // Per K block kb (two partial accumulators, alternating, so that block kb - 1 is promoted while
 // the tensor cores run block kb):
 //   wait for this thread's copies of kb; fence.proxy.async; __syncthreads (all copies of kb
 //   landed; every warpgroup has waited for its wgmmas of kb - 1)
 //   issue kb's 4 wgmmas into cur
-//   copy block kb + kWgAhead into the slot of block kb + kWgAhead - kWgStages = kb - 1
+//   copy block kb + kAhead into the slot of block kb + kAhead - kStages = kb - 1
 //   promote prev (block kb - 1, complete) with kb - 1's scales
 //   wgmma.wait_group 0 (nothing stays in flight from one step to the next: ptxas then neither
 //   serialises the wgmmas nor injects waits, as it did when a wait_group 1 left a group in
 //   flight across the loop's back edge).
+template <class Cfg>
 __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmParams& p, int m0,
                                                           int n0, uint8_t* smem) {
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
@@ -117,19 +130,20 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
   for (int i = 0; i < 64; ++i) acc[i] = part0[i] = part1[i] = 0.0f;
 
 #pragma unroll
-  for (int s = 0; s < kWgAhead; ++s) {
-    if (s < kblocks) wg_load_stage(p, ring + s * kWgStageBytes, m0, n0, s, tid);
+  for (int s = 0; s < Cfg::kAhead; ++s) {
+    if (s < kblocks) wg_load_stage<Cfg>(p, ring + s * Cfg::kStageBytes, m0, n0, s, tid);
     cp_async_commit();  // (empty groups keep the count uniform)
   }
   // One K block: its wgmmas into cur; under them the next copy and the promotion of the previous
   // block (prev, complete); then the wait for cur, so that no wgmma is in flight across steps.
   auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
-    cp_async_wait<kWgAhead - 1>();  // this thread's copies of block kb have landed
+    cp_async_wait<Cfg::kAhead - 1>();  // this thread's copies of block kb have landed
     fence_proxy_async();
     __syncthreads();
-    wg_issue(cur, ring_addr, kb, wg);
-    const int next = kb + kWgAhead;
-    if (next < kblocks) wg_load_stage(p, ring + (next % kWgStages) * kWgStageBytes, m0, n0, next, tid);
+    wg_issue<Cfg>(cur, ring_addr, kb, wg);
+    const int next = kb + Cfg::kAhead;
+    if (next < kblocks)
+      wg_load_stage<Cfg>(p, ring + (next % Cfg::kStages) * Cfg::kStageBytes, m0, n0, next, tid);
     cp_async_commit();
     if (kb > 0) {
       float s0, s1;
@@ -173,21 +187,27 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
 inline constexpr int kWgRasterGroup = 8;  // row tiles per launch-order group (raster_tile)
 
 // Dense: a 1-D grid over the tiles in raster_tile's order.
-__global__ void __launch_bounds__(kWgThreads, 1) fp8_block_gemm_wgmma_kernel(Fp8BlockGemmParams p) {
+template <int Wgs>
+__global__ void __launch_bounds__(WgCfg<Wgs>::kThreads, WgCfg<Wgs>::kBlocksPerSm)
+    fp8_block_gemm_wgmma_kernel(Fp8BlockGemmParams p) {
+  using Cfg = WgCfg<Wgs>;
   extern __shared__ __align__(16) uint8_t wg_smem[];
-  const int tiles_m = (p.m + kWgM - 1) / kWgM, tiles_n = (p.n + kWgN - 1) / kWgN;
+  const int tiles_m = (p.m + Cfg::kM - 1) / Cfg::kM, tiles_n = (p.n + kWgN - 1) / kWgN;
   const wgmma::TileCoord tile =
       wgmma::raster_tile(static_cast<int>(blockIdx.x), tiles_m, tiles_n, kWgRasterGroup);
-  fp8_block_gemm_wgmma_tile(p, tile.m * kWgM, tile.n * kWgN, wg_smem);
+  fp8_block_gemm_wgmma_tile<Cfg>(p, tile.m * Cfg::kM, tile.n * kWgN, wg_smem);
 }
 
-// Grouped: each block runs one 128-row tile of one expert's rows against that expert's weight.
-__global__ void __launch_bounds__(kWgThreads, 1) fp8_grouped_gemm_wgmma_kernel(GroupedGemmParams gp) {
+// Grouped: each block runs one row tile of one expert's rows against that expert's weight.
+template <int Wgs>
+__global__ void __launch_bounds__(WgCfg<Wgs>::kThreads, WgCfg<Wgs>::kBlocksPerSm)
+    fp8_grouped_gemm_wgmma_kernel(GroupedGemmParams gp) {
+  using Cfg = WgCfg<Wgs>;
   extern __shared__ __align__(16) uint8_t wg_smem[];
   Fp8BlockGemmParams p;
-  const int m0 = grouped_tile<kWgM>(gp, p);
+  const int m0 = grouped_tile<Cfg::kM>(gp, p);
   if (m0 < 0) return;
-  fp8_block_gemm_wgmma_tile(p, m0, blockIdx.x * kWgN, wg_smem);
+  fp8_block_gemm_wgmma_tile<Cfg>(p, m0, blockIdx.x * kWgN, wg_smem);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -43,7 +43,7 @@ void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream, Fp8BlockGe
               "fp8_block_gemm: null operand");
   HYMOE_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
               kInvalidArgument, "fp8_block_gemm: A and B must be 16-byte aligned");
-  if (kernel == Fp8BlockGemmKernel::kWgmma) {
+  if (kernel != Fp8BlockGemmKernel::kMmaSync) {
     HYMOE_CHECK(fp8_block_gemm_wgmma_supported(), kUnsupported,
                 "fp8_block_gemm (wgmma) needs compute capability 9.0 and a build with CUDA "
                 "architecture 90a");

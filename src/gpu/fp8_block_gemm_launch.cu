@@ -14,16 +14,31 @@ cudaError_t allow_smem(Kernel kernel, int bytes) {
 }
 }  // namespace
 
+template <int Wgs>
+cudaError_t wgmma_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+  using Cfg = kernels::WgCfg<Wgs>;
+  const cudaError_t attr = allow_smem(kernels::fp8_block_gemm_wgmma_kernel<Wgs>, Cfg::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + Cfg::kM - 1) / Cfg::kM);
+  kernels::fp8_block_gemm_wgmma_kernel<Wgs><<<tiles, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int Wgs>
+cudaError_t wgmma_grouped(const GroupedGemmParams& p, int tiles, cudaStream_t stream) {
+  using Cfg = kernels::WgCfg<Wgs>;
+  const cudaError_t attr = allow_smem(kernels::fp8_grouped_gemm_wgmma_kernel<Wgs>, Cfg::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.n + kernels::kWgN - 1) / kernels::kWgN, tiles);
+  kernels::fp8_grouped_gemm_wgmma_kernel<Wgs><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream) {
   using namespace kernels;
-  if (kernel == Fp8BlockGemmKernel::kWgmma) {
-    const cudaError_t attr = allow_smem(fp8_block_gemm_wgmma_kernel, kWgSmemBytes);
-    if (attr != cudaSuccess) return attr;
-    const int tiles = ((p.n + kWgN - 1) / kWgN) * ((p.m + kWgM - 1) / kWgM);
-    fp8_block_gemm_wgmma_kernel<<<tiles, kWgThreads, kWgSmemBytes, stream>>>(p);
-    return cudaGetLastError();
-  }
+  if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -32,19 +47,19 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kerne
 }
 
 int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
-  return kernel == Fp8BlockGemmKernel::kWgmma ? kernels::kWgM : kernels::kBgM;
+  switch (kernel) {
+    case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
+    case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
+    case Fp8BlockGemmKernel::kMmaSync: break;
+  }
+  return kernels::kBgM;
 }
 
 cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kernel, int tiles,
                              cudaStream_t stream) {
   using namespace kernels;
-  if (kernel == Fp8BlockGemmKernel::kWgmma) {
-    const cudaError_t attr = allow_smem(fp8_grouped_gemm_wgmma_kernel, kWgSmemBytes);
-    if (attr != cudaSuccess) return attr;
-    const dim3 grid((p.n + kWgN - 1) / kWgN, tiles);
-    fp8_grouped_gemm_wgmma_kernel<<<grid, kWgThreads, kWgSmemBytes, stream>>>(p);
-    return cudaGetLastError();
-  }
+  if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

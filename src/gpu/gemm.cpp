@@ -25,6 +25,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kCublasLt: return "cublaslt";
     case GemmBackend::kHymoe: return "hymoe";
     case GemmBackend::kWgmma: return "wgmma";
+    case GemmBackend::kWgmma64: return "wgmma64";
   }
   return "unknown";
 }
@@ -103,7 +104,8 @@ void check_shape(GemmKind kind, const GemmShape& s) {
 GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, GemmBackend backend)
     : lt_(&lt), kind_(kind), shape_(shape) {
   check_shape(kind, shape);
-  const bool own = backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma;
+  const bool wgmma = backend == GemmBackend::kWgmma || backend == GemmBackend::kWgmma64;
+  const bool own = backend == GemmBackend::kHymoe || wgmma;
   HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
   impl_ = new Impl;
@@ -112,9 +114,9 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
     const bool block = kind == GemmKind::kFp8BlockScale;
     if (impl_->found) {
       backend_ = GemmBackend::kCublasLt;
-    } else if (block && (backend == GemmBackend::kWgmma || backend == GemmBackend::kAuto) &&
+    } else if (block && (wgmma || backend == GemmBackend::kAuto) &&
                fp8_block_gemm_wgmma_supported()) {
-      backend_ = GemmBackend::kWgmma;
+      backend_ = wgmma ? backend : shape.m <= 64 ? GemmBackend::kWgmma64 : GemmBackend::kWgmma;
     } else if (block && (backend == GemmBackend::kHymoe || backend == GemmBackend::kAuto) &&
                fp8_block_gemm_supported()) {
       backend_ = GemmBackend::kHymoe;
@@ -151,14 +153,16 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
   if (kind_ != GemmKind::kBf16) {
     HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
                 gemm_kind_name(kind_));
-    if (backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma) {
+    if (backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
+        backend_ == GemmBackend::kWgmma64) {
       const GemmShape& s = shape_;
       fp8_block_gemm({static_cast<const Fp8E4M3*>(ops.a), ops.a_scale,
                       static_cast<const Fp8E4M3*>(ops.b), ops.b_scale, ops.d, s.m, s.n, s.k, s.lda,
                       s.ldb, s.ldd, s.m, block_scale_ld(s.k)},
                      stream,
-                     backend_ == GemmBackend::kWgmma ? Fp8BlockGemmKernel::kWgmma
-                                                     : Fp8BlockGemmKernel::kMmaSync);
+                     backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
+                     : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                                                         : Fp8BlockGemmKernel::kMmaSync);
       return;
     }
     // cuBLASLt's A is our weight B, its B our activations A.

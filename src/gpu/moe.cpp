@@ -65,7 +65,9 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
   }
   HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
               "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
-  HYMOE_CHECK(backend_ != GemmBackend::kWgmma || fp8_block_gemm_wgmma_supported(), kUnsupported,
+  HYMOE_CHECK((backend_ != GemmBackend::kWgmma && backend_ != GemmBackend::kWgmma64) ||
+                  fp8_block_gemm_wgmma_supported(),
+              kUnsupported,
               "grouped gemm: the wgmma kernel needs compute capability 9.0 and a build with CUDA "
               "architecture 90a");
 }
@@ -80,9 +82,11 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                   (reinterpret_cast<uintptr_t>(a) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(a_scales) & 15u) == 0,
               kInvalidArgument, "grouped gemm: operands must be 16-byte aligned (ldd {})", ldd);
-  const bool own = backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma;
-  const Fp8BlockGemmKernel kernel =
-      backend_ == GemmBackend::kWgmma ? Fp8BlockGemmKernel::kWgmma : Fp8BlockGemmKernel::kMmaSync;
+  const bool own = backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
+                   backend_ == GemmBackend::kWgmma64;
+  const Fp8BlockGemmKernel kernel = backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
+                                    : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                                                                        : Fp8BlockGemmKernel::kMmaSync;
   const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
   int64_t tiles = 0;
   for (size_t e = 0; e < experts.size(); ++e) {

@@ -4,7 +4,9 @@
 //   kMmaSync  mma.sync m16n8k32 (sm_89 and newer: Ada, Hopper, Blackwell incl. the RTX 5090),
 //             64 x 128 tiles;
 //   kWgmma    Hopper's warpgroup MMA (sm_90a only; the build must include CUDA architecture 90a),
-//             128 x 128 tiles, a 4-stage cp.async ring (kernels/cuda/fp8_block_gemm_wgmma.cuh).
+//             128 x 128 tiles of two warpgroups, a 5-slot cp.async ring
+//             (kernels/cuda/fp8_block_gemm_wgmma.cuh);
+//   kWgmma64  the same with 64 x 128 tiles of one warpgroup, two blocks per SM (small row counts).
 //   D[m, n] (BF16) = A[m, k] (FP8, a_scale[kb * a_scale_ld + row]) * B[n, k]^T (FP8,
 //   b_scale[(row / 128) * b_scale_ld + kb]), FP32 accumulation promoted once per 128-wide K block.
 // k, lda and ldb are multiples of 16 and a, b 16-byte aligned; m, n and k otherwise arbitrary.
@@ -29,7 +31,7 @@ struct Fp8BlockGemmParams {
   int64_t a_scale_ld = 0, b_scale_ld = 0;
 };
 
-enum class Fp8BlockGemmKernel { kMmaSync, kWgmma };
+enum class Fp8BlockGemmKernel { kMmaSync, kWgmma, kWgmma64 };
 
 // Whether the current device runs the mma.sync kernel (compute capability 8.9 or newer).
 bool fp8_block_gemm_supported();

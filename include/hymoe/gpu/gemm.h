@@ -26,10 +26,11 @@
 namespace hymoe::gpu {
 
 enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
-// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: kWgmma
-// where fp8_block_gemm_wgmma_supported(), else kHymoe). kHymoe: hymoe's mma.sync kernel; kWgmma:
-// hymoe's wgmma kernel (sm_90a).
-enum class GemmBackend { kAuto, kCublasLt, kHymoe, kWgmma };
+// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: wgmma
+// where fp8_block_gemm_wgmma_supported(), kWgmma64 for m <= 64 else kWgmma; elsewhere kHymoe).
+// kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
+// 64-row tiles.
+enum class GemmBackend { kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64 };
 
 const char* gemm_kind_name(GemmKind kind);
 const char* gemm_backend_name(GemmBackend backend);
@@ -59,7 +60,7 @@ struct GemmOperands {
 class GemmPlan {
  public:
   // Throws kUnsupported when the requested backend cannot run the kind and shape on this device,
-  // kInvalidArgument for bad shapes (or kHymoe / kWgmma with a kind other than kFp8BlockScale).
+  // kInvalidArgument for bad shapes (or hymoe's kernels with a kind other than kFp8BlockScale).
   GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape,
            GemmBackend backend = GemmBackend::kAuto);
   ~GemmPlan();
@@ -71,7 +72,7 @@ class GemmPlan {
   void run(const GemmOperands& ops, cudaStream_t stream);
 
   GemmKind kind() const { return kind_; }
-  // The backend chosen: kCublasLt, kHymoe or kWgmma.
+  // The backend chosen: kCublasLt, kHymoe, kWgmma or kWgmma64.
   GemmBackend backend() const { return backend_; }
   const GemmShape& shape() const { return shape_; }
   double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }
