@@ -8,8 +8,10 @@ if(NOT HYMOE_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      # sm_90: H100/H200 (the test machine); sm_120: RTX 5090 (the users' card).
-      set(CMAKE_CUDA_ARCHITECTURES 90 120)
+      # sm_90a: H100/H200 (the test machine), the architecture-specific target that has wgmma
+      # (its cubin runs on sm_90 devices only, as plain sm_90 code would); sm_120: RTX 5090 (the
+      # users' card, no wgmma: kernels/cuda/wgmma.cuh compiles its body out there).
+      set(CMAKE_CUDA_ARCHITECTURES 90a 120)
     endif()
     enable_language(CUDA)
     # CMake 3.25 predates nvcc's C++20 support and knows no flag for the CUDA20 dialect.

@@ -190,10 +190,12 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
   for (int m = 4096; m <= max_tokens; m *= 4) {
     for (const Linear& l : kLinears) {
       const GemmShape shape{m, l.n, l.k, l.k, l.k, l.n};
-      // kAuto (cuBLASLt where it has an algorithm) at every size; hymoe's own kernel beside it
-      // at the smallest size, for the ratio between the two.
-      for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kHymoe}) {
-        if (backend == GemmBackend::kHymoe && m != 4096) continue;
+      // kAuto (cuBLASLt where it has an algorithm) and hymoe's wgmma kernel (sm_90a) at every
+      // size; its 64-row tiles and the mma.sync kernel beside them at the smallest size.
+      for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
+                                        GemmBackend::kWgmma64, GemmBackend::kHymoe}) {
+        if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64) && m != 4096)
+          continue;
         std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
         try {
           GemmPlan plan(lt, GemmKind::kFp8BlockScale, shape, backend);
@@ -507,18 +509,24 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     DeviceBuffer hs = random_f32(grouped_scale_floats(kInter / 128, rows, kExperts), 0.001f, 0.01f, s);
     DeviceBuffer y(size_t(rows) * kHidden * 2);
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
-    for (const GemmBackend backend : {GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
-      GroupedFp8Gemm g_gate(lt, kInter, kHidden, backend), g_up(lt, kInter, kHidden, backend),
-          g_down(lt, kHidden, kInter, backend);
-      const int32_t* dev_off = doff.as<int32_t>();
-      const double ms = bench.time_ms([&] {
-        g_gate.run(offsets, dev_off, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
-        g_up.run(offsets, dev_off, up, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>() + kInter, 2 * kInter, s);
-        g_down.run(offsets, dev_off, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
-      });
-      bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
-                             gemm_backend_name(backend), tokens),
-                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+    for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64,
+                                      GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+      const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
+                                           gemm_backend_name(backend), tokens);
+      try {
+        GroupedFp8Gemm g_gate(lt, kInter, kHidden, backend), g_up(lt, kInter, kHidden, backend),
+            g_down(lt, kHidden, kInter, backend);
+        const int32_t* dev_off = doff.as<int32_t>();
+        const double ms = bench.time_ms([&] {
+          g_gate.run(offsets, dev_off, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
+          g_up.run(offsets, dev_off, up, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>() + kInter, 2 * kInter, s);
+          g_down.run(offsets, dev_off, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
+        });
+        bench.add({name, flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops,
+                   "fp8 tensor-scale gemm"});
+      } catch (const Error& e) {
+        std::printf("%-52s unsupported: %s\n", name.c_str(), e.message().c_str());
+      }
     }
     // Dispatch kernels around it: permute of the quantised tokens and the weighted un-permute.
     DeviceBuffer xq = random_fp8(size_t(tokens) * kHidden, s);

@@ -154,16 +154,17 @@ __global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemm
   fp8_block_gemm_tile(p, blockIdx.y * kBgM, blockIdx.x * kBgN, bg_smem);
 }
 
-// Grouped: blockIdx.y enumerates the 64-row tiles of every expert in expert order; each block
-// finds its expert from the device offsets and runs the tile on that expert's rows and weight.
-__global__ void __launch_bounds__(kBgThreads) fp8_grouped_gemm_kernel(GroupedGemmParams gp) {
-  extern __shared__ __align__(16) uint8_t bg_smem[];
+// Grouped launches: blockIdx.y enumerates the TileM-row tiles of every expert in expert order.
+// Finds this block's expert and tile from the device offsets (thread 0, shared through smem) and
+// describes the expert's GEMM in p; returns the tile's first row, or -1 when the block has none.
+template <int TileM>
+__device__ __forceinline__ int grouped_tile(const GroupedGemmParams& gp, Fp8BlockGemmParams& p) {
   __shared__ int s_expert, s_tile;
   if (threadIdx.x == 0) {
     int first = 0, e = 0;
     const int y = blockIdx.y;
     for (; e < gp.experts; ++e) {
-      const int tiles = (gp.offsets[e + 1] - gp.offsets[e] + kBgM - 1) / kBgM;
+      const int tiles = (gp.offsets[e + 1] - gp.offsets[e] + TileM - 1) / TileM;
       if (y < first + tiles) break;
       first += tiles;
     }
@@ -172,10 +173,9 @@ __global__ void __launch_bounds__(kBgThreads) fp8_grouped_gemm_kernel(GroupedGem
   }
   __syncthreads();
   const int e = s_expert;
-  if (e >= gp.experts) return;  // (the host sizes the grid exactly; kept for safety)
+  if (e >= gp.experts) return -1;  // (the host sizes the grid exactly; kept for safety)
   const int off = gp.offsets[e], rows = gp.offsets[e + 1] - off;
-  const int col_blocks = (gp.k + kBgK - 1) / kBgK;
-  Fp8BlockGemmParams p;
+  const int col_blocks = (gp.k + 127) / 128;
   p.a = gp.a + static_cast<int64_t>(off) * gp.k;
   p.a_scale = gp.a_scales + grouped_scale_offset(col_blocks, off, e);
   p.b = gp.weights[e].w;
@@ -188,7 +188,16 @@ __global__ void __launch_bounds__(kBgThreads) fp8_grouped_gemm_kernel(GroupedGem
   p.ldd = gp.ldd;
   p.a_scale_ld = rows;
   p.b_scale_ld = gp.b_scale_ld;
-  fp8_block_gemm_tile(p, s_tile * kBgM, blockIdx.x * kBgN, bg_smem);
+  return s_tile * TileM;
+}
+
+// Grouped: each block runs one 64-row tile of one expert's rows against that expert's weight.
+__global__ void __launch_bounds__(kBgThreads) fp8_grouped_gemm_kernel(GroupedGemmParams gp) {
+  extern __shared__ __align__(16) uint8_t bg_smem[];
+  Fp8BlockGemmParams p;
+  const int m0 = grouped_tile<kBgM>(gp, p);
+  if (m0 < 0) return;
+  fp8_block_gemm_tile(p, m0, blockIdx.x * kBgN, bg_smem);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -17,7 +17,20 @@ bool fp8_block_gemm_supported() {
   return major * 10 + minor >= 89;
 }
 
-void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+bool fp8_block_gemm_wgmma_supported() {
+#if defined(HYMOE_HAVE_SM90A)
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return false;
+  return major == 9 && minor == 0;
+#else
+  return false;  // no sm_90a code in this build (CMAKE_CUDA_ARCHITECTURES lacks 90a)
+#endif
+}
+
+void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream, Fp8BlockGemmKernel kernel) {
   const int kb = (p.k + 127) / 128;
   HYMOE_CHECK(p.m >= 1 && p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.lda >= p.k &&
                   p.ldb >= p.k && p.lda % 16 == 0 && p.ldb % 16 == 0 && p.ldd >= p.n &&
@@ -30,9 +43,15 @@ void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream) {
               "fp8_block_gemm: null operand");
   HYMOE_CHECK(reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0,
               kInvalidArgument, "fp8_block_gemm: A and B must be 16-byte aligned");
-  HYMOE_CHECK(fp8_block_gemm_supported(), kUnsupported,
-              "fp8_block_gemm needs FP8 tensor cores (compute capability 8.9 or newer)");
-  HYMOE_CUDA_CHECK(launch::fp8_block_gemm(p, stream));
+  if (kernel != Fp8BlockGemmKernel::kMmaSync) {
+    HYMOE_CHECK(fp8_block_gemm_wgmma_supported(), kUnsupported,
+                "fp8_block_gemm (wgmma) needs compute capability 9.0 and a build with CUDA "
+                "architecture 90a");
+  } else {
+    HYMOE_CHECK(fp8_block_gemm_supported(), kUnsupported,
+                "fp8_block_gemm needs FP8 tensor cores (compute capability 8.9 or newer)");
+  }
+  HYMOE_CUDA_CHECK(launch::fp8_block_gemm(p, kernel, stream));
 }
 
 }  // namespace hymoe::gpu

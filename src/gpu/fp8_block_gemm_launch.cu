@@ -1,24 +1,66 @@
-// Launcher of the block-scaled FP8 mma.sync GEMM.
+// Launchers of the block-scaled FP8 GEMMs: mma.sync (fp8_block_gemm.cuh) and wgmma
+// (fp8_block_gemm_wgmma.cuh).
 #include "fp8_block_gemm.cuh"
+#include "fp8_block_gemm_wgmma.cuh"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu::launch {
 
-cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+namespace {
+// Per call (cheap): the stages need more than the default 48 KB of dynamic smem.
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, int bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+}  // namespace
+
+template <int Wgs>
+cudaError_t wgmma_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+  using Cfg = kernels::WgCfg<Wgs>;
+  const cudaError_t attr = allow_smem(kernels::fp8_block_gemm_wgmma_kernel<Wgs>, Cfg::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + Cfg::kM - 1) / Cfg::kM);
+  kernels::fp8_block_gemm_wgmma_kernel<Wgs><<<tiles, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int Wgs>
+cudaError_t wgmma_grouped(const GroupedGemmParams& p, int tiles, cudaStream_t stream) {
+  using Cfg = kernels::WgCfg<Wgs>;
+  const cudaError_t attr = allow_smem(kernels::fp8_grouped_gemm_wgmma_kernel<Wgs>, Cfg::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.n + kernels::kWgN - 1) / kernels::kWgN, tiles);
+  kernels::fp8_grouped_gemm_wgmma_kernel<Wgs><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
+                           cudaStream_t stream) {
   using namespace kernels;
-  // Per device (cheap): the two stages need more than the default 48 KB of dynamic smem.
-  const cudaError_t attr = cudaFuncSetAttribute(
-      fp8_block_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBgSmemBytes);
+  if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
+  const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
   fp8_block_gemm_kernel<<<grid, kBgThreads, kBgSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
-cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, int tiles, cudaStream_t stream) {
+int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
+  switch (kernel) {
+    case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
+    case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
+    case Fp8BlockGemmKernel::kMmaSync: break;
+  }
+  return kernels::kBgM;
+}
+
+cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kernel, int tiles,
+                             cudaStream_t stream) {
   using namespace kernels;
-  const cudaError_t attr = cudaFuncSetAttribute(
-      fp8_grouped_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBgSmemBytes);
+  if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
+  const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);
   fp8_grouped_gemm_kernel<<<grid, kBgThreads, kBgSmemBytes, stream>>>(p);

@@ -24,6 +24,8 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kAuto: return "auto";
     case GemmBackend::kCublasLt: return "cublaslt";
     case GemmBackend::kHymoe: return "hymoe";
+    case GemmBackend::kWgmma: return "wgmma";
+    case GemmBackend::kWgmma64: return "wgmma64";
   }
   return "unknown";
 }
@@ -102,16 +104,21 @@ void check_shape(GemmKind kind, const GemmShape& s) {
 GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, GemmBackend backend)
     : lt_(&lt), kind_(kind), shape_(shape) {
   check_shape(kind, shape);
-  HYMOE_CHECK(backend != GemmBackend::kHymoe || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
+  const bool wgmma = backend == GemmBackend::kWgmma || backend == GemmBackend::kWgmma64;
+  const bool own = backend == GemmBackend::kHymoe || wgmma;
+  HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
   impl_ = new Impl;
   try {
-    if (backend != GemmBackend::kHymoe) impl_->build(lt, kind, shape);
-    const bool fallback = kind == GemmKind::kFp8BlockScale && backend != GemmBackend::kCublasLt &&
-                          fp8_block_gemm_supported();
-    if (impl_->found && backend != GemmBackend::kHymoe) {
+    if (!own) impl_->build(lt, kind, shape);
+    const bool block = kind == GemmKind::kFp8BlockScale;
+    if (impl_->found) {
       backend_ = GemmBackend::kCublasLt;
-    } else if (fallback) {
+    } else if (block && (wgmma || backend == GemmBackend::kAuto) &&
+               fp8_block_gemm_wgmma_supported()) {
+      backend_ = wgmma ? backend : shape.m <= 64 ? GemmBackend::kWgmma64 : GemmBackend::kWgmma;
+    } else if (block && (backend == GemmBackend::kHymoe || backend == GemmBackend::kAuto) &&
+               fp8_block_gemm_supported()) {
       backend_ = GemmBackend::kHymoe;
     } else {
       int device = 0;
@@ -146,12 +153,16 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
   if (kind_ != GemmKind::kBf16) {
     HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
                 gemm_kind_name(kind_));
-    if (backend_ == GemmBackend::kHymoe) {
+    if (backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
+        backend_ == GemmBackend::kWgmma64) {
       const GemmShape& s = shape_;
       fp8_block_gemm({static_cast<const Fp8E4M3*>(ops.a), ops.a_scale,
                       static_cast<const Fp8E4M3*>(ops.b), ops.b_scale, ops.d, s.m, s.n, s.k, s.lda,
                       s.ldb, s.ldd, s.m, block_scale_ld(s.k)},
-                     stream);
+                     stream,
+                     backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
+                     : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                                                         : Fp8BlockGemmKernel::kMmaSync);
       return;
     }
     // cuBLASLt's A is our weight B, its B our activations A.

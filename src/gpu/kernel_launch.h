@@ -29,9 +29,13 @@ cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream);
-cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream);
-// tiles: the 64-row tiles of all experts (grid rows).
-cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, int tiles, cudaStream_t stream);
+cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
+                           cudaStream_t stream);
+// Rows per tile of the kernel's grouped launch (64 mma.sync, 128 wgmma, 64 wgmma64).
+int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel);
+// tiles: the row tiles of all experts (grid rows).
+cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kernel, int tiles,
+                             cudaStream_t stream);
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);

@@ -58,10 +58,18 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
     : lt_(&lt), n_(n), k_(k), backend_(backend) {
   HYMOE_CHECK(n >= 1 && k >= 16 && k % 16 == 0, kInvalidArgument,
               "grouped gemm: n {} k {} (k a multiple of 16)", n, k);
-  if (backend_ == GemmBackend::kAuto)
-    backend_ = fp8_block_gemm_supported() ? GemmBackend::kHymoe : GemmBackend::kCublasLt;
+  if (backend_ == GemmBackend::kAuto) {
+    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmma
+               : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
+                                                : GemmBackend::kCublasLt;
+  }
   HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
               "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
+  HYMOE_CHECK((backend_ != GemmBackend::kWgmma && backend_ != GemmBackend::kWgmma64) ||
+                  fp8_block_gemm_wgmma_supported(),
+              kUnsupported,
+              "grouped gemm: the wgmma kernel needs compute capability 9.0 and a build with CUDA "
+              "architecture 90a");
 }
 
 void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
@@ -74,6 +82,12 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                   (reinterpret_cast<uintptr_t>(a) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(a_scales) & 15u) == 0,
               kInvalidArgument, "grouped gemm: operands must be 16-byte aligned (ldd {})", ldd);
+  const bool own = backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
+                   backend_ == GemmBackend::kWgmma64;
+  const Fp8BlockGemmKernel kernel = backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
+                                    : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                                                                        : Fp8BlockGemmKernel::kMmaSync;
+  const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
   int64_t tiles = 0;
   for (size_t e = 0; e < experts.size(); ++e) {
     const int rows = host_offsets[e + 1] - host_offsets[e];
@@ -83,10 +97,10 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                       (reinterpret_cast<uintptr_t>(experts[e].w) & 15u) == 0,
                   kInvalidArgument, "grouped gemm: expert {} weight null or not 16-byte aligned", e);
     }
-    tiles += (rows + 63) / 64;
+    tiles += (rows + tile_rows - 1) / tile_rows;
   }
   if (tiles == 0) return;
-  if (backend_ == GemmBackend::kHymoe) {
+  if (own) {
     HYMOE_CHECK(device_offsets, kInvalidArgument, "grouped gemm: device offsets are required");
     HYMOE_CHECK(tiles <= 65535, kInvalidArgument, "grouped gemm: {} row tiles in one launch",
                 tiles);
@@ -112,7 +126,7 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
     gp.k = k_;
     gp.ldd = ldd;
     gp.b_scale_ld = block_scale_ld(k_);
-    HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm(gp, static_cast<int>(tiles), stream));
+    HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm(gp, kernel, static_cast<int>(tiles), stream));
     return;
   }
   for (size_t e = 0; e < experts.size(); ++e) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 
 #include "gpu_test_util.h"
@@ -15,19 +16,16 @@
 namespace hymoe::gpu {
 namespace {
 
-TEST(Moe, PipelineMatchesReference) {
-  HYMOE_REQUIRE_GPU();
+constexpr int kPipeK = 256, kPipeN = 320;  // n ragged (3 scale rows)
+
+// The pipeline on `tokens` tokens (top 4 of the first 11 of 16 experts, so experts 11..15 get no
+// tokens but one 1-row expert) through each of `backends` of the grouped GEMM.
+void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
   auto rng = test::make_rng();
   Stream stream;
   CublasLt lt;
-  const int tokens = 300, top_k = 4, experts = 16, used = 11;  // experts 11..15 get no tokens
-  // (~110 rows per used expert: two 64-row tiles each in the one-launch kernel)
-  const int k = 256, n = 320;                                   // n ragged (3 scale rows)
-  if (!GemmPlan::supported(lt, GemmKind::kFp8BlockScale, {64, n, k, k, k, n}) &&
-      !fp8_block_gemm_supported()) {
-    ASSERT_NE(query_device(0).sm(), 90) << "block-scaled FP8 GEMM unsupported on sm_90";
-    GTEST_SKIP() << "no block-scaled FP8 GEMM on this GPU (neither cuBLASLt nor FP8 mma.sync)";
-  }
+  const int top_k = 4, experts = 16, used = 11;
+  const int k = kPipeK, n = kPipeN;
   // Routing: top_k distinct experts per token among the first `used`, with random weights.
   std::vector<int32_t> ids(tokens * top_k);
   std::vector<int> pool(used);
@@ -116,8 +114,7 @@ TEST(Moe, PipelineMatchesReference) {
         ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
       }
     }
-  // Both grouped-GEMM backends: one launch of hymoe's kernel, and one cuBLASLt plan per expert.
-  for (const GemmBackend backend : {GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+  for (const GemmBackend backend : backends) {
     if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
     auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
     GroupedFp8Gemm gemm(lt, n, k, backend);
@@ -131,6 +128,31 @@ TEST(Moe, PipelineMatchesReference) {
     // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
     EXPECT_LT(test::normalized_error(out, ref), 5e-3) << gemm_backend_name(backend);
   }
+}
+
+TEST(Moe, PipelineMatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  CublasLt lt;
+  const int k = kPipeK, n = kPipeN;
+  if (!GemmPlan::supported(lt, GemmKind::kFp8BlockScale, {64, n, k, k, k, n}) &&
+      !fp8_block_gemm_supported()) {
+    ASSERT_NE(query_device(0).sm(), 90) << "block-scaled FP8 GEMM unsupported on sm_90";
+    GTEST_SKIP() << "no block-scaled FP8 GEMM on this GPU (neither cuBLASLt nor FP8 mma.sync)";
+  }
+  // ~110 rows per used expert: two 64-row tiles each in the one-launch mma.sync kernel; and one
+  // cuBLASLt plan per expert.
+  check_pipeline(300, {GemmBackend::kHymoe, GemmBackend::kCublasLt});
+}
+
+TEST(Moe, WgmmaPipelineMatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  if (!fp8_block_gemm_wgmma_supported())
+    GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
+  CublasLt lt;
+  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmma);  // kAuto on sm_90
+  // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
+  // a 1-row expert, empty ones.
+  check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64});
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

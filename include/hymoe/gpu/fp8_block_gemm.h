@@ -1,6 +1,12 @@
-// hymoe's own block-scaled FP8 GEMM (tensor cores through mma.sync, sm_89 and newer): the same
-// operation and layouts as GemmKind::kFp8BlockScale (gemm.h), for shapes cuBLASLt has no
-// algorithm for (GemmPlan falls back to it) and as a cross-check of cuBLASLt.
+// hymoe's own block-scaled FP8 GEMM: the same operation and layouts as GemmKind::kFp8BlockScale
+// (gemm.h), for shapes cuBLASLt has no algorithm for (GemmPlan falls back to it), the grouped
+// expert GEMM (moe.h) and as a cross-check of cuBLASLt. Two kernels:
+//   kMmaSync  mma.sync m16n8k32 (sm_89 and newer: Ada, Hopper, Blackwell incl. the RTX 5090),
+//             64 x 128 tiles;
+//   kWgmma    Hopper's warpgroup MMA (sm_90a only; the build must include CUDA architecture 90a),
+//             128 x 128 tiles of two warpgroups, a 5-slot cp.async ring
+//             (kernels/cuda/fp8_block_gemm_wgmma.cuh);
+//   kWgmma64  the same with 64 x 128 tiles of one warpgroup, two blocks per SM (small row counts).
 //   D[m, n] (BF16) = A[m, k] (FP8, a_scale[kb * a_scale_ld + row]) * B[n, k]^T (FP8,
 //   b_scale[(row / 128) * b_scale_ld + kb]), FP32 accumulation promoted once per 128-wide K block.
 // k, lda and ldb are multiples of 16 and a, b 16-byte aligned; m, n and k otherwise arbitrary.
@@ -25,9 +31,14 @@ struct Fp8BlockGemmParams {
   int64_t a_scale_ld = 0, b_scale_ld = 0;
 };
 
-// Whether the current device runs it (FP8 mma.sync: compute capability 8.9 or newer).
+enum class Fp8BlockGemmKernel { kMmaSync, kWgmma, kWgmma64 };
+
+// Whether the current device runs the mma.sync kernel (compute capability 8.9 or newer).
 bool fp8_block_gemm_supported();
+// Whether it runs the wgmma kernel: compute capability 9.0 and sm_90a code in this build.
+bool fp8_block_gemm_wgmma_supported();
 // Checks shapes and alignment (kInvalidArgument), the device (kUnsupported), launches on stream.
-void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream);
+void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream,
+                    Fp8BlockGemmKernel kernel = Fp8BlockGemmKernel::kMmaSync);
 
 }  // namespace hymoe::gpu

@@ -10,8 +10,9 @@
 //                    ceil(k/128) % 4 == 0, true for every DeepSeek-V3 / Kimi-K2 shape).
 // cuBLASLt has block scaling on Hopper (sm_90) from CUDA 12.9, but not for every shape (it refused
 // an expert of m=35 n=320 k=256 on the H200). Where it has no algorithm for kFp8BlockScale, the
-// plan runs hymoe's own kernel (fp8_block_gemm.h) instead; GemmBackend forces either one. Other
-// kinds without an algorithm throw kUnsupported and say so.
+// plan runs hymoe's own kernel (fp8_block_gemm.h) instead: wgmma on Hopper (sm_90a builds),
+// mma.sync elsewhere; GemmBackend forces any one. Other kinds without an algorithm throw
+// kUnsupported and say so.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,8 +26,11 @@
 namespace hymoe::gpu {
 
 enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
-// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only).
-enum class GemmBackend { kAuto, kCublasLt, kHymoe };
+// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: wgmma
+// where fp8_block_gemm_wgmma_supported(), kWgmma64 for m <= 64 else kWgmma; elsewhere kHymoe).
+// kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
+// 64-row tiles.
+enum class GemmBackend { kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64 };
 
 const char* gemm_kind_name(GemmKind kind);
 const char* gemm_backend_name(GemmBackend backend);
@@ -56,7 +60,7 @@ struct GemmOperands {
 class GemmPlan {
  public:
   // Throws kUnsupported when the requested backend cannot run the kind and shape on this device,
-  // kInvalidArgument for bad shapes (or kHymoe with a kind other than kFp8BlockScale).
+  // kInvalidArgument for bad shapes (or hymoe's kernels with a kind other than kFp8BlockScale).
   GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape,
            GemmBackend backend = GemmBackend::kAuto);
   ~GemmPlan();
@@ -68,7 +72,7 @@ class GemmPlan {
   void run(const GemmOperands& ops, cudaStream_t stream);
 
   GemmKind kind() const { return kind_; }
-  // The backend chosen: kCublasLt or kHymoe.
+  // The backend chosen: kCublasLt, kHymoe, kWgmma or kWgmma64.
   GemmBackend backend() const { return backend_; }
   const GemmShape& shape() const { return shape_; }
   double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }

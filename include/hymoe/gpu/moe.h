@@ -89,9 +89,12 @@ struct GroupedGemmParams {
   int64_t b_scale_ld = 0;              // block_scale_ld(k)
 };
 
-// Backends: kHymoe runs every expert in one launch of hymoe's block-scaled kernel (kAuto picks
-// it where the GPU has FP8 mma.sync); kCublasLt runs one cuBLASLt plan per expert (its own
-// kernel where cuBLASLt refuses the shape), each a separate launch.
+// Backends: kWgmma, kWgmma64 and kHymoe run every expert in one launch of hymoe's block-scaled
+// kernel (wgmma with 128- / 64-row tiles, sm_90a; mma.sync, 64-row tiles, sm_89+); kAuto picks
+// kWgmma where
+// fp8_block_gemm_wgmma_supported(), else kHymoe where the GPU has FP8 mma.sync; kCublasLt runs
+// one cuBLASLt plan per expert (its own kernel where cuBLASLt refuses the shape), each a separate
+// launch.
 class GroupedFp8Gemm {
  public:
   GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend backend = GemmBackend::kAuto);

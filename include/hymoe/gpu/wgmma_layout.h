@@ -1,0 +1,84 @@
+// Addressing of Hopper's warpgroup MMA (wgmma, sm_90a) as used by the wgmma block-scaled FP8
+// GEMM, in plain host/device functions so the CPU tests check them against the PTX ISA's layouts
+// (tests/gpu/wgmma_layout_test.cpp) and the kernel (kernels/cuda/fp8_block_gemm_wgmma.cuh) runs
+// the very same code.
+//   Operand tiles in shared memory are K-major (A [rows][k], B [n][k]), one 128-byte row per row
+//   (K = 128 FP8 codes = one scale block), in the 128-byte swizzle: atoms of 8 rows x 128 bytes
+//   (1024 bytes, 1024-aligned), the 16-byte chunk c of row r stored at chunk c ^ (r % 8).
+//   Matrix descriptor (PTX ISA "Matrix Descriptor Format"): bits 0-13 start address >> 4,
+//   16-29 leading byte offset >> 4 (unused for swizzled K-major operands; 1 by convention),
+//   32-45 stride byte offset >> 4 (1024: from one 8-row group to the next), 49-51 base offset (0:
+//   atoms are 1024-aligned), 62-63 swizzle mode (1 = 128-byte).
+//   The k32 steps of one 128-byte row: start address + 32 bytes each; the hardware applies the
+//   swizzle to the address bits (bits 4-6 ^= bits 7-9), which lands on the chunk the loader wrote.
+//   Accumulator of m64nNk32 (FP32 D, N/2 registers per thread of the 128): thread t in warp w =
+//   t / 32, lane l = t % 32; register i holds row 16w + l/4 (+8 when (i/2) is odd) and column
+//   8*(i/4) + 2*(l%4) + (i%2).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HYMOE_WGMMA_HD __host__ __device__ __forceinline__
+#else
+#define HYMOE_WGMMA_HD inline
+#endif
+
+namespace hymoe::gpu::wgmma {
+
+inline constexpr int kSw128RowBytes = 128;   // one K-major row of the swizzle atom
+inline constexpr int kSw128AtomBytes = 1024; // 8 rows: the alignment atoms need
+
+// Byte offset, from a 1024-aligned tile base, of byte kbyte (0..127) of row `row`.
+HYMOE_WGMMA_HD uint32_t sw128_offset(int row, int kbyte) {
+  const uint32_t chunk = static_cast<uint32_t>(kbyte >> 4) ^ static_cast<uint32_t>(row & 7);
+  return static_cast<uint32_t>(row) * kSw128RowBytes + (chunk << 4) + static_cast<uint32_t>(kbyte & 15);
+}
+
+// A shared-memory matrix descriptor (byte quantities; the fields hold them >> 4).
+HYMOE_WGMMA_HD uint64_t smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+                                  uint32_t swizzle_mode) {
+  return static_cast<uint64_t>((smem_addr >> 4) & 0x3FFFu) |
+         (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFFu) << 16) |
+         (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFFu) << 32) |
+         (static_cast<uint64_t>(swizzle_mode & 3u) << 62);
+}
+
+// The descriptor of a K-major, 128-byte-swizzled operand starting at smem_addr (a 1024-aligned
+// tile base plus 32 bytes per k32 step).
+HYMOE_WGMMA_HD uint64_t sw128_kmajor_desc(uint32_t smem_addr) {
+  return smem_desc(smem_addr, 16, kSw128AtomBytes, 1);
+}
+
+// Model of the hardware's side: the shared address wgmma reads for byte kbyte (0..31: one k32
+// step of FP8) of operand row `row` (0..63 of A, 0..N-1 of B) of a K-major 128-byte-swizzled
+// operand with descriptor desc. Rows step by 128 bytes inside an 8-row group and by the stride
+// byte offset between groups; then the 128-byte swizzle XORs address bits 4-6 with bits 7-9.
+HYMOE_WGMMA_HD uint32_t sw128_desc_address(uint64_t desc, int row, int kbyte) {
+  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFFu) << 4;
+  const uint32_t sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFFu) << 4;
+  const uint32_t linear = start + static_cast<uint32_t>(row / 8) * sbo +
+                          static_cast<uint32_t>(row % 8) * kSw128RowBytes + static_cast<uint32_t>(kbyte);
+  return linear ^ (((linear >> 7) & 7u) << 4);
+}
+
+// Row (0..63) and column (0..N-1) of accumulator register i of thread t (0..127) of a warpgroup.
+HYMOE_WGMMA_HD int acc_row(int t, int i) { return (t / 32) * 16 + (t % 32) / 4 + 8 * ((i / 2) % 2); }
+HYMOE_WGMMA_HD int acc_col(int t, int i) { return 8 * (i / 4) + 2 * (t % 4) + (i % 2); }
+
+// Launch order of a dense GEMM's output tiles (block id -> tile), grouped so that the blocks
+// resident at once share B tiles: ids run over `group` row tiles x every column tile, column
+// tile slowest inside a group. A wave then reads each B tile once per `group` row tiles instead
+// of once per row tile (a 18432 x 7168 weight does not fit in the H200's 50 MB L2).
+struct TileCoord {
+  int m, n;
+};
+HYMOE_WGMMA_HD TileCoord raster_tile(int id, int tiles_m, int tiles_n, int group) {
+  const int per_group = group * tiles_n;
+  const int first_m = (id / per_group) * group;
+  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;
+  const int in_group = id % per_group;
+  return {first_m + in_group % rows, in_group / rows};
+}
+
+}  // namespace hymoe::gpu::wgmma

@@ -1,0 +1,134 @@
+// The wgmma kernel's shared-memory addressing and accumulator layout (wgmma_layout.h), checked
+// on the CPU against the layouts of the PTX ISA: the 128-byte swizzle, the matrix descriptor's
+// bit fields, the address the hardware derives from a descriptor for each operand element of
+// each k32 step, and the m64nNk32 FP32 accumulator fragment. Host-only (GpuHost.*: run anywhere).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "hymoe/gpu/wgmma_layout.h"
+
+namespace hymoe::gpu::wgmma {
+namespace {
+
+// Where the PTX ISA's 128-byte swizzle puts byte k of row r of an atom-aligned K-major tile,
+// written from its definition: 16-byte chunk index XOR (row mod 8), rows 128 bytes apart.
+uint32_t ptx_sw128(int r, int k) { return r * 128 + (((k / 16) ^ (r % 8)) * 16) + k % 16; }
+
+TEST(GpuHost, WgmmaSwizzleMatchesPtxAndIsABijection) {
+  std::vector<int> hits(128 * 128, 0);
+  for (int r = 0; r < 128; ++r)
+    for (int k = 0; k < 128; ++k) {
+      ASSERT_EQ(sw128_offset(r, k), ptx_sw128(r, k)) << r << "," << k;
+      ++hits[sw128_offset(r, k)];
+    }
+  for (int h : hits) ASSERT_EQ(h, 1);
+  // A 16-byte chunk stays contiguous (one cp.async each), and rows stay inside their 128 bytes.
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c) {
+      const uint32_t base = sw128_offset(r, c * 16);
+      EXPECT_EQ(base % 16, 0u);
+      EXPECT_EQ(base / 128, uint32_t(r));
+      for (int b = 1; b < 16; ++b) EXPECT_EQ(sw128_offset(r, c * 16 + b), base + b);
+    }
+  // Spot values: row 0 is unswizzled, row 1 swaps chunk pairs, row 7 reverses the chunks.
+  EXPECT_EQ(sw128_offset(0, 48), 48u);
+  EXPECT_EQ(sw128_offset(1, 0), 128u + 16u);
+  EXPECT_EQ(sw128_offset(1, 16), 128u);
+  EXPECT_EQ(sw128_offset(7, 0), 7u * 128u + 112u);
+  EXPECT_EQ(sw128_offset(9, 5), 9u * 128u + 16u + 5u);
+}
+
+TEST(GpuHost, WgmmaDescriptorBitFields) {
+  // Start address 0x400 (>> 4 = 0x40, bits 0-13), LBO 16 (1, bits 16-29), SBO 1024 (64, bits
+  // 32-45), base offset 0 (bits 49-51), 128-byte swizzle = 1 (bits 62-63).
+  EXPECT_EQ(sw128_kmajor_desc(0x400), 0x4000004000010040ull);
+  EXPECT_EQ(smem_desc(0x3FFF0, 0x3FFF0, 0x3FFF0, 3),
+            0x3FFFull | (0x3FFFull << 16) | (0x3FFFull << 32) | (3ull << 62));
+  // Addresses above the 18 bits the field holds do not leak into the next field.
+  EXPECT_EQ(smem_desc(0x40000 + 0x20, 0, 0, 0), 0x2ull);
+  // A k32 step (32 bytes) moves the start field by 2 and nothing else.
+  EXPECT_EQ(sw128_kmajor_desc(0x2000 + 32) - sw128_kmajor_desc(0x2000), 2ull);
+}
+
+// Every element of each k32 step of an operand, read through the descriptor the kernel builds
+// (tile base + 32 bytes per step), is the byte the loader placed there (sw128_offset), for A
+// (64 rows from a warpgroup's 8 KB offset) and B (128 rows), at 1024-aligned stage addresses.
+TEST(GpuHost, WgmmaDescriptorAddressesTheLoadedBytes) {
+  for (const uint32_t stage : {0x0u, 0x8000u, 0x18400u}) {
+    ASSERT_EQ(stage % kSw128AtomBytes, 0u);
+    for (const auto& [first_row, rows] : {std::pair{0, 64}, std::pair{64, 64}, std::pair{0, 128}}) {
+      const uint32_t tile = stage + first_row * kSw128RowBytes;
+      std::set<uint32_t> seen;
+      for (int step = 0; step < 4; ++step) {
+        const uint64_t desc = sw128_kmajor_desc(tile + 32 * step);
+        for (int r = 0; r < rows; ++r)
+          for (int kb = 0; kb < 32; ++kb) {
+            const uint32_t hw = sw128_desc_address(desc, r, kb);
+            ASSERT_EQ(hw, stage + sw128_offset(first_row + r, 32 * step + kb))
+                << "stage " << stage << " row " << first_row + r << " step " << step << " k " << kb;
+            seen.insert(hw);
+          }
+      }
+      EXPECT_EQ(seen.size(), size_t(rows) * 128);  // the four steps cover the rows exactly once
+    }
+  }
+}
+
+TEST(GpuHost, WgmmaAccumulatorFragmentMatchesPtx) {
+  // PTX ISA, "Matrix fragments for wgmma .m64nNk32" D (FP32): warp w of the warpgroup owns rows
+  // 16w..16w+15; lane l holds rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} of each 8-column
+  // group; registers {d0, d1} row l/4, {d2, d3} row l/4 + 8, then the next 8 columns.
+  EXPECT_EQ(acc_row(0, 0), 0);  EXPECT_EQ(acc_col(0, 0), 0);
+  EXPECT_EQ(acc_row(0, 1), 0);  EXPECT_EQ(acc_col(0, 1), 1);
+  EXPECT_EQ(acc_row(0, 2), 8);  EXPECT_EQ(acc_col(0, 2), 0);
+  EXPECT_EQ(acc_row(0, 3), 8);  EXPECT_EQ(acc_col(0, 3), 1);
+  EXPECT_EQ(acc_row(0, 4), 0);  EXPECT_EQ(acc_col(0, 4), 8);
+  EXPECT_EQ(acc_row(1, 0), 0);  EXPECT_EQ(acc_col(1, 0), 2);
+  EXPECT_EQ(acc_row(3, 1), 0);  EXPECT_EQ(acc_col(3, 1), 7);
+  EXPECT_EQ(acc_row(4, 0), 1);  EXPECT_EQ(acc_col(4, 0), 0);
+  EXPECT_EQ(acc_row(31, 63), 15);  EXPECT_EQ(acc_col(31, 63), 127);
+  EXPECT_EQ(acc_row(32, 0), 16);
+  EXPECT_EQ(acc_row(127, 2), 63);  EXPECT_EQ(acc_col(127, 62), 126);
+  // A bijection of 128 threads x 64 registers onto the 64 x 128 tile.
+  std::vector<int> hits(64 * 128, 0);
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 64; ++i) {
+      const int r = acc_row(t, i), c = acc_col(t, i);
+      ASSERT_TRUE(r >= 0 && r < 64 && c >= 0 && c < 128) << t << "," << i;
+      ++hits[r * 128 + c];
+      // The kernel's pairing: registers i and i + 1 (i even) are adjacent columns of one row,
+      // and a thread's rows are only acc_row(t, 0) and acc_row(t, 2).
+      if (i % 2 == 0) {
+        EXPECT_EQ(acc_row(t, i + 1), r);
+        EXPECT_EQ(acc_col(t, i + 1), c + 1);
+      }
+      EXPECT_EQ(r, (i / 2) % 2 ? acc_row(t, 2) : acc_row(t, 0));
+    }
+  for (int h : hits) ASSERT_EQ(h, 1);
+}
+
+TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
+  for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{128, 144}, std::pair{13, 5},
+                               std::pair{7, 3}, std::pair{33, 56}, std::pair{1, 40}}) {
+    std::vector<int> hits(size_t(tm) * tn, 0);
+    for (int id = 0; id < tm * tn; ++id) {
+      const TileCoord c = raster_tile(id, tm, tn, 8);
+      ASSERT_TRUE(c.m >= 0 && c.m < tm && c.n >= 0 && c.n < tn) << tm << "x" << tn << " id " << id;
+      ++hits[size_t(c.m) * tn + c.n];
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << tm << "x" << tn;
+  }
+  // Inside a full group, consecutive ids walk the group's 8 row tiles of one column tile.
+  EXPECT_EQ(raster_tile(0, 128, 144, 8).m, 0);
+  EXPECT_EQ(raster_tile(7, 128, 144, 8).m, 7);
+  EXPECT_EQ(raster_tile(7, 128, 144, 8).n, 0);
+  EXPECT_EQ(raster_tile(8, 128, 144, 8).m, 0);
+  EXPECT_EQ(raster_tile(8, 128, 144, 8).n, 1);
+  EXPECT_EQ(raster_tile(8 * 144, 128, 144, 8).m, 8);
+}
+
+}  // namespace
+}  // namespace hymoe::gpu::wgmma
