@@ -337,6 +337,18 @@ void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
       const double ms = bench.time_ms([&] { cudnn->run(p, s); });
       bench.add({fmt::format("mla_prefill[cudnn]/{}", what), flops / (ms * 1e-3) / 1e12,
                  "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+      {  // K read in place from a [keys, heads, 320] k_nope | k_pe | v buffer (no gather).
+        DeviceBuffer kv320 = random_bf16(size_t(keys) * heads * 320, s);
+        MlaPrefillParams pi = p;
+        pi.k_nope = kv320.as<Bf16>();
+        pi.k_pe = kv320.as<Bf16>() + kMlaNopeDim;
+        pi.v = kv320.as<Bf16>() + kMlaQkDim;
+        pi.k_token_stride = pi.k_pe_token_stride = pi.v_token_stride = int64_t{heads} * 320;
+        pi.k_head_stride = pi.k_pe_head_stride = pi.v_head_stride = 320;
+        const double ims = bench.time_ms([&] { cudnn->run(pi, s); });
+        bench.add({fmt::format("mla_prefill[cudnn, K in place]/{}", what),
+                   flops / (ims * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+      }
       // The warm-up call tunes: every engine once, the fastest kept.
       const double tms = bench.time_ms([&] { tuned->run(p, s); });
       bench.add({fmt::format("mla_prefill[cudnn-tuned of {}]/{}", tuned->engines(p), what),

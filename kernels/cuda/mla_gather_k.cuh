@@ -22,7 +22,8 @@ __global__ void mla_gather_k_kernel(MlaPrefillParams p, int keys, Bf16* __restri
   const int64_t key = row / p.heads;
   const Bf16* src = chunk < kMlaNopeDim / 8
                         ? p.k_nope + key * p.k_token_stride + head * p.k_head_stride + chunk * 8
-                        : p.k_pe + key * p.k_pe_token_stride + (chunk - kMlaNopeDim / 8) * 8;
+                        : p.k_pe + key * p.k_pe_token_stride + head * p.k_pe_head_stride +
+                              (chunk - kMlaNopeDim / 8) * 8;
   *reinterpret_cast<uint4*>(dst + row * kMlaQkDim + chunk * 8) =
       *reinterpret_cast<const uint4*>(src);
 }

@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(kPrefillThreads) mla_prefill_kernel(MlaPrefill
       if (c < 16) {
         load_words(&k_s[t][c * 4], kn + key * p.k_token_stride + h * p.k_head_stride + c * 8, 4, valid);
       } else if (c < 24) {
-        load_words(&k_s[t][64 + (c - 16) * 4], kp + key * p.k_pe_token_stride + (c - 16) * 8, 4, valid);
+        load_words(&k_s[t][64 + (c - 16) * 4],
+                   kp + key * p.k_pe_token_stride + h * p.k_pe_head_stride + (c - 16) * 8, 4, valid);
       } else {
         load_words(&v_s[t][(c - 24) * 4], v + key * p.v_token_stride + h * p.v_head_stride + (c - 24) * 8, 4, valid);
       }

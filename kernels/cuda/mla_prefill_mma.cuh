@@ -47,7 +47,8 @@ __device__ __forceinline__ void pf_load_kv(const MlaPrefillParams& p, uint8_t* s
   }
   {
     const int col = tid % 8, r0 = tid / 8;
-    const auto* kp = reinterpret_cast<const uint8_t*>(p.k_pe) + col * 16;
+    const auto* kp =
+        reinterpret_cast<const uint8_t*>(p.k_pe) + int64_t{h} * p.k_pe_head_stride * 2 + col * 16;
 #pragma unroll
     for (int j = 0; j < kPfK / 16; ++j) {
       const int row = r0 + 16 * j, key = k0 + row;

@@ -16,7 +16,8 @@ void check_mla_prefill_params(const MlaPrefillParams& p, bool pointers) {
   HYMOE_CHECK(!pointers || (p.q && p.k_nope && p.k_pe && p.v && p.out), kInvalidArgument,
               "mla_prefill: null pointer");
   for (const int64_t s : {p.q_token_stride, p.q_head_stride, p.k_token_stride, p.k_head_stride,
-                          p.k_pe_token_stride, p.v_token_stride, p.v_head_stride,
+                          p.k_pe_token_stride, p.k_pe_head_stride, p.v_token_stride,
+                          p.v_head_stride,
                           p.out_token_stride, p.out_head_stride}) {
     HYMOE_CHECK(s >= 0 && s % 8 == 0, kInvalidArgument,
                 "mla_prefill: strides must be multiples of 8 elements (got {})", s);

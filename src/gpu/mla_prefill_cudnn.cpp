@@ -30,13 +30,31 @@ namespace {
 enum Uid : int64_t { kQ = 0, kK = 1, kV = 2, kO = 3, kScale = 5, kFill = 10, kShift = 19 };
 constexpr int kMaxPlans = 64;  // distinct (tokens, keys, strides) kept; the oldest goes first
 
+// Whether p's keys are already one [k_nope | k_pe] row of 192 per head (k_pe stored per head
+// right after k_nope, same token stride): then cuDNN reads K in place, with no gather.
+bool keys_in_place(const MlaPrefillParams& p) {
+  return p.k_pe_head_stride == p.k_head_stride && p.k_pe_token_stride == p.k_token_stride &&
+         p.k_pe == p.k_nope + kMlaNopeDim;
+}
+
+// How K is laid out for cuDNN: token and head strides of a [.., 192] row per (key, head).
+struct KeyLayout {
+  int64_t token_stride, head_stride;
+};
+KeyLayout key_layout(const MlaPrefillParams& p) {
+  if (keys_in_place(p)) return {p.k_token_stride, p.k_head_stride};
+  return {int64_t{p.heads} * kMlaQkDim, kMlaQkDim};  // the gathered workspace
+}
+
 // Everything that fixes a plan: shapes, strides, and whether the causal diagonal is shifted.
-using PlanKey = std::tuple<int, int, int, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using PlanKey = std::tuple<int, int, int, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t>;
 
 PlanKey key_of(const MlaPrefillParams& p) {
-  return {p.tokens,         p.past + p.tokens, p.heads,          p.past > 0,
-          p.q_token_stride, p.q_head_stride,   p.v_token_stride, p.v_head_stride,
-          p.out_token_stride, p.out_head_stride};
+  const KeyLayout k = key_layout(p);
+  return {p.tokens,         p.past + p.tokens,  p.heads,          p.past > 0,
+          p.q_token_stride, p.q_head_stride,    k.token_stride,   k.head_stride,
+          p.v_token_stride, p.v_head_stride,    p.out_token_stride, p.out_head_stride};
 }
 
 // The finalized execution plans of every engine cuDNN's heuristics offer for one graph (best
@@ -167,8 +185,10 @@ std::unique_ptr<Plan> build_plan(const CudnnApi& api, cudnnHandle_t handle,
 
   const auto& q = g.tensor(kQ, bf16, {1, H, S, D}, {S * p.q_token_stride, p.q_head_stride,
                                                     p.q_token_stride, 1}, false);
-  // The gathered K [KV, H, 192], seen transposed per head.
-  const auto& kt = g.tensor(kK, bf16, {1, H, D, KV}, {KV * H * D, D, 1, H * D}, false);
+  // K [KV, H, 192] (gathered, or in place), seen transposed per head.
+  const KeyLayout kl = key_layout(p);
+  const auto& kt = g.tensor(kK, bf16, {1, H, D, KV},
+                            {KV * kl.token_stride, kl.head_stride, 1, kl.token_stride}, false);
   const auto& v = g.tensor(kV, bf16, {1, H, KV, DV}, {KV * p.v_token_stride, p.v_head_stride,
                                                       p.v_token_stride, 1}, false);
   const auto& o = g.tensor(kO, bf16, {1, H, S, DV}, {S * p.out_token_stride, p.out_head_stride,
@@ -351,16 +371,20 @@ void MlaPrefillCudnn::run(const MlaPrefillParams& p, cudaStream_t stream) {
               "cuDNN has no attention engine for {} tokens after {} with {} heads: {}", p.tokens,
               p.past, p.heads, why);
   const int keys = p.past + p.tokens;
-  const size_t k_bytes = size_t(keys) * p.heads * kMlaQkDim * sizeof(Bf16);
+  const bool gather = !keys_in_place(p);
+  const size_t k_bytes = gather ? size_t(keys) * p.heads * kMlaQkDim * sizeof(Bf16) : 0;
   const size_t k_aligned = (k_bytes + 255) & ~size_t{255};
-  const size_t need = k_aligned + static_cast<size_t>(plan->max_workspace());
+  const size_t need = std::max<size_t>(16, k_aligned + static_cast<size_t>(plan->max_workspace()));
   if (impl_->workspace.bytes() < need) {
     impl_->workspace = DeviceBuffer();  // free first (cudaFree waits for work using it)
     impl_->workspace = DeviceBuffer(need, impl_->budget);
   }
-  auto* k = impl_->workspace.as<Bf16>();
+  Bf16* k = const_cast<Bf16*>(p.k_nope);
+  if (gather) {
+    k = impl_->workspace.as<Bf16>();
+    HYMOE_CUDA_CHECK(launch::mla_gather_k(p, keys, k, stream));
+  }
   void* ws = static_cast<char*>(impl_->workspace.data()) + k_aligned;
-  HYMOE_CUDA_CHECK(launch::mla_gather_k(p, keys, k, stream));
 
   float scale = p.softmax_scale;
   float fill = -INFINITY;

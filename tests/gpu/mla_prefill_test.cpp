@@ -3,7 +3,9 @@
 // kernels and cuDNN's fused attention.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -146,6 +148,52 @@ TEST_P(MlaPrefillTest, CudnnMatchesReference) {
           << cudnn.engines(in.p);
     }
     EXPECT_EQ(cudnn.plans(), 1);
+  }
+}
+
+// The same inputs in a [kv, heads, 320] k_nope | k_pe | v layout (k_pe copied to every head):
+// every implementation through k_pe_head_stride, cuDNN reading K in place (no gather).
+TEST_P(MlaPrefillTest, PerHeadRopeKeysInPlace) {
+  HYMOE_REQUIRE_GPU();
+  const PrefillCase c = GetParam();
+  Stream stream;
+  const PrefillData d = make_data(c);
+  const int H = c.heads;
+  constexpr int kRow = 320;
+  std::vector<Bf16> kv(size_t(c.kv_tokens) * H * kRow);
+  for (int j = 0; j < c.kv_tokens; ++j)
+    for (int h = 0; h < H; ++h) {
+      Bf16* row = &kv[(size_t(j) * H + h) * kRow];
+      const Bf16* src = &d.kv[(size_t(j) * H + h) * 256];
+      std::copy(src, src + kMlaNopeDim, row);                             // k_nope
+      std::copy(&d.kpe[size_t(j) * 64], &d.kpe[size_t(j) * 64] + 64, row + kMlaNopeDim);  // k_pe
+      std::copy(src + kMlaNopeDim, src + 256, row + kMlaQkDim);           // v
+    }
+  DeviceInputs in = upload(c, d, stream);
+  auto dkv = test::to_device(kv, stream);
+  MlaPrefillParams p = in.p;
+  p.k_nope = dkv.as<Bf16>();
+  p.k_pe = dkv.as<Bf16>() + kMlaNopeDim;
+  p.v = dkv.as<Bf16>() + kMlaQkDim;
+  p.k_token_stride = p.k_pe_token_stride = p.v_token_stride = int64_t{H} * kRow;
+  p.k_head_stride = p.k_pe_head_stride = p.v_head_stride = kRow;
+  const size_t n = size_t(c.tokens) * H * kMlaVDim;
+  std::string why;
+  const bool cudnn_ok = MlaPrefillCudnn::available(&why);
+  std::unique_ptr<MlaPrefillCudnn> cudnn = cudnn_ok ? std::make_unique<MlaPrefillCudnn>() : nullptr;
+  for (int impl = 0; impl < 3; ++impl) {
+    if (impl == 2 && !cudnn) continue;  // cuDNN absent: the kernels are still checked
+    auto dout = test::poisoned<Bf16>(n, stream);
+    p.out = dout.as<Bf16>();
+    p.impl = impl == 0 ? MlaPrefillImpl::kTensorCores : MlaPrefillImpl::kCudaCores;
+    if (impl == 2) {
+      cudnn->run(p, stream);
+    } else {
+      mla_prefill(p, stream);
+    }
+    EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(dout, n, stream)), d.ref),
+              5e-3)
+        << (impl == 0 ? "tensor cores" : impl == 1 ? "CUDA cores" : "cuDNN, K in place");
   }
 }
 

@@ -4,7 +4,8 @@
 // j <= past + i. past > 0 is chunked prefill: a chunk of new tokens attends the cached tokens and
 // itself (kv_tokens >= past + tokens). Flash-style: online softmax, no score matrix in memory.
 // Every tensor takes a token and a head stride (elements), so kv_b's output [kv, heads, 256]
-// (k_nope | v per head) is read in place.
+// (k_nope | v per head) is read in place, as is a [kv, heads, 320] layout k_nope | k_pe | v whose
+// keys cuDNN takes without a gather (mla_prefill_cudnn.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,7 +27,7 @@ enum class MlaPrefillImpl { kAuto, kTensorCores, kCudaCores };
 struct MlaPrefillParams {
   const Bf16* q = nullptr;       // [tokens, heads, 192]
   const Bf16* k_nope = nullptr;  // [kv_tokens, heads, 128]
-  const Bf16* k_pe = nullptr;    // [kv_tokens, 64]
+  const Bf16* k_pe = nullptr;    // [kv_tokens, 64] shared by the heads (or per head, below)
   const Bf16* v = nullptr;       // [kv_tokens, heads, 128]
   Bf16* out = nullptr;           // [tokens, heads, 128]
   int tokens = 0;
@@ -36,6 +37,10 @@ struct MlaPrefillParams {
   int64_t q_token_stride = 0, q_head_stride = 0;
   int64_t k_token_stride = 0, k_head_stride = 0;
   int64_t k_pe_token_stride = 0;
+  // 0: one rope key per token, shared by every head (MLA's own layout). Non-zero: a copy per head
+  // at this stride, e.g. a [kv_tokens, heads, 192 + ...] buffer holding k_nope | k_pe per head,
+  // which cuDNN's path reads in place instead of gathering K first.
+  int64_t k_pe_head_stride = 0;
   int64_t v_token_stride = 0, v_head_stride = 0;
   int64_t out_token_stride = 0, out_head_stride = 0;
   float softmax_scale = 0.0f;

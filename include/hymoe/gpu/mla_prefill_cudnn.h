@@ -3,8 +3,10 @@
 // as mla_prefill() (mla_prefill.h), causal and chunked (past > 0) alike.
 //
 // cuDNN takes one K tensor per head, and MLA's rope key k_pe is shared by all heads, so K is
-// first gathered into a workspace as [kv, heads, 192] (k_nope | k_pe); Q, V and the output are
-// read and written in place through their strides. The graph is the one cuDNN's frontend builds
+// first gathered into a workspace as [kv, heads, 192] (k_nope | k_pe), unless the caller keeps
+// k_pe per head right after k_nope (k_pe == k_nope + 128, k_pe_head_stride == k_head_stride,
+// same token stride: e.g. a [kv, heads, 320] k_nope | k_pe | v buffer), which is read in place;
+// Q, V and the output are read and written in place through their strides. The graph is the one cuDNN's frontend builds
 // for scaled dot-product attention (Q K^T, scale, causal mask from row/column indices, softmax,
 // P V); chunked prefill shifts the row index by `past`. An execution plan is built per
 // (tokens, keys, strides) and cached; building one compiles cuDNN's kernel (NVRTC) the first time.
