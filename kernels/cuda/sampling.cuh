@@ -1,6 +1,8 @@
 // Sampling: one 1024-thread block per row. Selection thresholds are found by bisection over the
 // order-preserving integer image of FP32 values (32 block-wide counting passes), so no sort is
-// needed; the draw is a block-wide prefix sum over ids.
+// needed; the draw is a block-wide prefix sum over ids. Ties at the top_k and top_p cuts are
+// kept in id order, as the CPU sampler's stable order keeps them: each cut ends at the id of the
+// last tie kept, so whether an id is kept is a pure function of its key and id.
 #pragma once
 
 #include "common.cuh"
@@ -42,6 +44,37 @@ __device__ uint32_t bisect_kth(Fn&& count_at_least, int want) {
     if (count_at_least(mid) >= want) lo = mid; else hi = mid - 1;
   }
   return lo;
+}
+
+// The id of the n-th (1-based, id order) element with is_tie(i), or 0x7fffffff when there are
+// fewer than n: a prefix count over per-thread contiguous id segments [begin, end). Every thread
+// of the block must call it (it synchronises); prefix is a kSampleThreads-int shared array.
+template <typename IsTie>
+__device__ int nth_tie_id(IsTie&& is_tie, int n, int begin, int end, int* prefix, int* result) {
+  const int tid = threadIdx.x;
+  int mine = 0;
+  for (int i = begin; i < end; ++i) mine += is_tie(i);
+  prefix[tid] = mine;
+  if (tid == 0) *result = 0x7fffffff;
+  __syncthreads();
+  if (tid == 0) {
+    int run = 0;
+    for (int t = 0; t < blockDim.x; ++t) { const int c = prefix[t]; prefix[t] = run; run += c; }
+  }
+  __syncthreads();
+  if (n > prefix[tid] && n <= prefix[tid] + mine) {
+    int rank = prefix[tid];
+    for (int i = begin; i < end; ++i) {
+      if (is_tie(i) && ++rank == n) {
+        *result = i;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  const int id = *result;
+  __syncthreads();  // the next call may reuse prefix / result
+  return id;
 }
 
 __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p) {
@@ -105,67 +138,75 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
     ties_allowed = opt.top_k - block_count(above, scratch);
   }
   const float inv_t = 1.0f / opt.temperature;
-  // Candidate test for id i (top_k with id-ordered ties) is done in the draw pass below; the
-  // tie rank needs a prefix count, computed per thread over contiguous id segments.
+  // Ties are ranked in id order over contiguous id segments (thread t owns ids [t seg, (t + 1)
+  // seg), the same segments as the draw below). The kept ties at kk are the first ties_allowed:
+  // cutting at the id of the last one makes "is id i a candidate" a pure function of its key
+  // and id, so every pass below reads the logits coalesced (thread t: ids t, t + 1024, ...).
   const int seg = (p.vocab + blockDim.x - 1) / blockDim.x;
   const int begin = min(p.vocab, tid * seg), end = min(p.vocab, begin + seg);
   __shared__ int tie_prefix[kSampleThreads];
-  int my_ties = 0;
-  for (int i = begin; i < end; ++i) my_ties += order_key(clean(logits[i])) == kk;
-  tie_prefix[tid] = my_ties;
-  __syncthreads();
-  if (tid == 0) {
-    int run = 0;
-    for (int t = 0; t < blockDim.x; ++t) { const int c = tie_prefix[t]; tie_prefix[t] = run; run += c; }
-  }
-  __syncthreads();
-  // prob(i) for candidates, 0 otherwise. Candidates form a fixed set, so recompute on demand.
-  auto prob = [&](int i, int& tie_rank) -> float {
-    const uint32_t key = order_key(clean(logits[i]));
-    if (key < kk) return 0.0f;
-    if (key == kk && ties_allowed != 0x7fffffff) {
-      if (tie_rank++ >= ties_allowed) return 0.0f;
-    }
-    return expf((clean(logits[i]) - mx) * inv_t);
+  __shared__ int s_tie;
+  const int tie_last =
+      ties_allowed == 0x7fffffff
+          ? 0x7fffffff
+          : nth_tie_id([&](int i) { return order_key(clean(logits[i])) == kk; }, ties_allowed,
+                       begin, end, tie_prefix, &s_tie);
+  // prob(i) for candidates, 0 otherwise.
+  auto prob = [&](int i) -> float {
+    const float v = clean(logits[i]);
+    const uint32_t key = order_key(v);
+    if (key < kk || (key == kk && i > tie_last)) return 0.0f;
+    return expf((v - mx) * inv_t);
   };
 
   // Candidate mass (for top_p) and the p-threshold by bisection on probability keys.
   float total = 0.0f;
-  {
-    int rank = tie_prefix[tid];
-    for (int i = begin; i < end; ++i) total += prob(i, rank);
-  }
+  for (int i = tid; i < p.vocab; i += blockDim.x) total += prob(i);
   total = block_sum(total, scratch);
-  uint32_t pk = 0;  // keep p with key >= pk
+  uint32_t pk = 0;         // keep p with key > pk, and ties at pk up to id p_tie_last
+  int p_tie_last = 0x7fffffff;
   if (opt.top_p < 1.0f) {
     const float target = opt.top_p * total;
     uint32_t lo = 0, hi = 0xffffffffu;  // largest key whose mass(>= key) >= target
     while (lo < hi) {
       const uint32_t mid = upper_mid(lo, hi);
       float m = 0.0f;
-      int rank = tie_prefix[tid];
-      for (int i = begin; i < end; ++i) {
-        const float pi = prob(i, rank);
+      for (int i = tid; i < p.vocab; i += blockDim.x) {
+        const float pi = prob(i);
         if (order_key(pi) >= mid) m += pi;
       }
       if (block_sum(m, scratch) >= target) lo = mid; else hi = mid - 1;
     }
     pk = lo;
+    // The CPU sampler adds candidates in descending probability, ties in id order, until the
+    // mass reaches the target: of the ties at pk (all of probability q) it keeps the first n
+    // with mass(> pk) + n q >= target.
+    float above = 0.0f;
+    for (int i = tid; i < p.vocab; i += blockDim.x) {
+      const float pi = prob(i);
+      if (order_key(pi) > pk) above += pi;
+    }
+    above = block_sum(above, scratch);
+    const float q = key_value(pk);
+    const float need = ceilf((target - above) / q);
+    const int n = !(need < 2.0e9f) ? 0x7fffffff : max(1, static_cast<int>(need));
+    if (q > 0.0f && n != 0x7fffffff) {
+      p_tie_last = nth_tie_id([&](int i) { return order_key(prob(i)) == pk; }, n, begin, end,
+                              tie_prefix, &s_tie);
+    }
   }
   // min_p relative to p_max = 1 (the best logit is always a candidate): exp(0) = 1.
   const float cut = opt.min_p > 0.0f ? opt.min_p : 0.0f;
-  auto kept = [&](int i, int& rank) -> float {
-    const float pi = prob(i, rank);
-    return (pi > 0.0f && order_key(pi) >= pk && pi >= cut) ? pi : 0.0f;
+  auto kept = [&](int i) -> float {
+    const float pi = prob(i);
+    const uint32_t key = order_key(pi);
+    return (pi > 0.0f && key >= pk && (key > pk || i <= p_tie_last) && pi >= cut) ? pi : 0.0f;
   };
 
   // Draw: prefix sums of the kept mass over contiguous id segments.
   __shared__ float seg_mass[kSampleThreads];
   float mine = 0.0f;
-  {
-    int rank = tie_prefix[tid];
-    for (int i = begin; i < end; ++i) mine += kept(i, rank);
-  }
+  for (int i = begin; i < end; ++i) mine += kept(i);
   seg_mass[tid] = mine;
   __syncthreads();
   if (tid == 0) {
@@ -183,10 +224,9 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
   const float lo_mass = seg_mass[tid];
   if (mine > 0.0f && target >= lo_mass && target < lo_mass + mine) {
     float cum = lo_mass;
-    int rank = tie_prefix[tid];
     int chosen = -1, last = -1;
     for (int i = begin; i < end; ++i) {
-      const float pi = kept(i, rank);
+      const float pi = kept(i);
       if (pi <= 0.0f) continue;
       last = i;
       cum += pi;

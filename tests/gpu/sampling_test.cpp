@@ -139,5 +139,42 @@ TEST(Sampling, MatchesReference) {
   }
 }
 
+// Integer logits: thousands of exact ties at the top_k boundary, so which ties are kept (the
+// lowest ids, as the CPU sampler's stable order keeps them) decides the kept set and the draw.
+TEST(Sampling, TopKTiesKeepTheLowestIds) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  for (const int vocab : {129280, 1000}) {
+    const SamplingRow kinds[] = {{1.0f, 50, 1.0f, 0.0f, 0, 0},
+                                 {1.0f, 333, 1.0f, 0.0f, 0, 0},
+                                 {0.9f, 777, 0.9f, 0.0f, 0, 0},
+                                 {1.0f, 999, 1.0f, 0.01f, 0, 0}};
+    const int rows = 16;
+    std::vector<SamplingRow> opts(rows);
+    std::uniform_int_distribution<uint64_t> seeds;
+    for (int r = 0; r < rows; ++r) {
+      opts[r] = kinds[r % 4];
+      opts[r].seed = seeds(rng);
+      opts[r].step = r;
+    }
+    std::normal_distribution<float> dist(0.0f, 1.5f);
+    std::vector<float> logits(size_t(rows) * vocab);
+    for (auto& x : logits) x = std::round(dist(rng));
+    auto dl = test::to_device(logits, stream);
+    auto dopt = test::to_device(opts, stream);
+    auto dtok = test::poisoned<int32_t>(rows, stream);
+    sample_tokens({dl.as<float>(), dopt.as<SamplingRow>(), dtok.as<int32_t>(), rows, vocab, vocab},
+                  stream);
+    const auto tokens = test::to_host<int32_t>(dtok, rows, stream);
+    for (int r = 0; r < rows; ++r) {
+      const Reference want = reference_sample(&logits[size_t(r) * vocab], vocab, opts[r]);
+      EXPECT_TRUE(allowed(want, tokens[r]))
+          << "vocab " << vocab << " row " << r << ": got " << tokens[r] << ", target "
+          << want.target << " tol " << want.tol;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hymoe::gpu
