@@ -1,6 +1,7 @@
 // Sampling: one 1024-thread block per row. Selection thresholds are found by bisection over the
 // order-preserving integer image of FP32 values (32 block-wide counting passes), so no sort is
-// needed; the draw is a block-wide prefix sum over ids. Ties at the top_k and top_p cuts are
+// needed (the top_p threshold by a 3-pass radix select over the probabilities' bits, with
+// fixed-point mass); the draw is a block-wide prefix sum over ids. Ties at the top_k and top_p cuts are
 // kept in id order, as the CPU sampler's stable order keeps them: each cut ends at the id of the
 // last tie kept, so whether an id is kept is a pure function of its key and id.
 #pragma once
@@ -44,6 +45,24 @@ __device__ uint32_t bisect_kth(Fn&& count_at_least, int want) {
     if (count_at_least(mid) >= want) lo = mid; else hi = mid - 1;
   }
   return lo;
+}
+
+// Probability mass in fixed point (p <= 1 times 2^40): sums are exact and order-independent.
+inline constexpr int kRadixBits = 10, kRadixBins = 1 << kRadixBits;
+__device__ __forceinline__ unsigned long long fixed_mass(float p) {
+  return __float2ull_rn(p * 0x1p40f);
+}
+
+// Block-wide sum of 64-bit integers (every thread gets it); *scratch is one shared word.
+__device__ unsigned long long block_sum_u64(unsigned long long v, unsigned long long* scratch) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x == 0) *scratch = 0;
+  __syncthreads();
+  if (threadIdx.x % kWarpSize == 0) atomicAdd(scratch, v);
+  __syncthreads();
+  const unsigned long long total = *scratch;
+  __syncthreads();
+  return total;
 }
 
 // The id of the n-th (1-based, id order) element with is_tie(i), or 0x7fffffff when there are
@@ -159,40 +178,71 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
     return expf((v - mx) * inv_t);
   };
 
-  // Candidate mass (for top_p) and the p-threshold by bisection on probability keys.
-  float total = 0.0f;
-  for (int i = tid; i < p.vocab; i += blockDim.x) total += prob(i);
-  total = block_sum(total, scratch);
+  // The p-threshold.
   uint32_t pk = 0;         // keep p with key > pk, and ties at pk up to id p_tie_last
   int p_tie_last = 0x7fffffff;
   if (opt.top_p < 1.0f) {
-    const float target = opt.top_p * total;
-    uint32_t lo = 0, hi = 0xffffffffu;  // largest key whose mass(>= key) >= target
-    while (lo < hi) {
-      const uint32_t mid = upper_mid(lo, hi);
-      float m = 0.0f;
-      for (int i = tid; i < p.vocab; i += blockDim.x) {
-        const float pi = prob(i);
-        if (order_key(pi) >= mid) m += pi;
+    // The largest probability P with mass(p >= P) >= top_p * total, by a radix select over the
+    // probabilities' bits (non-negative floats order like their bits): three passes of 10-bit
+    // digits, each a histogram of the mass of the candidates that share the digits chosen so far
+    // (fixed point: exact, so the answer does not depend on the order the atomics land in).
+    __shared__ unsigned long long hist[kRadixBins];
+    __shared__ unsigned long long s_mass;
+    __shared__ uint32_t s_digit;
+    unsigned long long total_fx = 0;
+    for (int i = tid; i < p.vocab; i += blockDim.x) total_fx += fixed_mass(prob(i));
+    total_fx = block_sum_u64(total_fx, &s_mass);
+    const double want = ceil(double{opt.top_p} * static_cast<double>(total_fx));
+    const unsigned long long target_fx =
+        want < 1.0 ? 1ull : min(total_fx, static_cast<unsigned long long>(want));
+    uint32_t prefix = 0;              // the digits chosen so far
+    unsigned long long above = 0;     // mass of the candidates above the chosen prefix
+    for (int shift = 20; shift >= 0; shift -= kRadixBits) {
+      for (int j = tid; j < kRadixBins; j += blockDim.x) hist[j] = 0;
+      __syncthreads();
+      for (int base = 0; base < p.vocab; base += blockDim.x) {  // uniform: whole warps below
+        const int i = base + tid;
+        uint32_t digit = 0xffffffffu;
+        unsigned long long v = 0;
+        if (i < p.vocab) {
+          const float pi = prob(i);
+          const uint32_t b = __float_as_uint(pi);
+          if (pi > 0.0f && (shift == 20 || (b >> (shift + kRadixBits)) == prefix)) {
+            digit = (b >> shift) & (kRadixBins - 1);
+            v = fixed_mass(pi);
+          }
+        }
+        // Lanes with the same digit add their mass first (one shared atomic per digit per warp:
+        // most candidates share a few digits). v < 2^41: 16-bit halves sum without overflow.
+        const unsigned group = __match_any_sync(0xffffffffu, digit);
+        const unsigned lo = __reduce_add_sync(group, static_cast<unsigned>(v & 0xffffu));
+        const unsigned hi = __reduce_add_sync(group, static_cast<unsigned>(v >> 16));
+        if (digit != 0xffffffffu && static_cast<int>(tid % kWarpSize) == __ffs(group) - 1)
+          atomicAdd(&hist[digit], (static_cast<unsigned long long>(hi) << 16) + lo);
       }
-      if (block_sum(m, scratch) >= target) lo = mid; else hi = mid - 1;
+      __syncthreads();
+      if (tid == 0) {  // the highest digit whose mass, with all above it, reaches the target
+        unsigned long long cum = above;
+        uint32_t d = kRadixBins - 1;
+        while (d > 0 && cum + hist[d] < target_fx) cum += hist[d--];
+        s_digit = d;
+        s_mass = cum;
+      }
+      __syncthreads();
+      prefix = (prefix << kRadixBits) | s_digit;
+      above = s_mass;
+      __syncthreads();  // s_digit / s_mass / hist are rewritten by the next pass
     }
-    pk = lo;
+    const float q = __uint_as_float(prefix);  // the threshold probability itself
+    pk = order_key(q);
     // The CPU sampler adds candidates in descending probability, ties in id order, until the
-    // mass reaches the target: of the ties at pk (all of probability q) it keeps the first n
-    // with mass(> pk) + n q >= target.
-    float above = 0.0f;
-    for (int i = tid; i < p.vocab; i += blockDim.x) {
-      const float pi = prob(i);
-      if (order_key(pi) > pk) above += pi;
-    }
-    above = block_sum(above, scratch);
-    const float q = key_value(pk);
-    const float need = ceilf((target - above) / q);
-    const int n = !(need < 2.0e9f) ? 0x7fffffff : max(1, static_cast<int>(need));
-    if (q > 0.0f && n != 0x7fffffff) {
-      p_tie_last = nth_tie_id([&](int i) { return order_key(prob(i)) == pk; }, n, begin, end,
-                              tie_prefix, &s_tie);
+    // mass reaches the target: of the ties at q it keeps the first n with
+    // mass(> q) + n q >= target.
+    const unsigned long long q_fx = fixed_mass(q);
+    const unsigned long long n_fx = q_fx == 0 ? 0 : (target_fx - above + q_fx - 1) / q_fx;
+    if (q_fx != 0 && n_fx < 0x7fffffffull) {
+      p_tie_last = nth_tie_id([&](int i) { return order_key(prob(i)) == pk; },
+                              max(1, static_cast<int>(n_fx)), begin, end, tie_prefix, &s_tie);
     }
   }
   // min_p relative to p_max = 1 (the best logit is always a candidate): exp(0) = 1.
