@@ -33,8 +33,8 @@ constexpr int kMaxPlans = 64;  // distinct (tokens, keys, strides) kept; the old
 // Whether p's keys are already one [k_nope | k_pe] row of 192 per head (k_pe stored per head
 // right after k_nope, same token stride): then cuDNN reads K in place, with no gather.
 bool keys_in_place(const MlaPrefillParams& p) {
-  return p.k_pe_head_stride == p.k_head_stride && p.k_pe_token_stride == p.k_token_stride &&
-         p.k_pe == p.k_nope + kMlaNopeDim;
+  return p.k_nope != nullptr && p.k_pe_head_stride == p.k_head_stride &&
+         p.k_pe_token_stride == p.k_token_stride && p.k_pe == p.k_nope + kMlaNopeDim;
 }
 
 // How K is laid out for cuDNN: token and head strides of a [.., 192] row per (key, head).
@@ -319,6 +319,7 @@ struct MlaPrefillCudnn::Impl {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!plan) {
       if (why) *why = reason;
+      if (static_cast<int>(refused.size()) >= kMaxPlans) refused.clear();
       refused.emplace(key, reason);
       return nullptr;
     }

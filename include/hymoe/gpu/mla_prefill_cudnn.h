@@ -38,8 +38,9 @@ class MlaPrefillCudnn {
   MlaPrefillCudnn(const MlaPrefillCudnn&) = delete;
   MlaPrefillCudnn& operator=(const MlaPrefillCudnn&) = delete;
 
-  // Whether cuDNN has an engine for p's shapes and strides (pointers may be null; builds and
-  // caches the plan; false when the graph is refused, with the reason in *why).
+  // Whether cuDNN has an engine for p's shapes and strides (builds and caches the plan; false
+  // when the graph is refused, with the reason in *why). Pointers may be null; when they are set
+  // they also decide whether K is read in place (see above), which is a different plan.
   bool supports(const MlaPrefillParams& p, std::string* why = nullptr);
   // Same checks as mla_prefill(); throws kUnsupported when !supports(p). Stream-ordered; the
   // workspace is reused by the next call, so calls on different streams must not overlap.
