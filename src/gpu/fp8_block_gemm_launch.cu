@@ -1,7 +1,8 @@
-// Launchers of the block-scaled FP8 GEMMs: mma.sync (fp8_block_gemm.cuh) and wgmma
-// (fp8_block_gemm_wgmma.cuh).
+// Launchers of the block-scaled FP8 GEMMs: mma.sync (fp8_block_gemm.cuh), wgmma
+// (fp8_block_gemm_wgmma.cuh) and warp-specialised persistent wgmma (fp8_block_gemm_wgmma_ws.cuh).
 #include "fp8_block_gemm.cuh"
 #include "fp8_block_gemm_wgmma.cuh"
+#include "fp8_block_gemm_wgmma_ws.cuh"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu::launch {
@@ -34,11 +35,46 @@ cudaError_t wgmma_grouped(const GroupedGemmParams& p, int tiles, cudaStream_t st
   return cudaGetLastError();
 }
 
+namespace {
+// The persistent kernels: one block per SM at most (their smem allows no more).
+cudaError_t persistent_grid(int tiles, int& grid) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  grid = tiles < sms ? tiles : sms;
+  return err;
+}
+
+cudaError_t wgmma_ws_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+  using kernels::WsCfg;
+  cudaError_t err = allow_smem(kernels::fp8_block_gemm_wgmma_ws_kernel, WsCfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + WsCfg::kM - 1) / WsCfg::kM);
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, grid);
+  if (err != cudaSuccess) return err;
+  kernels::fp8_block_gemm_wgmma_ws_kernel<<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStream_t stream) {
+  using kernels::WsCfg;
+  cudaError_t err = allow_smem(kernels::fp8_grouped_gemm_wgmma_ws_kernel, WsCfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * row_tiles;
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, grid);
+  if (err != cudaSuccess) return err;
+  kernels::fp8_grouped_gemm_wgmma_ws_kernel<<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(
+      p, row_tiles);
+  return cudaGetLastError();
+}
+}  // namespace
+
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream) {
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -50,6 +86,7 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
   switch (kernel) {
     case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
     case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
+    case Fp8BlockGemmKernel::kWgmmaWs: return kernels::WsCfg::kM;
     case Fp8BlockGemmKernel::kMmaSync: break;
   }
   return kernels::kBgM;
@@ -60,6 +97,7 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped(p, tiles, stream);
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

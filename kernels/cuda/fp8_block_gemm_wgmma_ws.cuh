@@ -1,0 +1,252 @@
+// Warp-specialised, persistent variant of the wgmma block-scaled FP8 GEMM (fp8_block_gemm_wgmma.cuh:
+// the same operation, tile shape, shared-memory layout, descriptors and promotion). Round 1's kernel
+// had every warp load, wait and compute in turn (one __syncthreads per K block); here the roles are
+// split, Hopper's usual design:
+//   warpgroup 0, the producer (setmaxnreg down to 40 registers): cp.async of each K block's A and
+//     B tiles (128 rows x 128 bytes each, 128-byte swizzle) into a 6-slot ring; after each slot's
+//     copies, cp.async.mbarrier.arrive.noinc on the slot's full barrier (128 arrivals: one per
+//     producer thread, each when that thread's copies landed). Before refilling a slot it waits
+//     on the slot's empty barrier.
+//   warpgroups 1 and 2, the consumers (setmaxnreg up to 232): rows 0..63 / 64..127 of the tile.
+//     Per K block: read this block's scales (global loads, their latency under the wait), wait on
+//     the full barrier, fence.proxy.async (the cp.async writes are generic-proxy writes, wgmma
+//     reads through the async proxy), 4 wgmma m64n128k32 into a fresh partial accumulator,
+//     wgmma.wait_group 0, one arrival per warp on the slot's empty barrier (8 per phase), then
+//     acc += part * a_scale[row] * b_scale. While one consumer promotes, the other's wgmmas run.
+//   Persistent: grid = min(tiles, SMs); block b runs tiles b, b + grid, ... (dense: raster_tile's
+//   L2-friendly order; grouped: row tile y = id / tiles_n of all experts, column x = id % tiles_n),
+//   the ring carrying on from one tile to the next, so the producer loads the next tile while the
+//   consumers store the last one. Both roles walk the same tiles and K blocks, one slot per K
+//   block (wgmma_layout.h: RingPos, the parity each side waits for, GroupedCursor).
+// Rows past m or n and K past k are zero-filled by cp.async (grouped: rows past an expert's end
+// belong to the next expert, p.m stops them); stores are masked.
+#pragma once
+
+#include "fp8_block_gemm_wgmma.cuh"
+
+namespace hymoe::gpu::kernels {
+
+struct WsCfg {
+  static constexpr int kConsumers = 2;                      // consumer warpgroups, 64 rows each
+  static constexpr int kM = 64 * kConsumers;                // rows per tile
+  static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
+  static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
+  static constexpr int kProducerThreads = 128;              // arrivals per full-barrier phase
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr int kStages = 6;
+  static constexpr int kATileBytes = kM * kWgK;             // 1024-aligned (whole swizzle atoms)
+  static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
+  static constexpr int kRingBytes = kStages * kStageBytes;
+  // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
+  // the full and empty barriers (8 bytes each) after the ring.
+  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + 2 * kStages * 8;
+};
+static_assert(WsCfg::kProducerThreads * WsCfg::kProducerRegs +
+                      128 * WsCfg::kConsumers * WsCfg::kConsumerRegs <=
+                  65536,
+              "the register budgets fit one SM's register file");
+static_assert(WsCfg::kSmemBytes <= 227 * 1024, "the ring fits Hopper's shared memory per block");
+
+// Dense tiles: raster_tile's order.
+struct WsDenseTiles {
+  int tiles_m, tiles_n;
+  __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    const wgmma::TileCoord t = wgmma::raster_tile(id, tiles_m, tiles_n, kWgRasterGroup);
+    q = p;
+    m0 = t.m * WsCfg::kM;
+    n0 = t.n * kWgN;
+    return true;
+  }
+};
+
+// Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
+// keeps its own cursor (ids increase, so the scan over the experts happens once per block).
+struct WsGroupedTiles {
+  const GroupedGemmParams* gp;
+  int row_tiles, tiles_n;
+  wgmma::GroupedCursor cursor;
+  __device__ __forceinline__ int count() const { return row_tiles * tiles_n; }
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    const int y = id / tiles_n, x = id % tiles_n;
+    wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, WsCfg::kM);
+    if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
+    grouped_expert_params(*gp, cursor.expert, q);
+    m0 = (y - cursor.first) * WsCfg::kM;
+    n0 = x * kWgN;
+    return true;
+  }
+};
+
+// One producer thread's share of a tile's copies: chunk t % 8 (16 bytes) of rows t / 8 + 16 i,
+// i = 0..7, of A and of B. Those rows share the swizzle phase (row % 8), so their destinations
+// are sw128_offset(t / 8, chunk) + 2048 i. A loop, not unrolled: the producer has 40 registers
+// and spare issue slots.
+struct WsLoader {
+  static constexpr int kRowsPerPass = WsCfg::kProducerThreads / 8;  // 16
+  static constexpr int kPasses = WsCfg::kM / kRowsPerPass;          // 8 (A and B alike: 128 rows)
+  static_assert(WsCfg::kM == kWgN, "A and B tiles have the same row count");
+  const uint8_t* a;  // row m0 + t / 8 of A, byte chunk * 16
+  const uint8_t* b;  // row n0 + t / 8 of B, byte chunk * 16
+  int64_t a_step, b_step;  // 16 rows
+  int a_rows, b_rows;      // how many of this thread's 8 rows lie inside m / n
+  int k_left;              // k - chunk * 16: K block kb is inside k iff kb * 128 < k_left
+  uint32_t dst;            // sw128_offset(t / 8, chunk * 16)
+
+  __device__ __forceinline__ WsLoader(const Fp8BlockGemmParams& q, int m0, int n0, int t) {
+    const int row = t / 8, col = (t % 8) * 16;
+    a = reinterpret_cast<const uint8_t*>(q.a) + (m0 + row) * q.lda + col;
+    b = reinterpret_cast<const uint8_t*>(q.b) + (n0 + row) * q.ldb + col;
+    a_step = kRowsPerPass * q.lda;
+    b_step = kRowsPerPass * q.ldb;
+    a_rows = (q.m - m0 - row + kRowsPerPass - 1) / kRowsPerPass;  // (<= 0: none)
+    b_rows = (q.n - n0 - row + kRowsPerPass - 1) / kRowsPerPass;
+    k_left = q.k - col;
+    dst = wgmma::sw128_offset(row, col);
+  }
+  // K block kb into the stage at shared address stage_addr (zero-filled past m, n, k).
+  __device__ __forceinline__ void load(uint32_t stage_addr, int kb) const {
+    const bool k_ok = kb * kWgK < k_left;
+    const int64_t off = static_cast<int64_t>(kb) * kWgK;
+    const uint8_t* pa = a + off;
+    const uint8_t* pb = b + off;
+    uint32_t sa = stage_addr + dst, sb = stage_addr + WsCfg::kATileBytes + dst;
+#pragma unroll 1
+    for (int i = 0; i < kPasses; ++i) {
+      const bool a_ok = k_ok && i < a_rows, b_ok = k_ok && i < b_rows;
+      cp_async16_shared(sa, a_ok ? pa : a, a_ok);
+      cp_async16_shared(sb, b_ok ? pb : b, b_ok);
+      pa += a_step;
+      pb += b_step;
+      sa += kRowsPerPass * wgmma::kSw128RowBytes;
+      sb += kRowsPerPass * wgmma::kSw128RowBytes;
+    }
+  }
+};
+
+// The producer warpgroup (t = 0..127): every K block of every tile of this block into the ring.
+template <class Tiles>
+__device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles tiles,
+                                           uint32_t ring_addr, uint32_t bars, int t) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const WsLoader loader(q, m0, n0, t);
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (WsCfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      loader.load(ring_addr + pos.stage * WsCfg::kStageBytes, kb);
+      cp_async_arrive_noinc(bars + pos.stage * 8);
+      pos = wgmma::ring_next(pos, WsCfg::kStages);
+    }
+  }
+  cp_async_wait_all();  // (leave no copy in flight at exit)
+}
+
+// A consumer warpgroup cw (0 or 1: tile rows 64cw..64cw+63), thread t = 0..127 of it.
+template <class Tiles>
+__device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
+                                           uint32_t ring_addr, uint32_t bars, int cw, int t) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  const bool lane0 = t % 32 == 0;
+  float acc[64], part[64];
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const int r0 = cw * 64 + wgmma::acc_row(t, 0), r1 = cw * 64 + wgmma::acc_row(t, 2);
+    const bool r0_ok = m0 + r0 < q.m, r1_ok = m0 + r1 < q.m;
+    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
+    const float* a_scale = q.a_scale + m0;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
+      const float ws = b_scale[kb];
+      const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
+      const float sa0 = r0_ok ? sa[r0] : 0.0f, sa1 = r1_ok ? sa[r1] : 0.0f;
+      mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
+      fence_proxy_async();
+      const uint32_t stage_addr = ring_addr + pos.stage * WsCfg::kStageBytes;
+      const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
+      const uint32_t b_addr = stage_addr + WsCfg::kATileBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < kWgK / 32; ++j)
+        wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                              wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_hold(part);
+      if (lane0) mbarrier_arrive(bars + (WsCfg::kStages + pos.stage) * 8);  // slot read
+      pos = wgmma::ring_next(pos, WsCfg::kStages);
+      wg_promote(acc, part, sa0 * ws, sa1 * ws);
+    }
+
+    // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
+    auto* d = reinterpret_cast<uint16_t*>(q.d);
+    const bool pairs = (q.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(q.d) % 4 == 0);
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+      const int row = m0 + cw * 64 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
+      if (row >= q.m || col >= q.n) continue;
+      uint16_t* out = d + static_cast<int64_t>(row) * q.ldd + col;
+      if (pairs && col + 1 < q.n) {
+        *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
+      } else {
+        out[0] = float_to_bf16_bits(acc[i]);
+        if (col + 1 < q.n) out[1] = float_to_bf16_bits(acc[i + 1]);
+      }
+    }
+  }
+}
+
+// Barriers, then the roles. smem: WsCfg::kSmemBytes of dynamic shared memory.
+template <class Tiles>
+__device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem) {
+  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t pad = (wgmma::kSw128AtomBytes - (smem_base % wgmma::kSw128AtomBytes)) %
+                       wgmma::kSw128AtomBytes;
+  const uint32_t ring_addr = smem_base + pad;
+  // full[s] at bars + 8s, empty[s] at bars + 8 (kStages + s).
+  const uint32_t bars = ring_addr + WsCfg::kRingBytes;
+  if (tid == 0) {
+    for (int s = 0; s < WsCfg::kStages; ++s) {
+      mbarrier_init(bars + s * 8, WsCfg::kProducerThreads);
+      mbarrier_init(bars + (WsCfg::kStages + s) * 8, WsCfg::kConsumerWarps);
+    }
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<WsCfg::kProducerRegs>();
+    ws_produce(p, tiles, ring_addr, bars, t);
+  } else {
+    setmaxnreg_inc<WsCfg::kConsumerRegs>();
+    ws_consume(p, tiles, ring_addr, bars, wg - 1, t);
+  }
+}
+
+// Dense: grid = min(tiles, SMs), persistent over the tiles.
+__global__ void __launch_bounds__(WsCfg::kThreads, 1)
+    fp8_block_gemm_wgmma_ws_kernel(const __grid_constant__ Fp8BlockGemmParams p) {
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsDenseTiles tiles{(p.m + WsCfg::kM - 1) / WsCfg::kM, (p.n + kWgN - 1) / kWgN};
+  ws_run(p, tiles, ws_smem);
+}
+
+// Grouped: row_tiles = the 128-row tiles of all experts; grid = min(row_tiles * tiles_n, SMs).
+__global__ void __launch_bounds__(WsCfg::kThreads, 1)
+    fp8_grouped_gemm_wgmma_ws_kernel(const __grid_constant__ GroupedGemmParams gp,
+                                     int row_tiles) {
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsGroupedTiles tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
+  ws_run(Fp8BlockGemmParams{}, tiles, ws_smem);
+}
+
+}  // namespace hymoe::gpu::kernels
