@@ -194,8 +194,8 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
       // and the warp-specialised persistent one) at every size; the 64-row tiles and the
       // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
-                                        GemmBackend::kWgmmaWs, GemmBackend::kWgmma64,
-                                        GemmBackend::kHymoe}) {
+                                        GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
+                                        GemmBackend::kWgmma64, GemmBackend::kHymoe}) {
         if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64) && m != 4096)
           continue;
         std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
@@ -512,8 +512,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     DeviceBuffer y(size_t(rows) * kHidden * 2);
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
     for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmmaWs,
-                                      GemmBackend::kWgmma64, GemmBackend::kHymoe,
-                                      GemmBackend::kCublasLt}) {
+                                      GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmma64,
+                                      GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
                                            gemm_backend_name(backend), tokens);
       try {

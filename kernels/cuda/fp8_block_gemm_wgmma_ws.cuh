@@ -147,14 +147,50 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
   cp_async_wait_all();  // (leave no copy in flight at exit)
 }
 
+// A consumer's view of the ring for one tile: waits for a slot, issues its 4 wgmmas, releases it.
+struct WsSlots {
+  uint32_t ring_addr, bars;
+  int cw;
+  bool lane0;
+  wgmma::RingPos pos{0, 0};
+  // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
+  // the group; the caller waits for it).
+  __device__ __forceinline__ void issue(float (&part)[64]) {
+    mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
+    fence_proxy_async();  // the cp.async (generic proxy) writes, seen by wgmma (async proxy)
+    const uint32_t stage_addr = ring_addr + pos.stage * WsCfg::kStageBytes;
+    const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
+    const uint32_t b_addr = stage_addr + WsCfg::kATileBytes;
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kWgK / 32; ++j)
+      wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                            wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+    wgmma_commit();
+  }
+  // After wgmma_wait for the slot's wgmmas: one arrival per warp on its empty barrier.
+  __device__ __forceinline__ void release() {
+    if (lane0) mbarrier_arrive(bars + (WsCfg::kStages + pos.stage) * 8);
+    pos = wgmma::ring_next(pos, WsCfg::kStages);
+  }
+};
+
 // A consumer warpgroup cw (0 or 1: tile rows 64cw..64cw+63), thread t = 0..127 of it.
-template <class Tiles>
+// Promotion schedule (Pipelined, a template switch until measured):
+//   false  per K block: wait, 4 wgmmas into part, wgmma.wait_group 0, release the slot,
+//          acc += part * scale (the other consumer's wgmmas run meanwhile);
+//   true   two partial accumulators, alternating (round 1's schedule): block kb's wgmmas issued,
+//          then block kb - 1 promoted under them, then the wait for kb and the release of its
+//          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
+//   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
+//   the wgmmas nor injects waits).
+template <bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
                                            uint32_t ring_addr, uint32_t bars, int cw, int t) {
-  wgmma::RingPos pos{0, 0};
+  WsSlots slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
-  const bool lane0 = t % 32 == 0;
-  float acc[64], part[64];
+  float acc[64], part0[64];
+  [[maybe_unused]] float part1[Pipelined ? 64 : 1];
   for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
@@ -163,29 +199,48 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
     const bool r0_ok = m0 + r0 < q.m, r1_ok = m0 + r1 < q.m;
     const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
     const float* a_scale = q.a_scale + m0;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    for (int kb = 0; kb < kblocks; ++kb) {
-      // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
+    // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
+    auto scales = [&](int kb, float& s0, float& s1) {
       const float ws = b_scale[kb];
       const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
-      const float sa0 = r0_ok ? sa[r0] : 0.0f, sa1 = r1_ok ? sa[r1] : 0.0f;
-      mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
-      fence_proxy_async();
-      const uint32_t stage_addr = ring_addr + pos.stage * WsCfg::kStageBytes;
-      const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
-      const uint32_t b_addr = stage_addr + WsCfg::kATileBytes;
-      wgmma_fence();
+      s0 = r0_ok ? sa[r0] * ws : 0.0f;
+      s1 = r1_ok ? sa[r1] * ws : 0.0f;
+    };
 #pragma unroll
-      for (int j = 0; j < kWgK / 32; ++j)
-        wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
-                              wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_hold(part);
-      if (lane0) mbarrier_arrive(bars + (WsCfg::kStages + pos.stage) * 8);  // slot read
-      pos = wgmma::ring_next(pos, WsCfg::kStages);
-      wg_promote(acc, part, sa0 * ws, sa1 * ws);
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    if constexpr (!Pipelined) {
+      for (int kb = 0; kb < kblocks; ++kb) {
+        float s0, s1;
+        scales(kb, s0, s1);  // (global loads: their latency under the wait and the wgmmas)
+        slots.issue(part0);
+        wgmma_wait<0>();
+        wgmma_hold(part0);
+        slots.release();
+        wg_promote(acc, part0, s0, s1);
+      }
+    } else {
+      // One K block into cur while prev (block kb - 1, complete) is promoted.
+      auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+        slots.issue(cur);
+        if (kb > 0) {
+          float s0, s1;
+          scales(kb - 1, s0, s1);
+          wg_promote(acc, prev, s0, s1);
+        }
+        wgmma_wait<0>();
+        wgmma_hold(cur);
+        slots.release();
+      };
+      // An odd count starts with one step into part1 (nothing to promote), then pairs.
+      int kb = 0;
+      if (kblocks % 2 == 1) step(kb++, part1, part0);
+      for (; kb < kblocks; kb += 2) {
+        step(kb, part0, part1);
+        step(kb + 1, part1, part0);
+      }
+      float s0, s1;
+      scales(kblocks - 1, s0, s1);
+      wg_promote(acc, part1, s0, s1);
     }
 
     // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
@@ -207,7 +262,7 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
 }
 
 // Barriers, then the roles. smem: WsCfg::kSmemBytes of dynamic shared memory.
-template <class Tiles>
+template <bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem) {
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -228,25 +283,27 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     ws_produce(p, tiles, ring_addr, bars, t);
   } else {
     setmaxnreg_inc<WsCfg::kConsumerRegs>();
-    ws_consume(p, tiles, ring_addr, bars, wg - 1, t);
+    ws_consume<Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
   }
 }
 
 // Dense: grid = min(tiles, SMs), persistent over the tiles.
+template <bool Pipelined>
 __global__ void __launch_bounds__(WsCfg::kThreads, 1)
     fp8_block_gemm_wgmma_ws_kernel(const __grid_constant__ Fp8BlockGemmParams p) {
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsDenseTiles tiles{(p.m + WsCfg::kM - 1) / WsCfg::kM, (p.n + kWgN - 1) / kWgN};
-  ws_run(p, tiles, ws_smem);
+  ws_run<Pipelined>(p, tiles, ws_smem);
 }
 
 // Grouped: row_tiles = the 128-row tiles of all experts; grid = min(row_tiles * tiles_n, SMs).
+template <bool Pipelined>
 __global__ void __launch_bounds__(WsCfg::kThreads, 1)
     fp8_grouped_gemm_wgmma_ws_kernel(const __grid_constant__ GroupedGemmParams gp,
                                      int row_tiles) {
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsGroupedTiles tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
-  ws_run(Fp8BlockGemmParams{}, tiles, ws_smem);
+  ws_run<Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -45,25 +45,27 @@ cudaError_t persistent_grid(int tiles, int& grid) {
   return err;
 }
 
+template <bool Pipelined>
 cudaError_t wgmma_ws_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
   using kernels::WsCfg;
-  cudaError_t err = allow_smem(kernels::fp8_block_gemm_wgmma_ws_kernel, WsCfg::kSmemBytes);
+  cudaError_t err = allow_smem(kernels::fp8_block_gemm_wgmma_ws_kernel<Pipelined>, WsCfg::kSmemBytes);
   const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + WsCfg::kM - 1) / WsCfg::kM);
   int grid = 0;
   if (err == cudaSuccess) err = persistent_grid(tiles, grid);
   if (err != cudaSuccess) return err;
-  kernels::fp8_block_gemm_wgmma_ws_kernel<<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(p);
+  kernels::fp8_block_gemm_wgmma_ws_kernel<Pipelined><<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
+template <bool Pipelined>
 cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStream_t stream) {
   using kernels::WsCfg;
-  cudaError_t err = allow_smem(kernels::fp8_grouped_gemm_wgmma_ws_kernel, WsCfg::kSmemBytes);
+  cudaError_t err = allow_smem(kernels::fp8_grouped_gemm_wgmma_ws_kernel<Pipelined>, WsCfg::kSmemBytes);
   const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * row_tiles;
   int grid = 0;
   if (err == cudaSuccess) err = persistent_grid(tiles, grid);
   if (err != cudaSuccess) return err;
-  kernels::fp8_grouped_gemm_wgmma_ws_kernel<<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(
+  kernels::fp8_grouped_gemm_wgmma_ws_kernel<Pipelined><<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(
       p, row_tiles);
   return cudaGetLastError();
 }
@@ -74,7 +76,8 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kerne
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense<false>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_dense<true>(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -86,7 +89,8 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
   switch (kernel) {
     case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
     case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
-    case Fp8BlockGemmKernel::kWgmmaWs: return kernels::WsCfg::kM;
+    case Fp8BlockGemmKernel::kWgmmaWs:
+    case Fp8BlockGemmKernel::kWgmmaWsPipe: return kernels::WsCfg::kM;
     case Fp8BlockGemmKernel::kMmaSync: break;
   }
   return kernels::kBgM;
@@ -97,7 +101,8 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped<false>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_grouped<true>(p, tiles, stream);
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

@@ -27,6 +27,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmma: return "wgmma";
     case GemmBackend::kWgmma64: return "wgmma64";
     case GemmBackend::kWgmmaWs: return "wgmma_ws";
+    case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
   }
   return "unknown";
 }
@@ -163,6 +164,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
                      backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
                      : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
                      : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
+                     : backend_ == GemmBackend::kWgmmaWsPipe ? Fp8BlockGemmKernel::kWgmmaWsPipe
                                                          : Fp8BlockGemmKernel::kMmaSync);
       return;
     }

@@ -85,6 +85,8 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
   const Fp8BlockGemmKernel kernel = backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
                                     : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
                                     : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
+                                    : backend_ == GemmBackend::kWgmmaWsPipe
+                                        ? Fp8BlockGemmKernel::kWgmmaWsPipe
                                                                         : Fp8BlockGemmKernel::kMmaSync;
   const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
   int64_t tiles = 0;

@@ -151,8 +151,9 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   CublasLt lt;
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmma);  // kAuto on sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
-  // a 1-row expert, empty ones. kWgmmaWs: the persistent warp-specialised kernel.
-  check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs});
+  // a 1-row expert, empty ones. kWgmmaWs(Pipe): the persistent warp-specialised kernel.
+  check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
+                       GemmBackend::kWgmmaWsPipe});
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {
