@@ -195,8 +195,11 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
       // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
                                         GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
-                                        GemmBackend::kWgmma64, GemmBackend::kHymoe}) {
-        if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64) && m != 4096)
+                                        GemmBackend::kWgmma64, GemmBackend::kWgmmaWs64,
+                                        GemmBackend::kHymoe}) {
+        if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64 ||
+             backend == GemmBackend::kWgmmaWs64) &&
+            m != 4096)
           continue;
         std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
         try {
@@ -513,7 +516,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
     for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmmaWs,
                                       GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmma64,
-                                      GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+                                      GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
+                                      GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
                                            gemm_backend_name(backend), tokens);
       try {

@@ -18,6 +18,9 @@
 //   the ring carrying on from one tile to the next, so the producer loads the next tile while the
 //   consumers store the last one. Both roles walk the same tiles and K blocks, one slot per K
 //   block (wgmma_layout.h: RingPos, the parity each side waits for, GroupedCursor).
+// WsCfg<1> (kWgmmaWs64): one consumer warpgroup, 64-row tiles, a 4-slot ring of 24 KB slots, two
+// blocks per SM (the other block's consumer plays the second consumer's part), promotion under
+// the next block's wgmmas.
 // Rows past m or n and K past k are zero-filled by cp.async (grouped: rows past an expert's end
 // belong to the next expert, p.m stops them); stores are masked.
 #pragma once
@@ -26,28 +29,36 @@
 
 namespace hymoe::gpu::kernels {
 
+// Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
+// for short row counts and small experts, two blocks per SM).
+template <int Consumers>
 struct WsCfg {
-  static constexpr int kConsumers = 2;                      // consumer warpgroups, 64 rows each
+  static constexpr int kConsumers = Consumers;
   static constexpr int kM = 64 * kConsumers;                // rows per tile
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
+  static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
   static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
   static constexpr int kProducerThreads = 128;              // arrivals per full-barrier phase
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr int kStages = 6;
+  // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
+  // to the consumers.
+  static constexpr int kProducerRegs = 40, kConsumerRegs = Consumers == 2 ? 232 : 216;
+  static constexpr int kStages = Consumers == 2 ? 6 : 4;
   static constexpr int kATileBytes = kM * kWgK;             // 1024-aligned (whole swizzle atoms)
   static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
   static constexpr int kRingBytes = kStages * kStageBytes;
   // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
   // the full and empty barriers (8 bytes each) after the ring.
   static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + 2 * kStages * 8;
+  static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
+                        kBlocksPerSm <=
+                    65536,
+                "the register budgets fit one SM's register file");
+  static_assert((kSmemBytes + 1024) * kBlocksPerSm <= 228 * 1024,
+                "the rings fit Hopper's shared memory (1 KB reserved per block)");
 };
-static_assert(WsCfg::kProducerThreads * WsCfg::kProducerRegs +
-                      128 * WsCfg::kConsumers * WsCfg::kConsumerRegs <=
-                  65536,
-              "the register budgets fit one SM's register file");
-static_assert(WsCfg::kSmemBytes <= 227 * 1024, "the ring fits Hopper's shared memory per block");
 
 // Dense tiles: raster_tile's order.
+template <class Cfg>
 struct WsDenseTiles {
   int tiles_m, tiles_n;
   __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
@@ -55,7 +66,7 @@ struct WsDenseTiles {
                                      int& m0, int& n0) {
     const wgmma::TileCoord t = wgmma::raster_tile(id, tiles_m, tiles_n, kWgRasterGroup);
     q = p;
-    m0 = t.m * WsCfg::kM;
+    m0 = t.m * Cfg::kM;
     n0 = t.n * kWgN;
     return true;
   }
@@ -63,6 +74,7 @@ struct WsDenseTiles {
 
 // Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
 // keeps its own cursor (ids increase, so the scan over the experts happens once per block).
+template <class Cfg>
 struct WsGroupedTiles {
   const GroupedGemmParams* gp;
   int row_tiles, tiles_n;
@@ -71,27 +83,29 @@ struct WsGroupedTiles {
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
     const int y = id / tiles_n, x = id % tiles_n;
-    wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, WsCfg::kM);
+    wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, Cfg::kM);
     if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
     grouped_expert_params(*gp, cursor.expert, q);
-    m0 = (y - cursor.first) * WsCfg::kM;
+    m0 = (y - cursor.first) * Cfg::kM;
     n0 = x * kWgN;
     return true;
   }
 };
 
-// One producer thread's share of a tile's copies: chunk t % 8 (16 bytes) of rows t / 8 + 16 i,
-// i = 0..7, of A and of B. Those rows share the swizzle phase (row % 8), so their destinations
-// are sw128_offset(t / 8, chunk) + 2048 i. A loop, not unrolled: the producer has 40 registers
-// and spare issue slots.
+// One producer thread's share of a tile's copies: chunk t % 8 (16 bytes) of rows t / 8 + 16 i
+// of A (i < Cfg::kM / 16) and of B (i < 8). Those rows share the swizzle phase (row % 8), so
+// their destinations are sw128_offset(t / 8, chunk) + 2048 i. A loop, not unrolled: the producer
+// has 40 registers and spare issue slots.
+template <class Cfg>
 struct WsLoader {
-  static constexpr int kRowsPerPass = WsCfg::kProducerThreads / 8;  // 16
-  static constexpr int kPasses = WsCfg::kM / kRowsPerPass;          // 8 (A and B alike: 128 rows)
-  static_assert(WsCfg::kM == kWgN, "A and B tiles have the same row count");
+  static constexpr int kRowsPerPass = Cfg::kProducerThreads / 8;  // 16
+  static constexpr int kAPasses = Cfg::kM / kRowsPerPass;         // 8 or 4
+  static constexpr int kBPasses = kWgN / kRowsPerPass;            // 8
+  static_assert(kAPasses <= kBPasses, "the loop runs B's passes");
   const uint8_t* a;  // row m0 + t / 8 of A, byte chunk * 16
   const uint8_t* b;  // row n0 + t / 8 of B, byte chunk * 16
   int64_t a_step, b_step;  // 16 rows
-  int a_rows, b_rows;      // how many of this thread's 8 rows lie inside m / n
+  int a_rows, b_rows;      // how many of this thread's passes have their row inside m / n
   int k_left;              // k - chunk * 16: K block kb is inside k iff kb * 128 < k_left
   uint32_t dst;            // sw128_offset(t / 8, chunk * 16)
 
@@ -112,11 +126,14 @@ struct WsLoader {
     const int64_t off = static_cast<int64_t>(kb) * kWgK;
     const uint8_t* pa = a + off;
     const uint8_t* pb = b + off;
-    uint32_t sa = stage_addr + dst, sb = stage_addr + WsCfg::kATileBytes + dst;
+    uint32_t sa = stage_addr + dst, sb = stage_addr + Cfg::kATileBytes + dst;
 #pragma unroll 1
-    for (int i = 0; i < kPasses; ++i) {
-      const bool a_ok = k_ok && i < a_rows, b_ok = k_ok && i < b_rows;
-      cp_async16_shared(sa, a_ok ? pa : a, a_ok);
+    for (int i = 0; i < kBPasses; ++i) {
+      if (kAPasses == kBPasses || i < kAPasses) {  // (past A's tile: B's region, not A's)
+        const bool a_ok = k_ok && i < a_rows;
+        cp_async16_shared(sa, a_ok ? pa : a, a_ok);
+      }
+      const bool b_ok = k_ok && i < b_rows;
       cp_async16_shared(sb, b_ok ? pb : b, b_ok);
       pa += a_step;
       pb += b_step;
@@ -127,7 +144,7 @@ struct WsLoader {
 };
 
 // The producer warpgroup (t = 0..127): every K block of every tile of this block into the ring.
-template <class Tiles>
+template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles tiles,
                                            uint32_t ring_addr, uint32_t bars, int t) {
   wgmma::RingPos pos{0, 0};
@@ -135,19 +152,20 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
   for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
-    const WsLoader loader(q, m0, n0, t);
+    const WsLoader<Cfg> loader(q, m0, n0, t);
     const int kblocks = (q.k + kWgK - 1) / kWgK;
     for (int kb = 0; kb < kblocks; ++kb) {
-      mbarrier_wait(bars + (WsCfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
-      loader.load(ring_addr + pos.stage * WsCfg::kStageBytes, kb);
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      loader.load(ring_addr + pos.stage * Cfg::kStageBytes, kb);
       cp_async_arrive_noinc(bars + pos.stage * 8);
-      pos = wgmma::ring_next(pos, WsCfg::kStages);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
     }
   }
   cp_async_wait_all();  // (leave no copy in flight at exit)
 }
 
 // A consumer's view of the ring for one tile: waits for a slot, issues its 4 wgmmas, releases it.
+template <class Cfg>
 struct WsSlots {
   uint32_t ring_addr, bars;
   int cw;
@@ -158,9 +176,9 @@ struct WsSlots {
   __device__ __forceinline__ void issue(float (&part)[64]) {
     mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
     fence_proxy_async();  // the cp.async (generic proxy) writes, seen by wgmma (async proxy)
-    const uint32_t stage_addr = ring_addr + pos.stage * WsCfg::kStageBytes;
+    const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
     const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
-    const uint32_t b_addr = stage_addr + WsCfg::kATileBytes;
+    const uint32_t b_addr = stage_addr + Cfg::kATileBytes;
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kWgK / 32; ++j)
@@ -170,8 +188,8 @@ struct WsSlots {
   }
   // After wgmma_wait for the slot's wgmmas: one arrival per warp on its empty barrier.
   __device__ __forceinline__ void release() {
-    if (lane0) mbarrier_arrive(bars + (WsCfg::kStages + pos.stage) * 8);
-    pos = wgmma::ring_next(pos, WsCfg::kStages);
+    if (lane0) mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
+    pos = wgmma::ring_next(pos, Cfg::kStages);
   }
 };
 
@@ -184,10 +202,10 @@ struct WsSlots {
 //          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
 //   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
 //   the wgmmas nor injects waits).
-template <bool Pipelined, class Tiles>
+template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
                                            uint32_t ring_addr, uint32_t bars, int cw, int t) {
-  WsSlots slots{ring_addr, bars, cw, t % 32 == 0};
+  WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
   [[maybe_unused]] float part1[Pipelined ? 64 : 1];
@@ -261,8 +279,8 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
   }
 }
 
-// Barriers, then the roles. smem: WsCfg::kSmemBytes of dynamic shared memory.
-template <bool Pipelined, class Tiles>
+// Barriers, then the roles. smem: Cfg::kSmemBytes of dynamic shared memory.
+template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem) {
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -270,40 +288,43 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
                        wgmma::kSw128AtomBytes;
   const uint32_t ring_addr = smem_base + pad;
   // full[s] at bars + 8s, empty[s] at bars + 8 (kStages + s).
-  const uint32_t bars = ring_addr + WsCfg::kRingBytes;
+  const uint32_t bars = ring_addr + Cfg::kRingBytes;
   if (tid == 0) {
-    for (int s = 0; s < WsCfg::kStages; ++s) {
-      mbarrier_init(bars + s * 8, WsCfg::kProducerThreads);
-      mbarrier_init(bars + (WsCfg::kStages + s) * 8, WsCfg::kConsumerWarps);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(bars + s * 8, Cfg::kProducerThreads);
+      mbarrier_init(bars + (Cfg::kStages + s) * 8, Cfg::kConsumerWarps);
     }
   }
   __syncthreads();
   if (wg == 0) {
-    setmaxnreg_dec<WsCfg::kProducerRegs>();
-    ws_produce(p, tiles, ring_addr, bars, t);
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
   } else {
-    setmaxnreg_inc<WsCfg::kConsumerRegs>();
-    ws_consume<Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
   }
 }
 
-// Dense: grid = min(tiles, SMs), persistent over the tiles.
-template <bool Pipelined>
-__global__ void __launch_bounds__(WsCfg::kThreads, 1)
+// Dense: grid = min(tiles, SMs * Cfg::kBlocksPerSm), persistent over the tiles.
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
     fp8_block_gemm_wgmma_ws_kernel(const __grid_constant__ Fp8BlockGemmParams p) {
+  using Cfg = WsCfg<Consumers>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
-  const WsDenseTiles tiles{(p.m + WsCfg::kM - 1) / WsCfg::kM, (p.n + kWgN - 1) / kWgN};
-  ws_run<Pipelined>(p, tiles, ws_smem);
+  const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
+  ws_run<Cfg, Pipelined>(p, tiles, ws_smem);
 }
 
-// Grouped: row_tiles = the 128-row tiles of all experts; grid = min(row_tiles * tiles_n, SMs).
-template <bool Pipelined>
-__global__ void __launch_bounds__(WsCfg::kThreads, 1)
+// Grouped: row_tiles = the Cfg::kM-row tiles of all experts; grid = min(row_tiles * tiles_n,
+// SMs * Cfg::kBlocksPerSm).
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
     fp8_grouped_gemm_wgmma_ws_kernel(const __grid_constant__ GroupedGemmParams gp,
                                      int row_tiles) {
+  using Cfg = WsCfg<Consumers>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
-  const WsGroupedTiles tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
-  ws_run<Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
+  const WsGroupedTiles<Cfg> tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
+  ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -36,37 +36,38 @@ cudaError_t wgmma_grouped(const GroupedGemmParams& p, int tiles, cudaStream_t st
 }
 
 namespace {
-// The persistent kernels: one block per SM at most (their smem allows no more).
-cudaError_t persistent_grid(int tiles, int& grid) {
+// The persistent kernels: as many blocks as fit on the GPU at once, at most one per tile.
+cudaError_t persistent_grid(int tiles, int blocks_per_sm, int& grid) {
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  grid = tiles < sms ? tiles : sms;
+  grid = tiles < sms * blocks_per_sm ? tiles : sms * blocks_per_sm;
   return err;
 }
 
-template <bool Pipelined>
+template <int Consumers, bool Pipelined>
 cudaError_t wgmma_ws_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
-  using kernels::WsCfg;
-  cudaError_t err = allow_smem(kernels::fp8_block_gemm_wgmma_ws_kernel<Pipelined>, WsCfg::kSmemBytes);
-  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + WsCfg::kM - 1) / WsCfg::kM);
+  using Cfg = kernels::WsCfg<Consumers>;
+  const auto kernel = kernels::fp8_block_gemm_wgmma_ws_kernel<Consumers, Pipelined>;
+  cudaError_t err = allow_smem(kernel, Cfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + Cfg::kM - 1) / Cfg::kM);
   int grid = 0;
-  if (err == cudaSuccess) err = persistent_grid(tiles, grid);
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
   if (err != cudaSuccess) return err;
-  kernels::fp8_block_gemm_wgmma_ws_kernel<Pipelined><<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(p);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
-template <bool Pipelined>
+template <int Consumers, bool Pipelined>
 cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStream_t stream) {
-  using kernels::WsCfg;
-  cudaError_t err = allow_smem(kernels::fp8_grouped_gemm_wgmma_ws_kernel<Pipelined>, WsCfg::kSmemBytes);
+  using Cfg = kernels::WsCfg<Consumers>;
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_ws_kernel<Consumers, Pipelined>;
+  cudaError_t err = allow_smem(kernel, Cfg::kSmemBytes);
   const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * row_tiles;
   int grid = 0;
-  if (err == cudaSuccess) err = persistent_grid(tiles, grid);
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
   if (err != cudaSuccess) return err;
-  kernels::fp8_grouped_gemm_wgmma_ws_kernel<Pipelined><<<grid, WsCfg::kThreads, WsCfg::kSmemBytes, stream>>>(
-      p, row_tiles);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, row_tiles);
   return cudaGetLastError();
 }
 }  // namespace
@@ -76,8 +77,9 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kerne
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense<false>(p, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_dense<true>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense<2, false>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_dense<2, true>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_dense<1, true>(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -90,7 +92,8 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
     case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
     case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
     case Fp8BlockGemmKernel::kWgmmaWs:
-    case Fp8BlockGemmKernel::kWgmmaWsPipe: return kernels::WsCfg::kM;
+    case Fp8BlockGemmKernel::kWgmmaWsPipe: return kernels::WsCfg<2>::kM;
+    case Fp8BlockGemmKernel::kWgmmaWs64: return kernels::WsCfg<1>::kM;
     case Fp8BlockGemmKernel::kMmaSync: break;
   }
   return kernels::kBgM;
@@ -101,8 +104,9 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped<false>(p, tiles, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_grouped<true>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped<2, false>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_grouped<2, true>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_grouped<1, true>(p, tiles, stream);
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

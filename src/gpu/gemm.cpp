@@ -28,6 +28,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmma64: return "wgmma64";
     case GemmBackend::kWgmmaWs: return "wgmma_ws";
     case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
+    case GemmBackend::kWgmmaWs64: return "wgmma_ws64";
   }
   return "unknown";
 }
@@ -165,6 +166,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
                      : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
                      : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
                      : backend_ == GemmBackend::kWgmmaWsPipe ? Fp8BlockGemmKernel::kWgmmaWsPipe
+                     : backend_ == GemmBackend::kWgmmaWs64 ? Fp8BlockGemmKernel::kWgmmaWs64
                                                          : Fp8BlockGemmKernel::kMmaSync);
       return;
     }

@@ -87,6 +87,8 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                                     : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
                                     : backend_ == GemmBackend::kWgmmaWsPipe
                                         ? Fp8BlockGemmKernel::kWgmmaWsPipe
+                                    : backend_ == GemmBackend::kWgmmaWs64
+                                        ? Fp8BlockGemmKernel::kWgmmaWs64
                                                                         : Fp8BlockGemmKernel::kMmaSync;
   const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
   int64_t tiles = 0;

@@ -151,9 +151,9 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   CublasLt lt;
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmma);  // kAuto on sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
-  // a 1-row expert, empty ones. kWgmmaWs(Pipe): the persistent warp-specialised kernel.
+  // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels.
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
-                       GemmBackend::kWgmmaWsPipe});
+                       GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64});
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {
