@@ -13,7 +13,7 @@
 //     reads through the async proxy), 4 wgmma m64n128k32 into a fresh partial accumulator,
 //     wgmma.wait_group 0, one arrival per warp on the slot's empty barrier (8 per phase), then
 //     acc += part * a_scale[row] * b_scale. While one consumer promotes, the other's wgmmas run.
-//   Persistent: grid = min(tiles, SMs); block b runs tiles b, b + grid, ... (dense: raster_tile's
+//   Persistent: grid = min(tiles, SMs x blocks per SM); block b runs tiles b, b + grid, ... (dense: raster_tile's
 //   L2-friendly order; grouped: row tile y = id / tiles_n of all experts, column x = id % tiles_n),
 //   the ring carrying on from one tile to the next, so the producer loads the next tile while the
 //   consumers store the last one. Both roles walk the same tiles and K blocks, one slot per K
@@ -237,17 +237,19 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
         wg_promote(acc, part0, s0, s1);
       }
     } else {
-      // One K block into cur while prev (block kb - 1, complete) is promoted.
+      // One K block into cur while prev (block kb - 1, complete) is promoted with the scales
+      // loaded one step earlier (ps0, ps1; block kb's are loaded before its wait).
+      float ps0 = 0.0f, ps1 = 0.0f;
       auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+        float s0, s1;
+        scales(kb, s0, s1);
         slots.issue(cur);
-        if (kb > 0) {
-          float s0, s1;
-          scales(kb - 1, s0, s1);
-          wg_promote(acc, prev, s0, s1);
-        }
+        if (kb > 0) wg_promote(acc, prev, ps0, ps1);
         wgmma_wait<0>();
         wgmma_hold(cur);
         slots.release();
+        ps0 = s0;
+        ps1 = s1;
       };
       // An odd count starts with one step into part1 (nothing to promote), then pairs.
       int kb = 0;
@@ -256,9 +258,7 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
         step(kb, part0, part1);
         step(kb + 1, part1, part0);
       }
-      float s0, s1;
-      scales(kblocks - 1, s0, s1);
-      wg_promote(acc, part1, s0, s1);
+      wg_promote(acc, part1, ps0, ps1);
     }
 
     // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
