@@ -63,7 +63,8 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[64]) {
 //   mbarrier_init(bar, count)   one thread, before a __syncthreads: count arrivals per phase
 //   mbarrier_arrive             one arrival (release, CTA scope)
 //   mbarrier_wait(bar, parity)  spins on try_wait.parity until the phase of that parity completed
-//                               (acquire, CTA scope); wgmma_layout.h's RingPos says which parity
+//                               (acquire, CTA scope); wgmma_layout.h's RingPos says which parity;
+//                               traps after kMbarrierTimeoutClocks (a deadlock fails the launch)
 //   cp_async_arrive_noinc       an arrival on bar once every cp.async this thread issued so far
 //                               landed (.noinc: it counts as one of the count of mbarrier_init)
 //   cp_async_wait_all           waits for all of this thread's cp.async
@@ -87,20 +88,37 @@ __device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
 #endif
 }
 
-__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+// A wait that has not completed after this many clocks (~2 s) is a protocol bug: trap (the launch
+// fails with an error) rather than hang the process.
+inline constexpr long long kMbarrierTimeoutClocks = 1ll << 32;
+
+__device__ __forceinline__ bool mbarrier_try_wait(uint32_t bar, uint32_t parity) {
 #if defined(HYMOE_WGMMA_ENABLED)
   uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  (void)bar;
+  (void)parity;
+  __trap();
+  return false;
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  if (mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbarrier_try_wait(bar, parity))
+    if (clock64() - start > kMbarrierTimeoutClocks) __trap();
 #else
   (void)bar;
   (void)parity;
