@@ -195,7 +195,8 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
       // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
                                         GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
-                                        GemmBackend::kWgmma64, GemmBackend::kWgmmaWs64,
+                                        GemmBackend::kWgmmaWsTma, GemmBackend::kWgmma64,
+                                        GemmBackend::kWgmmaWs64,
                                         GemmBackend::kHymoe}) {
         if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64 ||
              backend == GemmBackend::kWgmmaWs64) &&

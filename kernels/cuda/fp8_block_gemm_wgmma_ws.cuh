@@ -25,20 +25,26 @@
 // belong to the next expert, p.m stops them); stores are masked.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (the type only: no driver call here)
+
 #include "fp8_block_gemm_wgmma.cuh"
 
 namespace hymoe::gpu::kernels {
 
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
-template <int Consumers>
+template <int Consumers, bool Tma = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
+  static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
   static constexpr int kM = 64 * kConsumers;                // rows per tile
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
   static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
   static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
-  static constexpr int kProducerThreads = 128;              // arrivals per full-barrier phase
+  static constexpr int kProducerThreads = 128;              // the producer warpgroup
+  // Arrivals per full-barrier phase: every producer thread's cp.async.mbarrier.arrive, or the
+  // one arrive.expect_tx of the TMA thread (the bytes then complete the phase).
+  static constexpr int kFullArrivals = Tma ? 1 : kProducerThreads;
   // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
   // to the consumers.
   static constexpr int kProducerRegs = 40, kConsumerRegs = Consumers == 2 ? 232 : 216;
@@ -164,6 +170,35 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
   cp_async_wait_all();  // (leave no copy in flight at exit)
 }
 
+// The TMA producer (one thread of the producer warpgroup): per K block, the slot's bytes announced
+// on its full barrier, then A's box (kM rows) and B's (128 rows) at (kb * 128, m0 / n0). Then it
+// waits until the consumers released every slot, so no copy is in flight when it exits.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tiles tiles,
+                                               uint32_t ring_addr, uint32_t bars,
+                                               const CUtensorMap* map_a, const CUtensorMap* map_b) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      const uint32_t full = bars + pos.stage * 8;
+      const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
+      mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
+      tma_load_2d(stage_addr, map_a, full, kb * kWgK, m0);
+      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
+    }
+  }
+  for (int s = 0; s < Cfg::kStages; ++s) {
+    mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+    pos = wgmma::ring_next(pos, Cfg::kStages);
+  }
+}
+
 // A consumer's view of the ring for one tile: waits for a slot, issues its 4 wgmmas, releases it.
 template <class Cfg>
 struct WsSlots {
@@ -175,7 +210,9 @@ struct WsSlots {
   // the group; the caller waits for it).
   __device__ __forceinline__ void issue(float (&part)[64]) {
     mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
-    fence_proxy_async();  // the cp.async (generic proxy) writes, seen by wgmma (async proxy)
+    // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
+    // through it too: no fence then).
+    if constexpr (!Cfg::kTma) fence_proxy_async();
     const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
     const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
     const uint32_t b_addr = stage_addr + Cfg::kATileBytes;
@@ -280,8 +317,11 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
 }
 
 // Barriers, then the roles. smem: Cfg::kSmemBytes of dynamic shared memory.
+// maps: A's and B's tensor maps (Cfg::kTma only).
 template <class Cfg, bool Pipelined, class Tiles>
-__device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem) {
+__device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem,
+                                       const CUtensorMap* map_a = nullptr,
+                                       const CUtensorMap* map_b = nullptr) {
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t pad = (wgmma::kSw128AtomBytes - (smem_base % wgmma::kSw128AtomBytes)) %
@@ -291,14 +331,18 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
   const uint32_t bars = ring_addr + Cfg::kRingBytes;
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
-      mbarrier_init(bars + s * 8, Cfg::kProducerThreads);
+      mbarrier_init(bars + s * 8, Cfg::kFullArrivals);
       mbarrier_init(bars + (Cfg::kStages + s) * 8, Cfg::kConsumerWarps);
     }
   }
   __syncthreads();
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
-    ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
+    if constexpr (Cfg::kTma) {
+      if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
+    } else {
+      ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
+    }
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
     ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
@@ -313,6 +357,20 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
   ws_run<Cfg, Pipelined>(p, tiles, ws_smem);
+}
+
+// Dense with TMA loads (kWgmmaWsTma): map_a over A [m rows][k bytes] with kM x 128-byte boxes,
+// map_b over B [n][k] with 128 x 128-byte boxes, both in the 128-byte swizzle (the host builds
+// them per launch: fp8_block_gemm_launch.cu).
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
+    fp8_block_gemm_wgmma_tma_kernel(const __grid_constant__ Fp8BlockGemmParams p,
+                                    const __grid_constant__ CUtensorMap map_a,
+                                    const __grid_constant__ CUtensorMap map_b) {
+  using Cfg = WsCfg<Consumers, true>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
+  ws_run<Cfg, Pipelined>(p, tiles, ws_smem, &map_a, &map_b);
 }
 
 // Grouped: row_tiles = the Cfg::kM-row tiles of all experts; grid = min(row_tiles * tiles_n,

@@ -143,6 +143,39 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
+// TMA: one thread announces the bytes a phase of bar will receive (and arrives), then issues
+// tensor copies that complete those bytes on bar. tma_load_2d copies the box at coordinates
+// (c0: innermost, c1) of the tensor map (a __grid_constant__ kernel parameter) to shared
+// address dst, in the map's swizzle; elements outside the tensor are zero-filled and counted.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint32_t bar, int c0,
+                                            int c1) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+#else
+  (void)dst;
+  (void)map;
+  (void)bar;
+  (void)c0;
+  (void)c1;
+  __trap();
+#endif
+}
+
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
 #if defined(HYMOE_WGMMA_ENABLED)

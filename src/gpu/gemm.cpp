@@ -29,6 +29,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWs: return "wgmma_ws";
     case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
     case GemmBackend::kWgmmaWs64: return "wgmma_ws64";
+    case GemmBackend::kWgmmaWsTma: return "wgmma_ws_tma";
   }
   return "unknown";
 }
@@ -167,6 +168,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
                      : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
                      : backend_ == GemmBackend::kWgmmaWsPipe ? Fp8BlockGemmKernel::kWgmmaWsPipe
                      : backend_ == GemmBackend::kWgmmaWs64 ? Fp8BlockGemmKernel::kWgmmaWs64
+                     : backend_ == GemmBackend::kWgmmaWsTma ? Fp8BlockGemmKernel::kWgmmaWsTma
                                                          : Fp8BlockGemmKernel::kMmaSync);
       return;
     }

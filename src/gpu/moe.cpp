@@ -65,6 +65,9 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
   }
   HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
               "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
+  HYMOE_CHECK(backend_ != GemmBackend::kWgmmaWsTma, kInvalidArgument,
+              "grouped gemm: {} is dense only (one weight pointer per expert)",
+              gemm_backend_name(backend_));
   HYMOE_CHECK(!is_wgmma_backend(backend_) || fp8_block_gemm_wgmma_supported(),
               kUnsupported,
               "grouped gemm: the wgmma kernel needs compute capability 9.0 and a build with CUDA "

@@ -177,7 +177,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kHymoe}));
 
 // hymoe's wgmma kernel (sm_90a), both tile shapes (128 and 64 rows) and the warp-specialised
-// persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64), at the same shapes, plus 5 row tiles over 32 K blocks (more K
+// persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma), at the same shapes, plus 5 row tiles over 32 K blocks (more K
 // blocks than ring slots) and an odd n below one tile (unpaired stores); for kWgmmaWs* also more
 // tiles than SMs (each block runs several, the ring carrying on across them). Filter: *Wgmma*.
 std::vector<GemmCase> wgmma_cases() {
@@ -186,12 +186,13 @@ std::vector<GemmCase> wgmma_cases() {
                            {300, 1536, 2048}, {513, 256, 4096}, {129, 41, 384}};  // odd ldd
   std::vector<GemmCase> cases;
   for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
-                                    GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64})
+                                    GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
+                                    GemmBackend::kWgmmaWsTma})
     for (const auto& s : shapes) cases.push_back({GemmKind::kFp8BlockScale, s[0], s[1], s[2], backend});
   // 17 x 12 = 204 tiles: more than an H200's 132 SMs, so blocks run one or two tiles of 2 K
   // blocks each (the 6-slot ring holds 3 tiles' blocks at once); ragged m and n.
-  for (const GemmBackend backend :
-       {GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64})
+  for (const GemmBackend backend : {GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
+                                    GemmBackend::kWgmmaWs64, GemmBackend::kWgmmaWsTma})
     cases.push_back({GemmKind::kFp8BlockScale, 2100, 1500, 256, backend});
   return cases;
 }

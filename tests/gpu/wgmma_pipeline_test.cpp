@@ -5,6 +5,7 @@
 //     landing times of the copies: every consumer reads exactly the K block it expects, no copy
 //     lands in a slot a consumer is still reading, nothing deadlocks; and the model catches the
 //     two classic mistakes (a wrong parity, an empty barrier counting too few consumers);
+//   - the producers' shared-memory addressing (cp.async loader, TMA's swizzle) against the layout;
 //   - the persistent grouped schedule: GroupedCursor, walked with each block's increasing tile
 //     ids, finds the same expert and tile as a scan from the first expert, and the blocks cover
 //     every (row tile, column tile) once.
@@ -160,6 +161,29 @@ TEST(GpuHost, WgmmaRingNextWrapsAndFlipsThePhase) {
   EXPECT_EQ(r.stage, 2);
   EXPECT_EQ(full_wait_parity(r), 1u);
   EXPECT_EQ(empty_wait_parity(r), 0u);
+}
+
+// The producers' addressing: the cp.async loader steps its destination by 2048 bytes per 16
+// rows (rows 16 apart share the swizzle phase), covering every chunk of a 128-row tile once with
+// 128 threads x 8 passes; TMA's 128-byte swizzle (PTX ISA "Tensor swizzling modes": a box row of
+// 128 bytes at 1024-aligned shared memory, 16-byte chunk index XOR bits 7-9 of the offset) puts
+// each byte where sw128_offset (which the wgmma descriptors read) expects it.
+TEST(GpuHost, WgmmaWsProducerAddressingMatchesTheSwizzle) {
+  std::vector<int> hits(128 * 128, 0);
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 8; ++i) {
+      const int row = t / 8 + 16 * i, col = (t % 8) * 16;
+      const uint32_t dst = sw128_offset(t / 8, col) + 2048u * i;
+      ASSERT_EQ(dst, sw128_offset(row, col));
+      for (int b = 0; b < 16; ++b) ++hits[dst + b];
+    }
+  for (int h : hits) ASSERT_EQ(h, 1);
+  for (int r = 0; r < 256; ++r)
+    for (int k = 0; k < 128; ++k) {
+      const uint32_t linear = r * 128 + k;
+      const uint32_t tma = linear ^ (((linear >> 7) & 7u) << 4);
+      ASSERT_EQ(tma, sw128_offset(r, k)) << r << " " << k;
+    }
 }
 
 // Reference: row tile y's expert and first row tile, scanning from expert 0.

@@ -31,15 +31,17 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
 // 64-row tiles; kWgmmaWs / kWgmmaWsPipe: its warp-specialised persistent variant (128-row tiles;
 // promotion after / under the next block's wgmmas), kWgmmaWs64 (64-row tiles, promotion under
-// the next block's wgmmas), only when asked for, until measured.
+// the next block's wgmmas), kWgmmaWsTma (kWgmmaWsPipe with TMA loads; GemmPlan only, not the
+// grouped GEMM), only when asked for, until measured.
 enum class GemmBackend {
-  kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64
+  kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma
 };
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).
 inline bool is_wgmma_backend(GemmBackend b) {
   return b == GemmBackend::kWgmma || b == GemmBackend::kWgmma64 || b == GemmBackend::kWgmmaWs ||
-         b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64;
+         b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64 ||
+         b == GemmBackend::kWgmmaWsTma;
 }
 
 const char* gemm_kind_name(GemmKind kind);
