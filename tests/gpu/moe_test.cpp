@@ -154,6 +154,8 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels.
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                        GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64});
+  // The TMA variant needs one tensor map per weight: dense GEMMs only.
+  EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {
