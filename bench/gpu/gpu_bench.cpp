@@ -190,11 +190,17 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
   for (int m = 4096; m <= max_tokens; m *= 4) {
     for (const Linear& l : kLinears) {
       const GemmShape shape{m, l.n, l.k, l.k, l.k, l.n};
-      // kAuto (cuBLASLt where it has an algorithm) and hymoe's wgmma kernel (sm_90a) at every
-      // size; its 64-row tiles and the mma.sync kernel beside them at the smallest size.
+      // kAuto (cuBLASLt where it has an algorithm) and hymoe's wgmma kernels (sm_90a: round 1's
+      // and the warp-specialised persistent one) at every size; the 64-row tiles and the
+      // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
-                                        GemmBackend::kWgmma64, GemmBackend::kHymoe}) {
-        if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64) && m != 4096)
+                                        GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
+                                        GemmBackend::kWgmmaWsTma, GemmBackend::kWgmma64,
+                                        GemmBackend::kWgmmaWs64,
+                                        GemmBackend::kHymoe}) {
+        if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64 ||
+             backend == GemmBackend::kWgmmaWs64) &&
+            m != 4096)
           continue;
         std::string name = fmt::format("fp8_block_gemm/{} m={}", l.name, m);
         try {
@@ -521,8 +527,10 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     DeviceBuffer hs = random_f32(grouped_scale_floats(kInter / 128, rows, kExperts), 0.001f, 0.01f, s);
     DeviceBuffer y(size_t(rows) * kHidden * 2);
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
-    for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64,
-                                      GemmBackend::kHymoe, GemmBackend::kCublasLt}) {
+    for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmmaWs,
+                                      GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
+                                      GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",
                                            gemm_backend_name(backend), tokens);
       try {

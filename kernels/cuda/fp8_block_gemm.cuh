@@ -154,6 +154,26 @@ __global__ void __launch_bounds__(kBgThreads) fp8_block_gemm_kernel(Fp8BlockGemm
   fp8_block_gemm_tile(p, blockIdx.y * kBgM, blockIdx.x * kBgN, bg_smem);
 }
 
+// Expert e's rows of a grouped GEMM as one dense GEMM (rows past them belong to the next expert:
+// p.m stops the loads and stores there).
+__device__ __forceinline__ void grouped_expert_params(const GroupedGemmParams& gp, int e,
+                                                      Fp8BlockGemmParams& p) {
+  const int off = gp.offsets[e], rows = gp.offsets[e + 1] - off;
+  const int col_blocks = (gp.k + 127) / 128;
+  p.a = gp.a + static_cast<int64_t>(off) * gp.k;
+  p.a_scale = gp.a_scales + grouped_scale_offset(col_blocks, off, e);
+  p.b = gp.weights[e].w;
+  p.b_scale = gp.weights[e].scales;
+  p.d = gp.d + static_cast<int64_t>(off) * gp.ldd;
+  p.m = rows;
+  p.n = gp.n;
+  p.k = gp.k;
+  p.lda = p.ldb = gp.k;
+  p.ldd = gp.ldd;
+  p.a_scale_ld = rows;
+  p.b_scale_ld = gp.b_scale_ld;
+}
+
 // Grouped launches: blockIdx.y enumerates the TileM-row tiles of every expert in expert order.
 // Finds this block's expert and tile from the device offsets (thread 0, shared through smem) and
 // describes the expert's GEMM in p; returns the tile's first row, or -1 when the block has none.
@@ -174,20 +194,7 @@ __device__ __forceinline__ int grouped_tile(const GroupedGemmParams& gp, Fp8Bloc
   __syncthreads();
   const int e = s_expert;
   if (e >= gp.experts) return -1;  // (the host sizes the grid exactly; kept for safety)
-  const int off = gp.offsets[e], rows = gp.offsets[e + 1] - off;
-  const int col_blocks = (gp.k + 127) / 128;
-  p.a = gp.a + static_cast<int64_t>(off) * gp.k;
-  p.a_scale = gp.a_scales + grouped_scale_offset(col_blocks, off, e);
-  p.b = gp.weights[e].w;
-  p.b_scale = gp.weights[e].scales;
-  p.d = gp.d + static_cast<int64_t>(off) * gp.ldd;
-  p.m = rows;
-  p.n = gp.n;
-  p.k = gp.k;
-  p.lda = p.ldb = gp.k;
-  p.ldd = gp.ldd;
-  p.a_scale_ld = rows;
-  p.b_scale_ld = gp.b_scale_ld;
+  grouped_expert_params(gp, e, p);
   return s_tile * TileM;
 }
 

@@ -2,7 +2,8 @@
 //   mma_16816      m16n8k16 BF16 x BF16 -> FP32, accumulating in place
 //   ldmatrix_x4    four 8x8 BF16 matrices from shared memory (lane l: a row address of matrix
 //                  l / 8), .trans variant for token-major operands used as B with k = token
-//   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread)
+//   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread);
+//                  cp_async16_shared: the same to a shared-state-space address
 //   pack_bf16x2, fast_exp2: one-instruction conversions for softmax weights
 // Fragment layouts (PTX ISA, m16n8k16), g = lane / 4, c = lane % 4:
 //   A (row g / g+8, k 2c.. / 2c+8..), B (k 2c.. / 2c+8.., col g), C (row g / g+8, col 2c, 2c+1).
@@ -53,6 +54,11 @@ __device__ __forceinline__ float fast_exp2(float x) {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+// The same to a shared-memory address (cvta'd already: the warp-specialised producer keeps one).
+__device__ __forceinline__ void cp_async16_shared(uint32_t smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

@@ -1,7 +1,11 @@
-// Launchers of the block-scaled FP8 GEMMs: mma.sync (fp8_block_gemm.cuh) and wgmma
-// (fp8_block_gemm_wgmma.cuh).
+// Launchers of the block-scaled FP8 GEMMs: mma.sync (fp8_block_gemm.cuh), wgmma
+// (fp8_block_gemm_wgmma.cuh) and warp-specialised persistent wgmma (fp8_block_gemm_wgmma_ws.cuh).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "fp8_block_gemm.cuh"
 #include "fp8_block_gemm_wgmma.cuh"
+#include "fp8_block_gemm_wgmma_ws.cuh"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu::launch {
@@ -34,11 +38,106 @@ cudaError_t wgmma_grouped(const GroupedGemmParams& p, int tiles, cudaStream_t st
   return cudaGetLastError();
 }
 
+namespace {
+// The persistent kernels: as many blocks as fit on the GPU at once, at most one per tile.
+cudaError_t persistent_grid(int tiles, int blocks_per_sm, int& grid) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  grid = tiles < sms * blocks_per_sm ? tiles : sms * blocks_per_sm;
+  return err;
+}
+
+template <int Consumers, bool Pipelined>
+cudaError_t wgmma_ws_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<Consumers>;
+  const auto kernel = kernels::fp8_block_gemm_wgmma_ws_kernel<Consumers, Pipelined>;
+  cudaError_t err = allow_smem(kernel, Cfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + Cfg::kM - 1) / Cfg::kM);
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// cuTensorMapEncodeTiled from the driver through the runtime (no -lcuda), looked up once.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+#else
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
+               : nullptr;
+  }();
+  return encode;
+}
+
+// A map over a row-major FP8 matrix [rows][cols] (ld bytes between rows, a multiple of 16):
+// boxes of box_rows x 128 bytes (one K block) in the 128-byte swizzle that the wgmma descriptors
+// read (wgmma_layout.h); elements outside the matrix are zero-filled.
+cudaError_t encode_sw128_map(CUtensorMap& map, const void* base, int rows, int cols, int64_t ld,
+                             int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!encode) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kernels::kWgK),
+                             static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t steps[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims,
+                            strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <int Consumers, bool Pipelined>
+cudaError_t wgmma_tma_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<Consumers, true>;
+  const auto kernel = kernels::fp8_block_gemm_wgmma_tma_kernel<Consumers, Pipelined>;
+  CUtensorMap map_a{}, map_b{};
+  cudaError_t err = encode_sw128_map(map_a, p.a, p.m, p.k, p.lda, Cfg::kM);
+  if (err == cudaSuccess) err = encode_sw128_map(map_b, p.b, p.n, p.k, p.ldb, kernels::kWgN);
+  if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * ((p.m + Cfg::kM - 1) / Cfg::kM);
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, map_a, map_b);
+  return cudaGetLastError();
+}
+
+template <int Consumers, bool Pipelined>
+cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<Consumers>;
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_ws_kernel<Consumers, Pipelined>;
+  cudaError_t err = allow_smem(kernel, Cfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * row_tiles;
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, row_tiles);
+  return cudaGetLastError();
+}
+}  // namespace
+
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream) {
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_dense<2>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_dense<1>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_dense<2, false>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_dense<2, true>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_dense<1, true>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsTma) return wgmma_tma_dense<2, true>(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -50,6 +149,10 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
   switch (kernel) {
     case Fp8BlockGemmKernel::kWgmma: return kernels::WgCfg<2>::kM;
     case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
+    case Fp8BlockGemmKernel::kWgmmaWs:
+    case Fp8BlockGemmKernel::kWgmmaWsPipe:
+    case Fp8BlockGemmKernel::kWgmmaWsTma: return kernels::WsCfg<2>::kM;
+    case Fp8BlockGemmKernel::kWgmmaWs64: return kernels::WsCfg<1>::kM;
     case Fp8BlockGemmKernel::kMmaSync: break;
   }
   return kernels::kBgM;
@@ -60,6 +163,10 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
   using namespace kernels;
   if (kernel == Fp8BlockGemmKernel::kWgmma) return wgmma_grouped<2>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmma64) return wgmma_grouped<1>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped<2, false>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_grouped<2, true>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_grouped<1, true>(p, tiles, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsTma) return cudaErrorNotSupported;  // (dense only)
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

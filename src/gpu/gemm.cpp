@@ -26,6 +26,10 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kHymoe: return "hymoe";
     case GemmBackend::kWgmma: return "wgmma";
     case GemmBackend::kWgmma64: return "wgmma64";
+    case GemmBackend::kWgmmaWs: return "wgmma_ws";
+    case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
+    case GemmBackend::kWgmmaWs64: return "wgmma_ws64";
+    case GemmBackend::kWgmmaWsTma: return "wgmma_ws_tma";
   }
   return "unknown";
 }
@@ -104,7 +108,7 @@ void check_shape(GemmKind kind, const GemmShape& s) {
 GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, GemmBackend backend)
     : lt_(&lt), kind_(kind), shape_(shape) {
   check_shape(kind, shape);
-  const bool wgmma = backend == GemmBackend::kWgmma || backend == GemmBackend::kWgmma64;
+  const bool wgmma = is_wgmma_backend(backend);
   const bool own = backend == GemmBackend::kHymoe || wgmma;
   HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
@@ -153,8 +157,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
   if (kind_ != GemmKind::kBf16) {
     HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
                 gemm_kind_name(kind_));
-    if (backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
-        backend_ == GemmBackend::kWgmma64) {
+    if (backend_ == GemmBackend::kHymoe || is_wgmma_backend(backend_)) {
       const GemmShape& s = shape_;
       fp8_block_gemm({static_cast<const Fp8E4M3*>(ops.a), ops.a_scale,
                       static_cast<const Fp8E4M3*>(ops.b), ops.b_scale, ops.d, s.m, s.n, s.k, s.lda,
@@ -162,6 +165,10 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
                      stream,
                      backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
                      : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                     : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
+                     : backend_ == GemmBackend::kWgmmaWsPipe ? Fp8BlockGemmKernel::kWgmmaWsPipe
+                     : backend_ == GemmBackend::kWgmmaWs64 ? Fp8BlockGemmKernel::kWgmmaWs64
+                     : backend_ == GemmBackend::kWgmmaWsTma ? Fp8BlockGemmKernel::kWgmmaWsTma
                                                          : Fp8BlockGemmKernel::kMmaSync);
       return;
     }

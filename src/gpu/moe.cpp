@@ -65,8 +65,10 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
   }
   HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
               "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
-  HYMOE_CHECK((backend_ != GemmBackend::kWgmma && backend_ != GemmBackend::kWgmma64) ||
-                  fp8_block_gemm_wgmma_supported(),
+  HYMOE_CHECK(backend_ != GemmBackend::kWgmmaWsTma, kInvalidArgument,
+              "grouped gemm: {} is dense only (one weight pointer per expert)",
+              gemm_backend_name(backend_));
+  HYMOE_CHECK(!is_wgmma_backend(backend_) || fp8_block_gemm_wgmma_supported(),
               kUnsupported,
               "grouped gemm: the wgmma kernel needs compute capability 9.0 and a build with CUDA "
               "architecture 90a");
@@ -82,10 +84,14 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                   (reinterpret_cast<uintptr_t>(a) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(a_scales) & 15u) == 0,
               kInvalidArgument, "grouped gemm: operands must be 16-byte aligned (ldd {})", ldd);
-  const bool own = backend_ == GemmBackend::kHymoe || backend_ == GemmBackend::kWgmma ||
-                   backend_ == GemmBackend::kWgmma64;
+  const bool own = backend_ == GemmBackend::kHymoe || is_wgmma_backend(backend_);
   const Fp8BlockGemmKernel kernel = backend_ == GemmBackend::kWgmma     ? Fp8BlockGemmKernel::kWgmma
                                     : backend_ == GemmBackend::kWgmma64 ? Fp8BlockGemmKernel::kWgmma64
+                                    : backend_ == GemmBackend::kWgmmaWs ? Fp8BlockGemmKernel::kWgmmaWs
+                                    : backend_ == GemmBackend::kWgmmaWsPipe
+                                        ? Fp8BlockGemmKernel::kWgmmaWsPipe
+                                    : backend_ == GemmBackend::kWgmmaWs64
+                                        ? Fp8BlockGemmKernel::kWgmmaWs64
                                                                         : Fp8BlockGemmKernel::kMmaSync;
   const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
   int64_t tiles = 0;

@@ -103,7 +103,7 @@ TEST_P(GemmTest, MatchesReference) {
   const DeviceInfo info = query_device(0);
   if (c.backend == GemmBackend::kHymoe) {
     if (!fp8_block_gemm_supported()) GTEST_SKIP() << "no FP8 mma.sync on sm_" << info.sm();
-  } else if (c.backend == GemmBackend::kWgmma || c.backend == GemmBackend::kWgmma64) {
+  } else if (is_wgmma_backend(c.backend)) {
     if (!fp8_block_gemm_wgmma_supported())
       GTEST_SKIP() << "no wgmma kernel for sm_" << info.sm() << " in this build (sm_90a only)";
   } else if (!GemmPlan::supported(lt, c.kind, shape)) {
@@ -176,16 +176,24 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{GemmKind::kFp8BlockScale, 77, 130, 208, GemmBackend::kHymoe},  // k
                       GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kHymoe}));
 
-// hymoe's wgmma kernel (sm_90a), both tile shapes (128 and 64 rows), at the same shapes, plus
-// 5 row tiles over 32 K blocks (more K blocks than ring slots) and an odd n below one tile
-// (unpaired stores). Filter: *Wgmma*.
+// hymoe's wgmma kernel (sm_90a), both tile shapes (128 and 64 rows) and the warp-specialised
+// persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma), at the same shapes, plus 5 row tiles over 32 K blocks (more K
+// blocks than ring slots) and an odd n below one tile (unpaired stores); for kWgmmaWs* also more
+// tiles than SMs (each block runs several, the ring carrying on across them). Filter: *Wgmma*.
 std::vector<GemmCase> wgmma_cases() {
   const int shapes[][3] = {{64, 256, 512},    {200, 320, 640}, {128, 512, 7168},
                            {35, 320, 256},    {1, 576, 7168},  {77, 130, 208},  // k % 128 != 0
                            {300, 1536, 2048}, {513, 256, 4096}, {129, 41, 384}};  // odd ldd
   std::vector<GemmCase> cases;
-  for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64})
+  for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
+                                    GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
+                                    GemmBackend::kWgmmaWsTma})
     for (const auto& s : shapes) cases.push_back({GemmKind::kFp8BlockScale, s[0], s[1], s[2], backend});
+  // 17 x 12 = 204 tiles: more than an H200's 132 SMs, so blocks run one or two tiles of 2 K
+  // blocks each (the 6-slot ring holds 3 tiles' blocks at once); ragged m and n.
+  for (const GemmBackend backend : {GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
+                                    GemmBackend::kWgmmaWs64, GemmBackend::kWgmmaWsTma})
+    cases.push_back({GemmKind::kFp8BlockScale, 2100, 1500, 256, backend});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Wgmma, GemmTest, ::testing::ValuesIn(wgmma_cases()));

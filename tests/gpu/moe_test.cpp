@@ -151,8 +151,11 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   CublasLt lt;
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmma);  // kAuto on sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
-  // a 1-row expert, empty ones.
-  check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64});
+  // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels.
+  check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
+                       GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64});
+  // The TMA variant needs one tensor map per weight: dense GEMMs only.
+  EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

@@ -6,7 +6,15 @@
 //   kWgmma    Hopper's warpgroup MMA (sm_90a only; the build must include CUDA architecture 90a),
 //             128 x 128 tiles of two warpgroups, a 5-slot cp.async ring
 //             (kernels/cuda/fp8_block_gemm_wgmma.cuh);
-//   kWgmma64  the same with 64 x 128 tiles of one warpgroup, two blocks per SM (small row counts).
+//   kWgmma64  the same with 64 x 128 tiles of one warpgroup, two blocks per SM (small row counts);
+//   kWgmmaWs  the same 128 x 128 tiles, warp-specialised (a producer warpgroup loading a 6-slot
+//             ring, full/empty mbarriers, two consumer warpgroups) and persistent (one block per
+//             SM walks the tiles) (kernels/cuda/fp8_block_gemm_wgmma_ws.cuh);
+//   kWgmmaWsPipe  the same, each consumer promoting block kb - 1 under block kb's wgmmas (two
+//             partial accumulators) instead of after them;
+//   kWgmmaWs64  kWgmmaWsPipe with 64-row tiles of one consumer warpgroup, two blocks per SM;
+//   kWgmmaWsTma kWgmmaWsPipe loading through TMA (one producer thread, tensor maps built per
+//             launch; dense only: the grouped GEMM's weights are one pointer per expert).
 //   D[m, n] (BF16) = A[m, k] (FP8, a_scale[kb * a_scale_ld + row]) * B[n, k]^T (FP8,
 //   b_scale[(row / 128) * b_scale_ld + kb]), FP32 accumulation promoted once per 128-wide K block.
 // k, lda and ldb are multiples of 16 and a, b 16-byte aligned; m, n and k otherwise arbitrary.
@@ -31,7 +39,9 @@ struct Fp8BlockGemmParams {
   int64_t a_scale_ld = 0, b_scale_ld = 0;
 };
 
-enum class Fp8BlockGemmKernel { kMmaSync, kWgmma, kWgmma64 };
+enum class Fp8BlockGemmKernel {
+  kMmaSync, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma
+};
 
 // Whether the current device runs the mma.sync kernel (compute capability 8.9 or newer).
 bool fp8_block_gemm_supported();

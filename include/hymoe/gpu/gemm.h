@@ -29,8 +29,20 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: wgmma
 // where fp8_block_gemm_wgmma_supported(), kWgmma64 for m <= 64 else kWgmma; elsewhere kHymoe).
 // kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
-// 64-row tiles.
-enum class GemmBackend { kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64 };
+// 64-row tiles; kWgmmaWs / kWgmmaWsPipe: its warp-specialised persistent variant (128-row tiles;
+// promotion after / under the next block's wgmmas), kWgmmaWs64 (64-row tiles, promotion under
+// the next block's wgmmas), kWgmmaWsTma (kWgmmaWsPipe with TMA loads; GemmPlan only, not the
+// grouped GEMM), only when asked for, until measured.
+enum class GemmBackend {
+  kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma
+};
+
+// Whether the backend is one of hymoe's wgmma kernels (sm_90a).
+inline bool is_wgmma_backend(GemmBackend b) {
+  return b == GemmBackend::kWgmma || b == GemmBackend::kWgmma64 || b == GemmBackend::kWgmmaWs ||
+         b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64 ||
+         b == GemmBackend::kWgmmaWsTma;
+}
 
 const char* gemm_kind_name(GemmKind kind);
 const char* gemm_backend_name(GemmBackend backend);
@@ -72,7 +84,7 @@ class GemmPlan {
   void run(const GemmOperands& ops, cudaStream_t stream);
 
   GemmKind kind() const { return kind_; }
-  // The backend chosen: kCublasLt, kHymoe, kWgmma or kWgmma64.
+  // The backend chosen: kCublasLt, kHymoe or one of the wgmma ones.
   GemmBackend backend() const { return backend_; }
   const GemmShape& shape() const { return shape_; }
   double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }

@@ -81,4 +81,43 @@ HYMOE_WGMMA_HD TileCoord raster_tile(int id, int tiles_m, int tiles_n, int group
   return {first_m + in_group % rows, in_group / rows};
 }
 
+// --- The warp-specialised kernel (fp8_block_gemm_wgmma_ws.cuh) ---
+// Ring of `stages` shared-memory slots between the producer warpgroup and the consumers, each
+// slot with two mbarriers: full (the producer's copies landed) and empty (every consumer warp is
+// done reading it). Both sides walk the slots in the same order, one K block per slot, across all
+// the tiles a block runs (the ring does not drain between tiles). `phase` counts the passes over
+// the ring modulo 2. An mbarrier's phase P completes when its pending count reaches 0;
+// mbarrier.try_wait.parity q returns true once the phase of parity q completed, which for a
+// barrier in phase P means q != P % 2 (q == P % 2 names the current, incomplete phase).
+//   consumer: waits full[stage] with parity `phase` (pass 0 waits for the first fill);
+//   producer: waits empty[stage] with parity `phase ^ 1` (pass 0 finds every slot free: parity 1
+//   names the phase before the first, complete by definition).
+struct RingPos {
+  int stage;
+  uint32_t phase;
+};
+HYMOE_WGMMA_HD RingPos ring_next(RingPos r, int stages) {
+  return r.stage + 1 == stages ? RingPos{0, r.phase ^ 1u} : RingPos{r.stage + 1, r.phase};
+}
+HYMOE_WGMMA_HD uint32_t full_wait_parity(RingPos r) { return r.phase; }
+HYMOE_WGMMA_HD uint32_t empty_wait_parity(RingPos r) { return r.phase ^ 1u; }
+
+// Persistent grouped GEMM: row tile `y` (over all experts, each expert's rows in ceil(rows /
+// tile_m) tiles, experts in order) -> expert and the first row tile of that expert. Each thread
+// keeps a cursor and calls this with increasing y (a block's tiles come in increasing order), so
+// the scan over the experts runs once per block, not once per tile. offsets: [experts + 1].
+struct GroupedCursor {
+  int expert = 0;      // the expert holding row tile `first`..
+  int first = 0;       // its first row tile
+};
+HYMOE_WGMMA_HD void grouped_advance(GroupedCursor& c, int y, const int32_t* offsets, int experts,
+                                    int tile_m) {
+  while (c.expert < experts) {
+    const int tiles = (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+    if (y < c.first + tiles) return;
+    c.first += tiles;
+    ++c.expert;
+  }
+}
+
 }  // namespace hymoe::gpu::wgmma

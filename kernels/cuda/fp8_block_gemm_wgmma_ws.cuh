@@ -1,0 +1,388 @@
+// Warp-specialised, persistent variant of the wgmma block-scaled FP8 GEMM (fp8_block_gemm_wgmma.cuh:
+// the same operation, tile shape, shared-memory layout, descriptors and promotion). Round 1's kernel
+// had every warp load, wait and compute in turn (one __syncthreads per K block); here the roles are
+// split, Hopper's usual design:
+//   warpgroup 0, the producer (setmaxnreg down to 40 registers): cp.async of each K block's A and
+//     B tiles (128 rows x 128 bytes each, 128-byte swizzle) into a 6-slot ring; after each slot's
+//     copies, cp.async.mbarrier.arrive.noinc on the slot's full barrier (128 arrivals: one per
+//     producer thread, each when that thread's copies landed). Before refilling a slot it waits
+//     on the slot's empty barrier.
+//   warpgroups 1 and 2, the consumers (setmaxnreg up to 232): rows 0..63 / 64..127 of the tile.
+//     Per K block: read this block's scales (global loads, their latency under the wait), wait on
+//     the full barrier, fence.proxy.async (the cp.async writes are generic-proxy writes, wgmma
+//     reads through the async proxy), 4 wgmma m64n128k32 into a fresh partial accumulator,
+//     wgmma.wait_group 0, one arrival per warp on the slot's empty barrier (8 per phase), then
+//     acc += part * a_scale[row] * b_scale. While one consumer promotes, the other's wgmmas run.
+//   Persistent: grid = min(tiles, SMs x blocks per SM); block b runs tiles b, b + grid, ... (dense: raster_tile's
+//   L2-friendly order; grouped: row tile y = id / tiles_n of all experts, column x = id % tiles_n),
+//   the ring carrying on from one tile to the next, so the producer loads the next tile while the
+//   consumers store the last one. Both roles walk the same tiles and K blocks, one slot per K
+//   block (wgmma_layout.h: RingPos, the parity each side waits for, GroupedCursor).
+// WsCfg<1> (kWgmmaWs64): one consumer warpgroup, 64-row tiles, a 4-slot ring of 24 KB slots, two
+// blocks per SM (the other block's consumer plays the second consumer's part), promotion under
+// the next block's wgmmas.
+// Rows past m or n and K past k are zero-filled by cp.async (grouped: rows past an expert's end
+// belong to the next expert, p.m stops them); stores are masked.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (the type only: no driver call here)
+
+#include "fp8_block_gemm_wgmma.cuh"
+
+namespace hymoe::gpu::kernels {
+
+// Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
+// for short row counts and small experts, two blocks per SM).
+template <int Consumers, bool Tma = false>
+struct WsCfg {
+  static constexpr int kConsumers = Consumers;
+  static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
+  static constexpr int kM = 64 * kConsumers;                // rows per tile
+  static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
+  static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
+  static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
+  static constexpr int kProducerThreads = 128;              // the producer warpgroup
+  // Arrivals per full-barrier phase: every producer thread's cp.async.mbarrier.arrive, or the
+  // one arrive.expect_tx of the TMA thread (the bytes then complete the phase).
+  static constexpr int kFullArrivals = Tma ? 1 : kProducerThreads;
+  // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
+  // to the consumers.
+  static constexpr int kProducerRegs = 40, kConsumerRegs = Consumers == 2 ? 232 : 216;
+  static constexpr int kStages = Consumers == 2 ? 6 : 4;
+  static constexpr int kATileBytes = kM * kWgK;             // 1024-aligned (whole swizzle atoms)
+  static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
+  static constexpr int kRingBytes = kStages * kStageBytes;
+  // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
+  // the full and empty barriers (8 bytes each) after the ring.
+  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + 2 * kStages * 8;
+  static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
+                        kBlocksPerSm <=
+                    65536,
+                "the register budgets fit one SM's register file");
+  static_assert((kSmemBytes + 1024) * kBlocksPerSm <= 228 * 1024,
+                "the rings fit Hopper's shared memory (1 KB reserved per block)");
+};
+
+// Dense tiles: raster_tile's order.
+template <class Cfg>
+struct WsDenseTiles {
+  int tiles_m, tiles_n;
+  __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    const wgmma::TileCoord t = wgmma::raster_tile(id, tiles_m, tiles_n, kWgRasterGroup);
+    q = p;
+    m0 = t.m * Cfg::kM;
+    n0 = t.n * kWgN;
+    return true;
+  }
+};
+
+// Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
+// keeps its own cursor (ids increase, so the scan over the experts happens once per block).
+template <class Cfg>
+struct WsGroupedTiles {
+  const GroupedGemmParams* gp;
+  int row_tiles, tiles_n;
+  wgmma::GroupedCursor cursor;
+  __device__ __forceinline__ int count() const { return row_tiles * tiles_n; }
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    const int y = id / tiles_n, x = id % tiles_n;
+    wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, Cfg::kM);
+    if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
+    grouped_expert_params(*gp, cursor.expert, q);
+    m0 = (y - cursor.first) * Cfg::kM;
+    n0 = x * kWgN;
+    return true;
+  }
+};
+
+// One producer thread's share of a tile's copies: chunk t % 8 (16 bytes) of rows t / 8 + 16 i
+// of A (i < Cfg::kM / 16) and of B (i < 8). Those rows share the swizzle phase (row % 8), so
+// their destinations are sw128_offset(t / 8, chunk) + 2048 i. A loop, not unrolled: the producer
+// has 40 registers and spare issue slots.
+template <class Cfg>
+struct WsLoader {
+  static constexpr int kRowsPerPass = Cfg::kProducerThreads / 8;  // 16
+  static constexpr int kAPasses = Cfg::kM / kRowsPerPass;         // 8 or 4
+  static constexpr int kBPasses = kWgN / kRowsPerPass;            // 8
+  static_assert(kAPasses <= kBPasses, "the loop runs B's passes");
+  const uint8_t* a;  // row m0 + t / 8 of A, byte chunk * 16
+  const uint8_t* b;  // row n0 + t / 8 of B, byte chunk * 16
+  int64_t a_step, b_step;  // 16 rows
+  int a_rows, b_rows;      // how many of this thread's passes have their row inside m / n
+  int k_left;              // k - chunk * 16: K block kb is inside k iff kb * 128 < k_left
+  uint32_t dst;            // sw128_offset(t / 8, chunk * 16)
+
+  __device__ __forceinline__ WsLoader(const Fp8BlockGemmParams& q, int m0, int n0, int t) {
+    const int row = t / 8, col = (t % 8) * 16;
+    a = reinterpret_cast<const uint8_t*>(q.a) + (m0 + row) * q.lda + col;
+    b = reinterpret_cast<const uint8_t*>(q.b) + (n0 + row) * q.ldb + col;
+    a_step = kRowsPerPass * q.lda;
+    b_step = kRowsPerPass * q.ldb;
+    a_rows = (q.m - m0 - row + kRowsPerPass - 1) / kRowsPerPass;  // (<= 0: none)
+    b_rows = (q.n - n0 - row + kRowsPerPass - 1) / kRowsPerPass;
+    k_left = q.k - col;
+    dst = wgmma::sw128_offset(row, col);
+  }
+  // K block kb into the stage at shared address stage_addr (zero-filled past m, n, k).
+  __device__ __forceinline__ void load(uint32_t stage_addr, int kb) const {
+    const bool k_ok = kb * kWgK < k_left;
+    const int64_t off = static_cast<int64_t>(kb) * kWgK;
+    const uint8_t* pa = a + off;
+    const uint8_t* pb = b + off;
+    uint32_t sa = stage_addr + dst, sb = stage_addr + Cfg::kATileBytes + dst;
+#pragma unroll 1
+    for (int i = 0; i < kBPasses; ++i) {
+      if (kAPasses == kBPasses || i < kAPasses) {  // (past A's tile: B's region, not A's)
+        const bool a_ok = k_ok && i < a_rows;
+        cp_async16_shared(sa, a_ok ? pa : a, a_ok);
+      }
+      const bool b_ok = k_ok && i < b_rows;
+      cp_async16_shared(sb, b_ok ? pb : b, b_ok);
+      pa += a_step;
+      pb += b_step;
+      sa += kRowsPerPass * wgmma::kSw128RowBytes;
+      sb += kRowsPerPass * wgmma::kSw128RowBytes;
+    }
+  }
+};
+
+// The producer warpgroup (t = 0..127): every K block of every tile of this block into the ring.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles tiles,
+                                           uint32_t ring_addr, uint32_t bars, int t) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const WsLoader<Cfg> loader(q, m0, n0, t);
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      loader.load(ring_addr + pos.stage * Cfg::kStageBytes, kb);
+      cp_async_arrive_noinc(bars + pos.stage * 8);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
+    }
+  }
+  cp_async_wait_all();  // (leave no copy in flight at exit)
+}
+
+// The TMA producer (one thread of the producer warpgroup): per K block, the slot's bytes announced
+// on its full barrier, then A's box (kM rows) and B's (128 rows) at (kb * 128, m0 / n0). Then it
+// waits until the consumers released every slot, so no copy is in flight when it exits.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tiles tiles,
+                                               uint32_t ring_addr, uint32_t bars,
+                                               const CUtensorMap* map_a, const CUtensorMap* map_b) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      const uint32_t full = bars + pos.stage * 8;
+      const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
+      mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
+      tma_load_2d(stage_addr, map_a, full, kb * kWgK, m0);
+      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
+    }
+  }
+  for (int s = 0; s < Cfg::kStages; ++s) {
+    mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+    pos = wgmma::ring_next(pos, Cfg::kStages);
+  }
+}
+
+// A consumer's view of the ring for one tile: waits for a slot, issues its 4 wgmmas, releases it.
+template <class Cfg>
+struct WsSlots {
+  uint32_t ring_addr, bars;
+  int cw;
+  bool lane0;
+  wgmma::RingPos pos{0, 0};
+  // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
+  // the group; the caller waits for it).
+  __device__ __forceinline__ void issue(float (&part)[64]) {
+    mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
+    // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
+    // through it too: no fence then).
+    if constexpr (!Cfg::kTma) fence_proxy_async();
+    const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
+    const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
+    const uint32_t b_addr = stage_addr + Cfg::kATileBytes;
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kWgK / 32; ++j)
+      wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                            wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+    wgmma_commit();
+  }
+  // After wgmma_wait for the slot's wgmmas: one arrival per warp on its empty barrier.
+  __device__ __forceinline__ void release() {
+    if (lane0) mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
+    pos = wgmma::ring_next(pos, Cfg::kStages);
+  }
+};
+
+// A consumer warpgroup cw (0 or 1: tile rows 64cw..64cw+63), thread t = 0..127 of it.
+// Promotion schedule (Pipelined, a template switch until measured):
+//   false  per K block: wait, 4 wgmmas into part, wgmma.wait_group 0, release the slot,
+//          acc += part * scale (the other consumer's wgmmas run meanwhile);
+//   true   two partial accumulators, alternating (round 1's schedule): block kb's wgmmas issued,
+//          then block kb - 1 promoted under them, then the wait for kb and the release of its
+//          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
+//   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
+//   the wgmmas nor injects waits).
+template <class Cfg, bool Pipelined, class Tiles>
+__device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
+                                           uint32_t ring_addr, uint32_t bars, int cw, int t) {
+  WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
+  Fp8BlockGemmParams q;
+  float acc[64], part0[64];
+  [[maybe_unused]] float part1[Pipelined ? 64 : 1];
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const int r0 = cw * 64 + wgmma::acc_row(t, 0), r1 = cw * 64 + wgmma::acc_row(t, 2);
+    const bool r0_ok = m0 + r0 < q.m, r1_ok = m0 + r1 < q.m;
+    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
+    const float* a_scale = q.a_scale + m0;
+    // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
+    auto scales = [&](int kb, float& s0, float& s1) {
+      const float ws = b_scale[kb];
+      const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
+      s0 = r0_ok ? sa[r0] * ws : 0.0f;
+      s1 = r1_ok ? sa[r1] * ws : 0.0f;
+    };
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    if constexpr (!Pipelined) {
+      for (int kb = 0; kb < kblocks; ++kb) {
+        float s0, s1;
+        scales(kb, s0, s1);  // (global loads: their latency under the wait and the wgmmas)
+        slots.issue(part0);
+        wgmma_wait<0>();
+        wgmma_hold(part0);
+        slots.release();
+        wg_promote(acc, part0, s0, s1);
+      }
+    } else {
+      // One K block into cur while prev (block kb - 1, complete) is promoted with the scales
+      // loaded one step earlier (ps0, ps1; block kb's are loaded before its wait).
+      float ps0 = 0.0f, ps1 = 0.0f;
+      auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+        float s0, s1;
+        scales(kb, s0, s1);
+        slots.issue(cur);
+        if (kb > 0) wg_promote(acc, prev, ps0, ps1);
+        wgmma_wait<0>();
+        wgmma_hold(cur);
+        slots.release();
+        ps0 = s0;
+        ps1 = s1;
+      };
+      // An odd count starts with one step into part1 (nothing to promote), then pairs.
+      int kb = 0;
+      if (kblocks % 2 == 1) step(kb++, part1, part0);
+      for (; kb < kblocks; kb += 2) {
+        step(kb, part0, part1);
+        step(kb + 1, part1, part0);
+      }
+      wg_promote(acc, part1, ps0, ps1);
+    }
+
+    // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
+    auto* d = reinterpret_cast<uint16_t*>(q.d);
+    const bool pairs = (q.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(q.d) % 4 == 0);
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+      const int row = m0 + cw * 64 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
+      if (row >= q.m || col >= q.n) continue;
+      uint16_t* out = d + static_cast<int64_t>(row) * q.ldd + col;
+      if (pairs && col + 1 < q.n) {
+        *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
+      } else {
+        out[0] = float_to_bf16_bits(acc[i]);
+        if (col + 1 < q.n) out[1] = float_to_bf16_bits(acc[i + 1]);
+      }
+    }
+  }
+}
+
+// Barriers, then the roles. smem: Cfg::kSmemBytes of dynamic shared memory.
+// maps: A's and B's tensor maps (Cfg::kTma only).
+template <class Cfg, bool Pipelined, class Tiles>
+__device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem,
+                                       const CUtensorMap* map_a = nullptr,
+                                       const CUtensorMap* map_b = nullptr) {
+  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t pad = (wgmma::kSw128AtomBytes - (smem_base % wgmma::kSw128AtomBytes)) %
+                       wgmma::kSw128AtomBytes;
+  const uint32_t ring_addr = smem_base + pad;
+  // full[s] at bars + 8s, empty[s] at bars + 8 (kStages + s).
+  const uint32_t bars = ring_addr + Cfg::kRingBytes;
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(bars + s * 8, Cfg::kFullArrivals);
+      mbarrier_init(bars + (Cfg::kStages + s) * 8, Cfg::kConsumerWarps);
+    }
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if constexpr (Cfg::kTma) {
+      if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
+    } else {
+      ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
+    }
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
+  }
+}
+
+// Dense: grid = min(tiles, SMs * Cfg::kBlocksPerSm), persistent over the tiles.
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
+    fp8_block_gemm_wgmma_ws_kernel(const __grid_constant__ Fp8BlockGemmParams p) {
+  using Cfg = WsCfg<Consumers>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
+  ws_run<Cfg, Pipelined>(p, tiles, ws_smem);
+}
+
+// Dense with TMA loads (kWgmmaWsTma): map_a over A [m rows][k bytes] with kM x 128-byte boxes,
+// map_b over B [n][k] with 128 x 128-byte boxes, both in the 128-byte swizzle (the host builds
+// them per launch: fp8_block_gemm_launch.cu).
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
+    fp8_block_gemm_wgmma_tma_kernel(const __grid_constant__ Fp8BlockGemmParams p,
+                                    const __grid_constant__ CUtensorMap map_a,
+                                    const __grid_constant__ CUtensorMap map_b) {
+  using Cfg = WsCfg<Consumers, true>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
+  ws_run<Cfg, Pipelined>(p, tiles, ws_smem, &map_a, &map_b);
+}
+
+// Grouped: row_tiles = the Cfg::kM-row tiles of all experts; grid = min(row_tiles * tiles_n,
+// SMs * Cfg::kBlocksPerSm).
+template <int Consumers, bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
+    fp8_grouped_gemm_wgmma_ws_kernel(const __grid_constant__ GroupedGemmParams gp,
+                                     int row_tiles) {
+  using Cfg = WsCfg<Consumers>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  const WsGroupedTiles<Cfg> tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
+  ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
+}
+
+}  // namespace hymoe::gpu::kernels
