@@ -149,7 +149,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   if (!fp8_block_gemm_wgmma_supported())
     GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
   CublasLt lt;
-  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmma);  // kAuto on sm_90
+  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsPipe);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels.
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,

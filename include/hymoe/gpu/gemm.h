@@ -26,13 +26,14 @@
 namespace hymoe::gpu {
 
 enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
-// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: wgmma
-// where fp8_block_gemm_wgmma_supported(), kWgmma64 for m <= 64 else kWgmma; elsewhere kHymoe).
+// kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: where
+// fp8_block_gemm_wgmma_supported(), kWgmmaWs64 for m <= 64 else kWgmmaWsTma, the fastest on the
+// H200; elsewhere kHymoe).
 // kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
-// 64-row tiles; kWgmmaWs / kWgmmaWsPipe: its warp-specialised persistent variant (128-row tiles;
-// promotion after / under the next block's wgmmas), kWgmmaWs64 (64-row tiles, promotion under
-// the next block's wgmmas), kWgmmaWsTma (kWgmmaWsPipe with TMA loads; GemmPlan only, not the
-// grouped GEMM), only when asked for, until measured.
+// 64-row tiles, loads and promotion in the same warps; kWgmmaWs / kWgmmaWsPipe: its
+// warp-specialised persistent variant (128-row tiles; promotion after / under the next block's
+// wgmmas), kWgmmaWs64 (64-row tiles, promotion under the next block's wgmmas), kWgmmaWsTma
+// (kWgmmaWsPipe with TMA loads; GemmPlan only, not the grouped GEMM).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma
 };

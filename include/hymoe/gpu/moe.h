@@ -89,10 +89,10 @@ struct GroupedGemmParams {
   int64_t b_scale_ld = 0;              // block_scale_ld(k)
 };
 
-// Backends: kWgmma, kWgmma64 and kHymoe run every expert in one launch of hymoe's block-scaled
-// kernel (wgmma with 128- / 64-row tiles, sm_90a; mma.sync, 64-row tiles, sm_89+); kAuto picks
-// kWgmma where
-// fp8_block_gemm_wgmma_supported(), else kHymoe where the GPU has FP8 mma.sync; kCublasLt runs
+// Backends: the wgmma ones (kWgmmaWsPipe, kWgmmaWs, kWgmmaWs64, kWgmma, kWgmma64; sm_90a) and
+// kHymoe (mma.sync, 64-row tiles, sm_89+) run every expert in one launch of hymoe's block-scaled
+// kernel; kAuto picks kWgmmaWsPipe where fp8_block_gemm_wgmma_supported(), else kHymoe where the
+// GPU has FP8 mma.sync; kCublasLt runs
 // one cuBLASLt plan per expert (its own kernel where cuBLASLt refuses the shape), each a separate
 // launch.
 class GroupedFp8Gemm {
