@@ -102,6 +102,10 @@ void register_mla(BenchContext& ctx);
 // CPU lacks AVX512-BF16): the compute ceiling of the BF16 kernels. Measured once per run.
 double dpbf16_peak_tflops(BenchContext& ctx);
 
+// The probe's read loop over one thread's slice of n bytes (4 streams of AVX-512 loads, AVX2
+// where there is no AVX-512); returns a checksum so the loads are kept.
+uint64_t read_probe_slice(const std::byte* p, size_t n);
+
 // Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);
 

@@ -76,6 +76,7 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
   cpu::ThreadPool& pool = ctx->pool(threads);
   MoeLayer& layer = ctx->cached<MoeLayer>("moe", "layer", [&] {
     ctx->drop("probe");
+    ctx->drop("paired_probe");
     ctx->drop("gemv");
     ctx->drop("openblas");
     const int64_t n = choose_experts(*ctx);

@@ -77,6 +77,7 @@ void bm_openblas(benchmark::State& state, BenchContext* ctx, Shape s, bool bf16)
   const size_t count = (ctx->streaming_bytes() + elems * sizeof(T) - 1) / (elems * sizeof(T));
   auto& set = ctx->cached<DenseSet<T>>("openblas", shape_name(s) + (bf16 ? "bf16" : "f32"), [&] {
     ctx->drop("gemv");
+    ctx->drop("paired_probe");
     auto* d = new DenseSet<T>(elems, count);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-0.01f, 0.01f);
