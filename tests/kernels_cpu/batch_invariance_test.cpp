@@ -1,11 +1,14 @@
 // Batch invariance of the linear kernels: a row's result must not depend on which other rows
 // share the call (bitwise), so that a request's output does not change with the server's load.
 // GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
-// BF16 GEMV: tokens 1..8 against 1. Fresh random inputs each run.
+// BF16 GEMV: tokens 1..8 against 1; GEMV rows split over 1, 2, 3, 16 workers (and at random row
+// boundaries) against one call over every row. Fresh random inputs each run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
@@ -34,6 +37,47 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
         for (int b = 0; b < batch; ++b)
           EXPECT_TRUE(same_bits(alone.data() + b * n, batched.data() + b * n, n))
               << isa_name(isa) << " " << n << "x" << k << ": row " << b << " of batch " << batch;
+      }
+    }
+  }
+}
+
+// Threads split a GEMV's rows (16-row units, as fp8_linear and the benchmarks do, or any
+// boundary, as the MoE executor's tasks may): a row's result must not depend on the split, so
+// the output is the same at every thread count.
+TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Isa isa : supported_isas()) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{448, 2048}, {256, 7168}, {200, 384}}) {
+      test::RandomFp8Matrix w(n, k, rng);
+      const auto x = test::random_bf16(static_cast<size_t>(3 * k), rng);
+      for (const int batch : {1, 3}) {
+        std::vector<float> whole(static_cast<size_t>(batch * n));
+        fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, whole.data(), n));
+        // Row boundaries of each split: workers in 16-row units, then random cut points.
+        std::vector<std::vector<int64_t>> splits;
+        for (const int64_t workers : {1, 2, 3, 16}) {
+          const int64_t units = (n + 15) / 16;
+          std::vector<int64_t> cuts;
+          for (int64_t i = 0; i <= workers; ++i) cuts.push_back(std::min(n, units * i / workers * 16));
+          splits.push_back(cuts);
+        }
+        std::vector<int64_t> cuts{0};
+        std::uniform_int_distribution<int64_t> step(1, 37);
+        while (cuts.back() < n) cuts.push_back(std::min(n, cuts.back() + step(rng)));
+        splits.push_back(cuts);
+        for (const auto& c : splits) {
+          auto part = test::nan_vector(static_cast<size_t>(batch * n));
+          for (size_t i = 0; i + 1 < c.size(); ++i) {
+            auto p = Fp8GemvParams::strided(w.view, batch, x.data(), k, part.data(), n);
+            p.row_begin = c[i];
+            p.row_end = c[i + 1];
+            fp8_gemv(isa, p);
+          }
+          EXPECT_TRUE(same_bits(whole.data(), part.data(), batch * n))
+              << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": split into "
+              << c.size() - 1 << " parts";
+        }
       }
     }
   }
