@@ -92,6 +92,7 @@ class BenchContext {
 
 // Registration of each benchmark family (in this order: the probe first).
 void register_bandwidth(BenchContext& ctx);
+void register_pool(BenchContext& ctx);
 void register_gemv(BenchContext& ctx);
 void register_openblas(BenchContext& ctx);
 void register_moe(BenchContext& ctx);
