@@ -107,6 +107,9 @@ double dpbf16_peak_tflops(BenchContext& ctx);
 // where there is no AVX-512); returns a checksum so the loads are kept.
 uint64_t read_probe_slice(const std::byte* p, size_t n);
 
+// The median of v (0 when empty).
+double median(std::vector<double> v);
+
 // Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);
 

@@ -77,12 +77,6 @@ struct PairedProbe {
   size_t bytes() const { return buf.size(); }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // GEMV over every matrix of the set (each thread its rows), paired with the read probe on the
 // same pool: each Google Benchmark iteration is one round, probe then GEMV, both reading the same
 // number of bytes from DRAM (distinct matrices, >= 4x the L3 each). On a shared machine the
