@@ -13,11 +13,6 @@ namespace {
 
 inline void cpu_relax() { __builtin_ia32_pause(); }
 
-// How long run()'s caller waits for the workers by polite spinning (pause, and a sched_yield every
-// 64 pauses) before it sleeps: a futex wake-up of a halted vCPU costs 10-20 us on a VM, a tenth of
-// a 200 us GEMV call. Yielding, the caller takes no time from a worker that shares its core.
-constexpr int kCallerSpinUs = 1000;
-
 bool pin_to_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -28,7 +23,7 @@ bool pin_to_cpu(int cpu) {
 }  // namespace
 
 ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& options)
-    : spin_us_(options.spin_us) {
+    : spin_us_(options.spin_us), caller_spin_us_(options.caller_spin_us) {
   const int cores = topology.num_cores();
   const int want = options.threads > 0 ? options.threads : cores;
   HYMOE_CHECK(want <= cores, kInvalidArgument, "thread pool: {} threads but {} cores ({})", want,
@@ -77,7 +72,7 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx) {
   pending_.store(size(), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kCallerSpinUs);
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(caller_spin_us_);
   for (int i = 0, left = pending_.load(std::memory_order_acquire); left != 0;
        ++i, left = pending_.load(std::memory_order_acquire)) {
     if ((i & 63) != 63) {
