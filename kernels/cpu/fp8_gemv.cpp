@@ -16,6 +16,14 @@ int64_t detail::gemv_prefetch_distance() {
   return distance;
 }
 
+int64_t detail::gemv_prefetch_l1_bytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("HYMOE_GEMV_PREFETCH_L1");
+    return env ? std::strtoll(env, nullptr, 10) : kGemvPrefetchL1Bytes;
+  }();
+  return bytes;
+}
+
 void validate(const Fp8GemvParams& p) {
   HYMOE_CHECK(p.w.data && p.w.scale_inv, kInvalidArgument, "fp8_gemv: null weight or scale");
   HYMOE_CHECK(p.w.rows > 0 && p.w.cols > 0, kInvalidArgument, "fp8_gemv: empty weight {}x{}",

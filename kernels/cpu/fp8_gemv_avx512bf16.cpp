@@ -26,7 +26,7 @@ struct Pass {
 // R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
 // and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
 // Accumulators in registers; block totals too while R * B <= 8, else in L1.
-template <int B, int R, bool kLaneOrder>
+template <int B, int R, bool kLaneOrder, bool kPrefetchL1>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
@@ -70,7 +70,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
         // Software prefetch into L2 of R lines per step from one pointer walking the weights
         // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
         // of this one, so short rows (K = 2048) stay fed too). One register, not R.
-        _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+        if constexpr (kPrefetchL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+        else _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
         __m512i w0, w1;
         __m512i codes = _mm512_loadu_si512(wrow[r] + k);
         // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds them
@@ -124,10 +125,19 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     }
 }
 
+// Prefetch into L1 (T0) at batch 1-2 when the pass ahead is small enough to sit in L1 beside the
+// one being read (short rows: 8 x 2048 at batch 1, 4 x 2048 at batch 2), else into L2 (T1).
+// Measured on Zen 5 at 2 threads, 7168x2048: T0 0.81-0.83 of the probe at batch 1 against
+// 0.75-0.78 for T1, 0.75-0.76 against 0.68-0.70 at batch 2; but T0 at batch 4 on 2048x7168
+// (2 x 7168 ahead, beside 57 KB of activations in L1) fell from 0.51-0.60 to 0.31.
 template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
-  for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
-                                        [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder>(a, i); });
+  auto run = [&a]<bool kL1>() {
+    for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
+                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kL1>(a, i); });
+  };
+  if (B <= 2 && a.ahead <= gemv_prefetch_l1_bytes()) run.template operator()<true>();
+  else run.template operator()<false>();
 }
 
 template <int B>

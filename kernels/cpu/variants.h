@@ -107,5 +107,11 @@ inline constexpr int64_t kGemvPrefetchDistance = -1;
 // order on the stack (128 KB): every DeepSeek-V3 shape at batch 8 except K = 18432 (batch <= 3).
 inline constexpr int64_t kGemvLaneOrderWords = 64 * 1024;
 int64_t gemv_prefetch_distance();
+// Largest prefetch distance (bytes) at which the AVX512-BF16 GEMV prefetches into L1 rather than
+// L2 at batch 1-2: kGemvPrefetchL1Bytes unless HYMOE_GEMV_PREFETCH_L1 (debug/tuning only; 0 =
+// always L2) says otherwise; read once. 16 KB: one pass of 8 rows x 2048 (the down projection at
+// batch 1), which with the pass being read fits a 48 KB L1; 8 x 7168 (gate/up) does not.
+inline constexpr int64_t kGemvPrefetchL1Bytes = 16 * 1024;
+int64_t gemv_prefetch_l1_bytes();
 
 }  // namespace hymoe::kernels::detail
