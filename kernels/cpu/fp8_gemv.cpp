@@ -24,6 +24,14 @@ int64_t detail::gemv_prefetch_l1_bytes() {
   return bytes;
 }
 
+bool detail::gemv_prefetch_first_pass() {
+  static const bool on = [] {
+    const char* env = std::getenv("HYMOE_GEMV_PREFETCH_FIRST");
+    return !env || std::strtoll(env, nullptr, 10) != 0;
+  }();
+  return on;
+}
+
 void validate(const Fp8GemvParams& p) {
   HYMOE_CHECK(p.w.data && p.w.scale_inv, kInvalidArgument, "fp8_gemv: null weight or scale");
   HYMOE_CHECK(p.w.rows > 0 && p.w.cols > 0, kInvalidArgument, "fp8_gemv: empty weight {}x{}",

@@ -130,14 +130,35 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 // Measured on Zen 5 at 2 threads, 7168x2048: T0 0.81-0.83 of the probe at batch 1 against
 // 0.75-0.78 for T1, 0.75-0.76 against 0.68-0.70 at batch 2; but T0 at batch 4 on 2048x7168
 // (2 x 7168 ahead, beside 57 KB of activations in L1) fell from 0.51-0.60 to 0.31.
+template <int B>
+bool prefetch_into_l1(const Pass<B>& a) {
+  return B <= 2 && a.ahead <= gemv_prefetch_l1_bytes();
+}
+
 template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
   auto run = [&a]<bool kL1>() {
     for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
                                           [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kL1>(a, i); });
   };
-  if (B <= 2 && a.ahead <= gemv_prefetch_l1_bytes()) run.template operator()<true>();
+  if (prefetch_into_l1(a)) run.template operator()<true>();
   else run.template operator()<false>();
+}
+
+// A call's first pass has no pass before it to prefetch it: without this its rows came in by
+// demand misses (one pass in 16 of a 128-row call of 2048x7168, the whole of a 4-pass MoE
+// gate/up task's first quarter). Issued before the activation copy, which overlaps the latency.
+template <int B>
+void prefetch_first_pass(const Pass<B>& a) {
+  const Fp8GemvParams& p = a.p;
+  const int64_t rows = std::min<int64_t>(gemv_rows_per_pass(B), p.row_end - p.row_begin);
+  const char* first = reinterpret_cast<const char*>(p.w.data + p.row_begin * p.w.cols);
+  const int64_t n = rows * p.w.cols;
+  if (prefetch_into_l1(a)) {
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(first + o, _MM_HINT_T0);
+  } else {
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(first + o, _MM_HINT_T1);
+  }
 }
 
 template <int B>
@@ -145,6 +166,7 @@ void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
   const int64_t distance = gemv_prefetch_distance();
   Pass<B> a{p, dec, {}, distance >= 0 ? distance : gemv_rows_per_pass(B) * p.w.cols};
+  if (gemv_prefetch_first_pass()) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
   if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];

@@ -113,5 +113,8 @@ int64_t gemv_prefetch_distance();
 // batch 1), which with the pass being read fits a 48 KB L1; 8 x 7168 (gate/up) does not.
 inline constexpr int64_t kGemvPrefetchL1Bytes = 16 * 1024;
 int64_t gemv_prefetch_l1_bytes();
+// Whether the AVX512-BF16 GEMV prefetches a call's first pass up front: yes unless
+// HYMOE_GEMV_PREFETCH_FIRST=0 (debug/tuning only); read once.
+bool gemv_prefetch_first_pass();
 
 }  // namespace hymoe::kernels::detail
