@@ -90,6 +90,24 @@ class BenchContext {
   std::map<std::string, Slot> cache_;
 };
 
+// The read probe paired with a case: a buffer of `bytes` (as many as one round of the case reads),
+// one slice per worker of the pool, each first-touched by the worker that reads it. Cached in
+// the context as family "paired_probe" (dropped by the cases that need the memory).
+class PairedProbe {
+ public:
+  PairedProbe(size_t bytes, cpu::ThreadPool& pool);
+  static PairedProbe& get(BenchContext& ctx, size_t bytes, int threads);
+  size_t bytes() const { return buf_.size(); }
+  // One pass of every worker over its slice (the probe's loop); returns the seconds.
+  double read_seconds(cpu::ThreadPool& pool);
+  double read_gbps(cpu::ThreadPool& pool) { return static_cast<double>(bytes()) / read_seconds(pool) / 1e9; }
+
+ private:
+  HugeBuffer buf_;
+  size_t slice_;
+  uint64_t sink_ = 0;
+};
+
 // Registration of each benchmark family (in this order: the probe first).
 void register_bandwidth(BenchContext& ctx);
 void register_pool(BenchContext& ctx);

@@ -65,18 +65,6 @@ Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
   });
 }
 
-// The probe's buffer for a paired GEMV case: as many bytes as one GEMV round reads, split into one
-// slice per worker of `threads`, each first-touched by the worker that reads it.
-struct PairedProbe {
-  HugeBuffer buf;
-  size_t slice;
-  PairedProbe(size_t bytes, cpu::ThreadPool& pool)
-      : buf(bytes / pool.size() / 4096 * 4096 * pool.size()), slice(bytes / pool.size() / 4096 * 4096) {
-    pool.run([&](const cpu::WorkerInfo& w) { fill_random_fp8(buf.data() + w.index * slice, slice, 99 + w.index); });
-  }
-  size_t bytes() const { return buf.size(); }
-};
-
 // GEMV over every matrix of the set (each thread its rows), paired with the read probe on the
 // same pool: each Google Benchmark iteration is one round, probe then GEMV, both reading the same
 // number of bytes from DRAM (distinct matrices, >= 4x the L3 each). On a shared machine the
@@ -87,21 +75,13 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   Fp8MatrixSet& set = matrices(ctx, s);
   cpu::ThreadPool& pool = ctx->pool(threads);
   const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
-  PairedProbe& probe = ctx->cached<PairedProbe>("paired_probe", std::to_string(gemv_bytes) + "/" + std::to_string(threads),
-                                                [&] { return new PairedProbe(gemv_bytes, pool); });
+  PairedProbe& probe = PairedProbe::get(*ctx, gemv_bytes, threads);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
-  uint64_t sink = 0;
-  auto probe_round = [&] {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](const cpu::WorkerInfo& w) {
-      if (read_probe_slice(probe.buf.data() + w.index * probe.slice, probe.slice) == 42) sink = 42;
-    });
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  auto probe_round = [&] { return probe.read_seconds(pool); };
   auto gemv_round = [&] {
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](const cpu::WorkerInfo& w) {
@@ -127,7 +107,6 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
     ratios.push_back(gemv_gbps.back() / probe_gbps.back());
   }
   benchmark::DoNotOptimize(y.data());
-  benchmark::DoNotOptimize(sink);
   const double gbps = median(gemv_gbps), ceiling = median(probe_gbps), ratio = median(ratios);
   const double best_gemv = *std::max_element(gemv_gbps.begin(), gemv_gbps.end());
   const double best_probe = *std::max_element(probe_gbps.begin(), probe_gbps.end());
