@@ -39,10 +39,11 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     else a.dec(codes, w0, w1);
   };
   // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
-  // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it re-touches
-  // the rows being read instead.
+  // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it fetches the
+  // caller's next call's first rows when the caller said where they are, else re-touches the
+  // rows being read.
   const uint8_t* pf = wrow[0] + a.ahead;
-  if (pf + R * k_total > p.w.data + p.row_end * k_total) pf = wrow[0];
+  if (pf + R * k_total > p.w.data + p.row_end * k_total) pf = p.prefetch_next ? p.prefetch_next : wrow[0];
   // Block totals: in registers while R * B <= 8 (with the accumulators, 16 ZMM), else in L1.
   constexpr bool kRegTotals = R * B <= 8;
   __m512 tot[kRegTotals ? R : 1][kRegTotals ? B : 1];

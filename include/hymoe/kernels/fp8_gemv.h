@@ -26,6 +26,11 @@ struct Fp8GemvParams {
   float out_scale[kMaxGemvBatch] = {1, 1, 1, 1, 1, 1, 1, 1};  // factor per batch row
   int64_t row_begin = 0;
   int64_t row_end = 0;
+  // Optional hint: where the calling thread's next GEMV call starts reading (its first row). The
+  // AVX512-BF16 variant prefetches that call's first pass (as many bytes as one of this call's
+  // passes) during its own last pass, which otherwise has nothing ahead to prefetch. Only a
+  // prefetch: any address is safe, results do not depend on it.
+  const uint8_t* prefetch_next = nullptr;
 
   // Rows of x every x_stride elements, of y every y_stride, all rows of w, scales 1.
   static Fp8GemvParams strided(const Fp8Matrix& w, int batch, const uint16_t* x, int64_t x_stride,
