@@ -71,7 +71,17 @@ Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
 // bandwidth drifts between seconds; a pair measured back to back sees the same conditions, so the
 // ratio is formed per round (GEMV GB/s / probe GB/s of that round) and the record holds the
 // median of those ratios, with the median GEMV and median probe GB/s as value and ceiling.
-void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch) {
+// A software-prefetch variant of the AVX512-BF16 GEMV, measured beside the default so that one
+// bench-cpu run on a machine shows which setting suits it.
+struct PrefetchVariant {
+  const char* name;
+  kernels::GemvPrefetch setting;
+};
+
+void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
+             const PrefetchVariant* variant) {
+  const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
+  if (variant) kernels::set_gemv_prefetch(variant->setting);
   Fp8MatrixSet& set = matrices(ctx, s);
   cpu::ThreadPool& pool = ctx->pool(threads);
   const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
@@ -114,8 +124,10 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   state.counters["probe"] = ceiling;
   state.counters["of_probe"] = ratio;
   state.counters["best_ratio"] = best_gemv / best_probe;
-  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch), threads,
-            gbps, "GB/s", ceiling, ratio,
+  kernels::set_gemv_prefetch(saved);
+  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) +
+                (variant ? std::string("_pf_") + variant->name : std::string()),
+            threads, gbps, "GB/s", ceiling, ratio,
             fmt::format("{}, {} matrices, {} rounds probe/GEMV interleaved; value, ceiling = median GB/s, ratio = median "
                         "of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / best probe {:.2f} = {:.3f}",
                         kernels::isa_name(kernels::best_isa()), set.matrices().size(), ratios.size(),
@@ -183,10 +195,31 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
+      }
+    }
+  }
+  // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
+  // l2 = always into L2, l1 = always into L1, nofirst = no up-front prefetch of a call's first pass.
+  if (kernels::best_isa() != kernels::Isa::kAvx512Bf16) return;
+  static const PrefetchVariant kVariants[] = {
+      {"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}},
+      {"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}},
+      {"nofirst", {.distance = -1, .l1_bytes = kernels::GemvPrefetch{}.l1_bytes, .first_pass = false}},
+  };
+  for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
+    for (const PrefetchVariant& v : kVariants) {
+      for (int t : {1, ctx.max_threads()}) {
+        const std::string name = "fp8_gemv_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, &v)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(kPairedRounds);
+        if (ctx.max_threads() == 1) break;
       }
     }
   }

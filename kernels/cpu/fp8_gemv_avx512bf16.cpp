@@ -20,7 +20,8 @@ struct Pass {
   const Fp8GemvParams& p;
   const Fp8Bf16Decoder& dec;
   const uint16_t* x[B];
-  int64_t ahead;
+  int64_t ahead;     // prefetch distance in bytes
+  int64_t l1_bytes;  // GemvPrefetch::l1_bytes
 };
 
 // R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
@@ -133,7 +134,7 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 // (2 x 7168 ahead, beside 57 KB of activations in L1) fell from 0.51-0.60 to 0.31.
 template <int B>
 bool prefetch_into_l1(const Pass<B>& a) {
-  return B <= 2 && a.ahead <= gemv_prefetch_l1_bytes();
+  return B <= 2 && a.ahead <= a.l1_bytes;
 }
 
 template <int B, bool kLaneOrder>
@@ -165,9 +166,9 @@ void prefetch_first_pass(const Pass<B>& a) {
 template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
-  const int64_t distance = gemv_prefetch_distance();
-  Pass<B> a{p, dec, {}, distance >= 0 ? distance : gemv_rows_per_pass(B) * p.w.cols};
-  if (gemv_prefetch_first_pass()) prefetch_first_pass(a);
+  const GemvPrefetch pf = gemv_prefetch();
+  Pass<B> a{p, dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
+  if (pf.first_pass) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
   if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];

@@ -99,22 +99,8 @@ struct GemvPassRows {
 // L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
 constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
 
-// Bytes the AVX512-BF16 GEMV prefetches ahead in the weights: kGemvPrefetchDistance unless
-// HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
-// (R rows x K bytes: the same columns of the next row group).
-inline constexpr int64_t kGemvPrefetchDistance = -1;
 // Largest B * K (rounded up to 64) whose activations the AVX512-BF16 GEMV copies into lane
 // order on the stack (128 KB): every DeepSeek-V3 shape at batch 8 except K = 18432 (batch <= 3).
 inline constexpr int64_t kGemvLaneOrderWords = 64 * 1024;
-int64_t gemv_prefetch_distance();
-// Largest prefetch distance (bytes) at which the AVX512-BF16 GEMV prefetches into L1 rather than
-// L2 at batch 1-2: kGemvPrefetchL1Bytes unless HYMOE_GEMV_PREFETCH_L1 (debug/tuning only; 0 =
-// always L2) says otherwise; read once. 16 KB: one pass of 8 rows x 2048 (the down projection at
-// batch 1), which with the pass being read fits a 48 KB L1; 8 x 7168 (gate/up) does not.
-inline constexpr int64_t kGemvPrefetchL1Bytes = 16 * 1024;
-int64_t gemv_prefetch_l1_bytes();
-// Whether the AVX512-BF16 GEMV prefetches a call's first pass up front: yes unless
-// HYMOE_GEMV_PREFETCH_FIRST=0 (debug/tuning only); read once.
-bool gemv_prefetch_first_pass();
 
 }  // namespace hymoe::kernels::detail

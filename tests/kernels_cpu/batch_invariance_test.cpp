@@ -85,6 +85,34 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
   }
 }
 
+// The software-prefetch settings (GemvPrefetch) only move data: bitwise the same results.
+TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
+  std::mt19937_64 rng(std::random_device{}());
+  const GemvPrefetch saved = gemv_prefetch();
+  for (const Isa isa : supported_isas()) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{136, 2048}, {40, 7168}}) {
+      test::RandomFp8Matrix w(n, k, rng);
+      const auto x = test::random_bf16(static_cast<size_t>(2 * k), rng);
+      for (const int batch : {1, 2}) {
+        set_gemv_prefetch(saved);
+        std::vector<float> want(static_cast<size_t>(batch * n));
+        fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, want.data(), n));
+        for (const GemvPrefetch pf : {GemvPrefetch{.distance = -1, .l1_bytes = 0, .first_pass = false},
+                                      GemvPrefetch{.distance = 4096, .l1_bytes = int64_t{1} << 40, .first_pass = true},
+                                      GemvPrefetch{.distance = 0, .l1_bytes = 16 << 10, .first_pass = true}}) {
+          set_gemv_prefetch(pf);
+          auto got = test::nan_vector(static_cast<size_t>(batch * n));
+          fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, got.data(), n));
+          EXPECT_TRUE(same_bits(want.data(), got.data(), batch * n))
+              << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": distance " << pf.distance
+              << " l1_bytes " << pf.l1_bytes << " first_pass " << pf.first_pass;
+        }
+      }
+    }
+  }
+  set_gemv_prefetch(saved);
+}
+
 TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {
   std::mt19937_64 rng(std::random_device{}());
   for (const GemmImpl impl : {GemmImpl::kAvx512Bf16, GemmImpl::kAmxBf16}) {
