@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -61,6 +63,30 @@ void BenchContext::put(Record r) {
     }
   }
   records_.push_back(std::move(r));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+PairedProbe::PairedProbe(size_t bytes, cpu::ThreadPool& pool)
+    : buf_(bytes / pool.size() / 4096 * 4096 * pool.size()), slice_(bytes / pool.size() / 4096 * 4096) {
+  pool.run([&](const cpu::WorkerInfo& w) { fill_random_fp8(buf_.data() + w.index * slice_, slice_, 99 + w.index); });
+}
+
+PairedProbe& PairedProbe::get(BenchContext& ctx, size_t bytes, int threads) {
+  return ctx.cached<PairedProbe>("paired_probe", std::to_string(bytes) + "/" + std::to_string(threads),
+                                 [&] { return new PairedProbe(bytes, ctx.pool(threads)); });
+}
+
+double PairedProbe::read_seconds(cpu::ThreadPool& pool) {
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run([&](const cpu::WorkerInfo& w) {
+    if (read_probe_slice(buf_.data() + w.index * slice_, slice_) == 42) sink_ = 42;  // keeps the reads
+  });
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed) {

@@ -90,8 +90,27 @@ class BenchContext {
   std::map<std::string, Slot> cache_;
 };
 
+// The read probe paired with a case: a buffer of `bytes` (as many as one round of the case reads),
+// one slice per worker of the pool, each first-touched by the worker that reads it. Cached in
+// the context as family "paired_probe" (dropped by the cases that need the memory).
+class PairedProbe {
+ public:
+  PairedProbe(size_t bytes, cpu::ThreadPool& pool);
+  static PairedProbe& get(BenchContext& ctx, size_t bytes, int threads);
+  size_t bytes() const { return buf_.size(); }
+  // One pass of every worker over its slice (the probe's loop); returns the seconds.
+  double read_seconds(cpu::ThreadPool& pool);
+  double read_gbps(cpu::ThreadPool& pool) { return static_cast<double>(bytes()) / read_seconds(pool) / 1e9; }
+
+ private:
+  HugeBuffer buf_;
+  size_t slice_;
+  uint64_t sink_ = 0;
+};
+
 // Registration of each benchmark family (in this order: the probe first).
 void register_bandwidth(BenchContext& ctx);
+void register_pool(BenchContext& ctx);
 void register_gemv(BenchContext& ctx);
 void register_openblas(BenchContext& ctx);
 void register_moe(BenchContext& ctx);
@@ -101,6 +120,13 @@ void register_mla(BenchContext& ctx);
 // The register-only vdpbf16ps loop on every worker of the max-threads pool (TFLOP/s; 0 where the
 // CPU lacks AVX512-BF16): the compute ceiling of the BF16 kernels. Measured once per run.
 double dpbf16_peak_tflops(BenchContext& ctx);
+
+// The probe's read loop over one thread's slice of n bytes (4 streams of AVX-512 loads, AVX2
+// where there is no AVX-512); returns a checksum so the loads are kept.
+uint64_t read_probe_slice(const std::byte* p, size_t n);
+
+// The median of v (0 when empty).
+double median(std::vector<double> v);
 
 // Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);

@@ -1,8 +1,12 @@
 // FP8 GEMV at the DeepSeek-V3 expert shapes (gate/up 2048x7168, down 7168x2048): GB/s of weights
-// read against the probe on the same thread count. Enough distinct matrices to exceed the L3
-// several times; each iteration runs every matrix once, each thread its share of rows.
+// read against the read probe on the same pool, measured interleaved with it (probe, GEMV, probe,
+// GEMV, ...; see bm_gemv). Enough distinct matrices to exceed the L3 several times; each round runs
+// every matrix once, each thread its share of rows.
 #include <benchmark/benchmark.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -49,6 +53,9 @@ struct Shape {
   int64_t rows, cols;
 };
 
+// Probe/GEMV pairs per DRAM-streaming GEMV case (one pair: 2 x 1-2 GB read).
+constexpr int kPairedRounds = 7;
+
 Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
   const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
   return ctx->cached<Fp8MatrixSet>("gemv", key, [&] {
@@ -58,16 +65,34 @@ Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
   });
 }
 
-void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch) {
+// GEMV over every matrix of the set (each thread its rows), paired with the read probe on the
+// same pool: each Google Benchmark iteration is one round, probe then GEMV, both reading the same
+// number of bytes from DRAM (distinct matrices, >= 4x the L3 each). On a shared machine the
+// bandwidth drifts between seconds; a pair measured back to back sees the same conditions, so the
+// ratio is formed per round (GEMV GB/s / probe GB/s of that round) and the record holds the
+// median of those ratios, with the median GEMV and median probe GB/s as value and ceiling.
+// A software-prefetch variant of the AVX512-BF16 GEMV, measured beside the default so that one
+// bench-cpu run on a machine shows which setting suits it.
+struct PrefetchVariant {
+  const char* name;
+  kernels::GemvPrefetch setting;
+};
+
+void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
+             const PrefetchVariant* variant) {
+  const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
+  if (variant) kernels::set_gemv_prefetch(variant->setting);
   Fp8MatrixSet& set = matrices(ctx, s);
   cpu::ThreadPool& pool = ctx->pool(threads);
+  const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
+  PairedProbe& probe = PairedProbe::get(*ctx, gemv_bytes, threads);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
-  double bytes = 0, seconds = 0;
-  for (auto _ : state) {
+  auto probe_round = [&] { return probe.read_seconds(pool); };
+  auto gemv_round = [&] {
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](const cpu::WorkerInfo& w) {
       const auto [r0, r1] = set.row_range(w.index, pool.size());
@@ -78,20 +103,36 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
         kernels::fp8_gemv(p);
       }
     });
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(dt);
-    bytes += static_cast<double>(set.matrices().size()) * s.rows * s.cols;
-    seconds += dt;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  probe_round();  // warm-up pair: wakes the pool, faults in anything not yet touched
+  gemv_round();
+  std::vector<double> gemv_gbps, probe_gbps, ratios;
+  for (auto _ : state) {
+    const double tp = probe_round();
+    const double tg = gemv_round();
+    state.SetIterationTime(tg);
+    probe_gbps.push_back(static_cast<double>(probe.bytes()) / tp / 1e9);
+    gemv_gbps.push_back(static_cast<double>(gemv_bytes) / tg / 1e9);
+    ratios.push_back(gemv_gbps.back() / probe_gbps.back());
   }
   benchmark::DoNotOptimize(y.data());
-  const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(threads);
+  const double gbps = median(gemv_gbps), ceiling = median(probe_gbps), ratio = median(ratios);
+  const double best_gemv = *std::max_element(gemv_gbps.begin(), gemv_gbps.end());
+  const double best_probe = *std::max_element(probe_gbps.begin(), probe_gbps.end());
   state.counters["GBps"] = gbps;
-  state.counters["of_probe"] = probe > 0 ? gbps / probe : 0;
-  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" +
-                std::to_string(batch),
-            threads, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
-            std::string(kernels::isa_name(kernels::best_isa())) + ", " +
-                std::to_string(set.matrices().size()) + " matrices"});
+  state.counters["probe"] = ceiling;
+  state.counters["of_probe"] = ratio;
+  state.counters["best_ratio"] = best_gemv / best_probe;
+  kernels::set_gemv_prefetch(saved);
+  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) +
+                (variant ? std::string("_pf_") + variant->name : std::string()),
+            threads, gbps, "GB/s", ceiling, ratio,
+            fmt::format("{}, {} matrices, {} rounds probe/GEMV interleaved; value, ceiling = median GB/s, ratio = median "
+                        "of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / best probe {:.2f} = {:.3f}",
+                        kernels::isa_name(kernels::best_isa()), set.matrices().size(), ratios.size(),
+                        *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
+                        best_gemv, best_probe, best_gemv / best_probe)});
 }
 
 // One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
@@ -154,10 +195,31 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(0.5);
+            ->Iterations(kPairedRounds);
+      }
+    }
+  }
+  // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
+  // l2 = always into L2, l1 = always into L1, nofirst = no up-front prefetch of a call's first pass.
+  if (kernels::best_isa() != kernels::Isa::kAvx512Bf16) return;
+  static const PrefetchVariant kVariants[] = {
+      {"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}},
+      {"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}},
+      {"nofirst", {.distance = -1, .l1_bytes = kernels::GemvPrefetch{}.l1_bytes, .first_pass = false}},
+  };
+  for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
+    for (const PrefetchVariant& v : kVariants) {
+      for (int t : {1, ctx.max_threads()}) {
+        const std::string name = "fp8_gemv_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, &v)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(kPairedRounds);
+        if (ctx.max_threads() == 1) break;
       }
     }
   }

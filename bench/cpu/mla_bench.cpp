@@ -80,6 +80,7 @@ void bm_mla(benchmark::State& state, BenchContext* ctx, int64_t kv_len, int64_t 
   MlaLayers& set = ctx->cached<MlaLayers>("mla", key, [&] {
     ctx->drop("gemv");
     ctx->drop("probe");
+    ctx->drop("paired_probe");
     return new MlaLayers(kv_len, layers, seqs, pool);
   });
   const int64_t total = tokens * seqs;

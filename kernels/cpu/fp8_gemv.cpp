@@ -1,6 +1,7 @@
 // FP8 GEMV: argument checks and the runtime choice of variant.
 #include "hymoe/kernels/fp8_gemv.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #include "hymoe/common/error.h"
@@ -8,12 +9,39 @@
 
 namespace hymoe::kernels {
 
-int64_t detail::gemv_prefetch_distance() {
-  static const int64_t distance = [] {
-    const char* env = std::getenv("HYMOE_GEMV_PREFETCH");
-    return env ? std::strtoll(env, nullptr, 10) : kGemvPrefetchDistance;
-  }();
-  return distance;
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  return env ? std::strtoll(env, nullptr, 10) : fallback;
+}
+
+// The AVX512-BF16 GEMV's prefetch settings, read on every call (relaxed atomics: set_gemv_prefetch
+// may run while other threads call the GEMV, each call sees one value of each field).
+struct PrefetchState {
+  std::atomic<int64_t> distance{env_int("HYMOE_GEMV_PREFETCH", GemvPrefetch{}.distance)};
+  std::atomic<int64_t> l1_bytes{env_int("HYMOE_GEMV_PREFETCH_L1", GemvPrefetch{}.l1_bytes)};
+  std::atomic<bool> first_pass{env_int("HYMOE_GEMV_PREFETCH_FIRST", GemvPrefetch{}.first_pass) != 0};
+};
+
+PrefetchState& prefetch_state() {
+  static PrefetchState s;
+  return s;
+}
+
+}  // namespace
+
+GemvPrefetch gemv_prefetch() {
+  const PrefetchState& s = prefetch_state();
+  return {s.distance.load(std::memory_order_relaxed), s.l1_bytes.load(std::memory_order_relaxed),
+          s.first_pass.load(std::memory_order_relaxed)};
+}
+
+void set_gemv_prefetch(const GemvPrefetch& p) {
+  PrefetchState& s = prefetch_state();
+  s.distance.store(p.distance, std::memory_order_relaxed);
+  s.l1_bytes.store(p.l1_bytes, std::memory_order_relaxed);
+  s.first_pass.store(p.first_pass, std::memory_order_relaxed);
 }
 
 void validate(const Fp8GemvParams& p) {

@@ -20,13 +20,14 @@ struct Pass {
   const Fp8GemvParams& p;
   const Fp8Bf16Decoder& dec;
   const uint16_t* x[B];
-  int64_t ahead;
+  int64_t ahead;     // prefetch distance in bytes
+  int64_t l1_bytes;  // GemvPrefetch::l1_bytes
 };
 
 // R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
 // and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
 // Accumulators in registers; block totals too while R * B <= 8, else in L1.
-template <int B, int R, bool kLaneOrder>
+template <int B, int R, bool kLaneOrder, bool kPrefetchL1>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
@@ -39,10 +40,11 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     else a.dec(codes, w0, w1);
   };
   // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
-  // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it re-touches
-  // the rows being read instead.
+  // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it fetches the
+  // caller's next call's first rows when the caller said where they are, else re-touches the
+  // rows being read.
   const uint8_t* pf = wrow[0] + a.ahead;
-  if (pf + R * k_total > p.w.data + p.row_end * k_total) pf = wrow[0];
+  if (pf + R * k_total > p.w.data + p.row_end * k_total) pf = p.prefetch_next ? p.prefetch_next : wrow[0];
   // Block totals: in registers while R * B <= 8 (with the accumulators, 16 ZMM), else in L1.
   constexpr bool kRegTotals = R * B <= 8;
   __m512 tot[kRegTotals ? R : 1][kRegTotals ? B : 1];
@@ -70,7 +72,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
         // Software prefetch into L2 of R lines per step from one pointer walking the weights
         // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
         // of this one, so short rows (K = 2048) stay fed too). One register, not R.
-        _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+        if constexpr (kPrefetchL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+        else _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
         __m512i w0, w1;
         __m512i codes = _mm512_loadu_si512(wrow[r] + k);
         // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds them
@@ -124,17 +127,48 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     }
 }
 
+// Prefetch into L1 (T0) at batch 1-2 when the pass ahead is small enough to sit in L1 beside the
+// one being read (short rows: 8 x 2048 at batch 1, 4 x 2048 at batch 2), else into L2 (T1).
+// Measured on Zen 5 at 2 threads, 7168x2048: T0 0.81-0.83 of the probe at batch 1 against
+// 0.75-0.78 for T1, 0.75-0.76 against 0.68-0.70 at batch 2; but T0 at batch 4 on 2048x7168
+// (2 x 7168 ahead, beside 57 KB of activations in L1) fell from 0.51-0.60 to 0.31.
+template <int B>
+bool prefetch_into_l1(const Pass<B>& a) {
+  return B <= 2 && a.ahead <= a.l1_bytes;
+}
+
 template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
-  for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
-                                        [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder>(a, i); });
+  auto run = [&a]<bool kL1>() {
+    for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
+                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kL1>(a, i); });
+  };
+  if (prefetch_into_l1(a)) run.template operator()<true>();
+  else run.template operator()<false>();
+}
+
+// A call's first pass has no pass before it to prefetch it: without this its rows came in by
+// demand misses (one pass in 16 of a 128-row call of 2048x7168, the whole of a 4-pass MoE
+// gate/up task's first quarter). Issued before the activation copy, which overlaps the latency.
+template <int B>
+void prefetch_first_pass(const Pass<B>& a) {
+  const Fp8GemvParams& p = a.p;
+  const int64_t rows = std::min<int64_t>(gemv_rows_per_pass(B), p.row_end - p.row_begin);
+  const char* first = reinterpret_cast<const char*>(p.w.data + p.row_begin * p.w.cols);
+  const int64_t n = rows * p.w.cols;
+  if (prefetch_into_l1(a)) {
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(first + o, _MM_HINT_T0);
+  } else {
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(first + o, _MM_HINT_T1);
+  }
 }
 
 template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
-  const int64_t distance = gemv_prefetch_distance();
-  Pass<B> a{p, dec, {}, distance >= 0 ? distance : gemv_rows_per_pass(B) * p.w.cols};
+  const GemvPrefetch pf = gemv_prefetch();
+  Pass<B> a{p, dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
+  if (pf.first_pass) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
   if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];

@@ -99,13 +99,8 @@ struct GemvPassRows {
 // L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
 constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
 
-// Bytes the AVX512-BF16 GEMV prefetches ahead in the weights: kGemvPrefetchDistance unless
-// HYMOE_GEMV_PREFETCH (debug/tuning only) says otherwise; read once. Negative: one pass ahead
-// (R rows x K bytes: the same columns of the next row group).
-inline constexpr int64_t kGemvPrefetchDistance = -1;
 // Largest B * K (rounded up to 64) whose activations the AVX512-BF16 GEMV copies into lane
 // order on the stack (128 KB): every DeepSeek-V3 shape at batch 8 except K = 18432 (batch <= 3).
 inline constexpr int64_t kGemvLaneOrderWords = 64 * 1024;
-int64_t gemv_prefetch_distance();
 
 }  // namespace hymoe::kernels::detail

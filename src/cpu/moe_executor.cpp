@@ -146,8 +146,10 @@ void MoeExecutor::run_task(const Task& t) {
       p.x[b] = batch_hidden_ + ex.tok[b] * hidden;
       p.y[b] = gate_buf_.data() + base + b * inter;
     }
+    p.prefetch_next = w.up.data + t.r0 * w.up.cols;  // the up rows come next
     kernels::fp8_gemv(p);
     p.w = w.up;
+    p.prefetch_next = nullptr;
     for (int b = 0; b < ex.n_tok; ++b) p.y[b] = up_buf_.data() + base + b * inter;
     kernels::fp8_gemv(p);
     for (int b = 0; b < ex.n_tok; ++b) {

@@ -23,7 +23,7 @@ bool pin_to_cpu(int cpu) {
 }  // namespace
 
 ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& options)
-    : spin_us_(options.spin_us) {
+    : spin_us_(options.spin_us), caller_spin_us_(options.caller_spin_us) {
   const int cores = topology.num_cores();
   const int want = options.threads > 0 ? options.threads : cores;
   HYMOE_CHECK(want <= cores, kInvalidArgument, "thread pool: {} threads but {} cores ({})", want,
@@ -72,9 +72,16 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx) {
   pending_.store(size(), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire)) {
-    pending_.wait(left, std::memory_order_acquire);
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(caller_spin_us_);
+  for (int i = 0, left = pending_.load(std::memory_order_acquire); left != 0;
+       ++i, left = pending_.load(std::memory_order_acquire)) {
+    if ((i & 63) != 63) {
+      cpu_relax();
+    } else if (std::chrono::steady_clock::now() > spin_until) {
+      pending_.wait(left, std::memory_order_acquire);
+    } else {
+      sched_yield();
+    }
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -90,10 +97,15 @@ void ThreadPool::worker_loop(int index) {
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
     uint32_t gen = generation_.load(std::memory_order_acquire);
     for (int i = 0; gen == seen; ++i) {
-      if ((i & 255) == 255 && std::chrono::steady_clock::now() > spin_until) {
+      if ((i & 63) != 63) {
+        cpu_relax();
+      } else if (std::chrono::steady_clock::now() > spin_until) {
         generation_.wait(seen, std::memory_order_acquire);
       } else {
-        cpu_relax();
+        // Every few microseconds of spinning, let another thread of this core run: the thread
+        // that called run() is not pinned and often shares a worker's core (always when the
+        // pool has a worker on every core). Without the yield it waited out the whole spin.
+        sched_yield();
       }
       gen = generation_.load(std::memory_order_acquire);
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -132,6 +133,36 @@ TEST(MoeExecutor, MatchesReferenceOnFourSyntheticNodes) {
 TEST(MoeExecutor, MatchesReferenceOnThisMachine) {
   ThreadPool pool(Topology::detect());
   check_against_reference(pool, {}, std::random_device{}());
+}
+
+// Bitwise the same output whatever the pool size and NUMA grouping: the tasks (rows per task) do
+// not depend on the threads, and each output row is computed by one task.
+TEST(MoeExecutor, ResultDoesNotDependOnThePoolSize) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t E = 16, H = 512, I = 384;
+  Experts ex(E, H, I, rng);
+  const MoeShape shape{.num_experts = E, .hidden = H, .intermediate = I, .max_tokens = kMaxMoeTokens, .max_top_k = 6};
+  const MoeTuning tuning{.task_bytes = 16 << 10, .steal = true};
+  for (int tokens : {1, 3, 8}) {
+    Inputs in = random_inputs(tokens, 6, E, H, rng);
+    std::vector<float> first;
+    for (const auto& [desc, threads] : {std::pair<const char*, int>{"pack:1 [numa] core:16 pu:1", 1},
+                                        {"pack:1 [numa] core:16 pu:1", 2},
+                                        {"pack:1 [numa] core:16 pu:1", 3},
+                                        {"pack:1 [numa] core:16 pu:1", 16},
+                                        {"pack:2 [numa] core:8 pu:1", 16}}) {
+      ThreadPool pool(Topology::synthetic(desc), {.threads = threads, .pin = false, .spin_us = 50, .caller_spin_us = 1000});
+      MoeExecutor moe(pool, shape, tuning);
+      std::vector<float> out(static_cast<size_t>(tokens * H), std::numeric_limits<float>::quiet_NaN());
+      moe.run(ex.views, {tokens, in.hidden.data(), 6, in.ids.data(), in.weights.data(), out.data(), false});
+      if (first.empty()) {
+        first = out;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(first.data(), out.data(), sizeof(float) * out.size()), 0)
+          << tokens << " tokens: " << threads << " threads on " << desc << " vs 1 thread";
+    }
+  }
 }
 
 TEST(MoeExecutor, SplitsExpertsIntoTasks) {

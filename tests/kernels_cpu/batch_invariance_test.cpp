@@ -1,11 +1,14 @@
 // Batch invariance of the linear kernels: a row's result must not depend on which other rows
 // share the call (bitwise), so that a request's output does not change with the server's load.
 // GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
-// BF16 GEMV: tokens 1..8 against 1. Fresh random inputs each run.
+// BF16 GEMV: tokens 1..8 against 1; GEMV rows split over 1, 2, 3, 16 workers (and at random row
+// boundaries) against one call over every row. Fresh random inputs each run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
@@ -37,6 +40,77 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
       }
     }
   }
+}
+
+// Threads split a GEMV's rows (16-row units, as fp8_linear and the benchmarks do, or any
+// boundary, as the MoE executor's tasks may): a row's result must not depend on the split, so
+// the output is the same at every thread count. The parts pass the next part as prefetch_next.
+TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (const Isa isa : supported_isas()) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{448, 2048}, {256, 7168}, {200, 384}}) {
+      test::RandomFp8Matrix w(n, k, rng);
+      const auto x = test::random_bf16(static_cast<size_t>(3 * k), rng);
+      for (const int batch : {1, 3}) {
+        std::vector<float> whole(static_cast<size_t>(batch * n));
+        fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, whole.data(), n));
+        // Row boundaries of each split: workers in 16-row units, then random cut points.
+        std::vector<std::vector<int64_t>> splits;
+        for (const int64_t workers : {1, 2, 3, 16}) {
+          const int64_t units = (n + 15) / 16;
+          std::vector<int64_t> cuts;
+          for (int64_t i = 0; i <= workers; ++i) cuts.push_back(std::min(n, units * i / workers * 16));
+          splits.push_back(cuts);
+        }
+        std::vector<int64_t> cuts{0};
+        std::uniform_int_distribution<int64_t> step(1, 37);
+        while (cuts.back() < n) cuts.push_back(std::min(n, cuts.back() + step(rng)));
+        splits.push_back(cuts);
+        for (const auto& c : splits) {
+          auto part = test::nan_vector(static_cast<size_t>(batch * n));
+          for (size_t i = 0; i + 1 < c.size(); ++i) {
+            auto p = Fp8GemvParams::strided(w.view, batch, x.data(), k, part.data(), n);
+            p.row_begin = c[i];
+            p.row_end = c[i + 1];
+            // As a caller that knows its next call would (a prefetch hint: must not change results).
+            if (i + 2 < c.size()) p.prefetch_next = w.view.data + c[i + 1] * k;
+            fp8_gemv(isa, p);
+          }
+          EXPECT_TRUE(same_bits(whole.data(), part.data(), batch * n))
+              << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": split into "
+              << c.size() - 1 << " parts";
+        }
+      }
+    }
+  }
+}
+
+// The software-prefetch settings (GemvPrefetch) only move data: bitwise the same results.
+TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
+  std::mt19937_64 rng(std::random_device{}());
+  const GemvPrefetch saved = gemv_prefetch();
+  for (const Isa isa : supported_isas()) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{136, 2048}, {40, 7168}}) {
+      test::RandomFp8Matrix w(n, k, rng);
+      const auto x = test::random_bf16(static_cast<size_t>(2 * k), rng);
+      for (const int batch : {1, 2}) {
+        set_gemv_prefetch(saved);
+        std::vector<float> want(static_cast<size_t>(batch * n));
+        fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, want.data(), n));
+        for (const GemvPrefetch pf : {GemvPrefetch{.distance = -1, .l1_bytes = 0, .first_pass = false},
+                                      GemvPrefetch{.distance = 4096, .l1_bytes = int64_t{1} << 40, .first_pass = true},
+                                      GemvPrefetch{.distance = 0, .l1_bytes = 16 << 10, .first_pass = true}}) {
+          set_gemv_prefetch(pf);
+          auto got = test::nan_vector(static_cast<size_t>(batch * n));
+          fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, got.data(), n));
+          EXPECT_TRUE(same_bits(want.data(), got.data(), batch * n))
+              << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": distance " << pf.distance
+              << " l1_bytes " << pf.l1_bytes << " first_pass " << pf.first_pass;
+        }
+      }
+    }
+  }
+  set_gemv_prefetch(saved);
 }
 
 TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {

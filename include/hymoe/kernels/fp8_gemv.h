@@ -26,6 +26,11 @@ struct Fp8GemvParams {
   float out_scale[kMaxGemvBatch] = {1, 1, 1, 1, 1, 1, 1, 1};  // factor per batch row
   int64_t row_begin = 0;
   int64_t row_end = 0;
+  // Optional hint: where the calling thread's next GEMV call starts reading (its first row). The
+  // AVX512-BF16 variant prefetches that call's first pass (as many bytes as one of this call's
+  // passes) during its own last pass, which otherwise has nothing ahead to prefetch. Only a
+  // prefetch: any address is safe, results do not depend on it.
+  const uint8_t* prefetch_next = nullptr;
 
   // Rows of x every x_stride elements, of y every y_stride, all rows of w, scales 1.
   static Fp8GemvParams strided(const Fp8Matrix& w, int batch, const uint16_t* x, int64_t x_stride,
@@ -51,6 +56,23 @@ void fp8_gemv(const Fp8GemvParams& p);
 void fp8_gemv(Isa isa, const Fp8GemvParams& p);
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const Fp8GemvParams& p);
+
+// Software prefetch of the AVX512-BF16 variant (tuning and benchmarks; results never depend on
+// it). Defaults: the environment (HYMOE_GEMV_PREFETCH, HYMOE_GEMV_PREFETCH_L1,
+// HYMOE_GEMV_PREFETCH_FIRST, read at first use), else the values below. Every call reads the
+// current setting.
+struct GemvPrefetch {
+  // Bytes ahead of the pass being read; negative: one pass (R rows x K: the same columns of the
+  // next row group).
+  int64_t distance = -1;
+  // At batch 1-2, prefetch into L1 (T0) when the distance is <= this, else into L2 (T1). 16 KB is
+  // one pass of 8 rows x 2048 (the down projection at batch 1), which with the pass being read
+  // fits a 48 KB L1; 8 x 7168 (gate/up) does not. 0: always L2.
+  int64_t l1_bytes = 16 << 10;
+  bool first_pass = true;  // prefetch a call's first pass up front
+};
+GemvPrefetch gemv_prefetch();
+void set_gemv_prefetch(const GemvPrefetch& p);
 
 // Plain reference: every weight through fp8_e4m3_to_float * scale, double accumulation.
 void fp8_gemv_reference(const Fp8GemvParams& p);
