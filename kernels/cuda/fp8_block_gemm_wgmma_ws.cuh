@@ -76,6 +76,12 @@ struct WsDenseTiles {
     n0 = t.n * kWgN;
     return true;
   }
+  // TMA (ws_produce_tma): the tile's first row in A's map, B's map (the kernel parameter).
+  static constexpr bool kMapsInGlobal = false;
+  __device__ __forceinline__ int a_row(int m0) const { return m0; }
+  __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap* map_b) const {
+    return map_b;
+  }
 };
 
 // Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
@@ -95,6 +101,29 @@ struct WsGroupedTiles {
     m0 = (y - cursor.first) * Cfg::kM;
     n0 = x * kWgN;
     return true;
+  }
+};
+
+// Grouped tiles with TMA loads (kWgmmaWsTmaGrouped): A's map spans the permuted rows of all
+// experts, so a tile's box starts at the expert's first row + m0 (its rows past the expert's end
+// are the next expert's, or zero past the last row: the consumers give them a zero scale and
+// mask them at the store; a wgmma row reads only its own A row, so they touch nothing else).
+// B: the expert's own map, maps[expert] in global memory (written by a host copy before the
+// launch: the producer acquires it when its expert changes).
+template <class Cfg>
+struct WsGroupedTmaTiles : WsGroupedTiles<Cfg> {
+  const CUtensorMap* maps;
+  int row0 = 0;  // first permuted row of the current tile's expert
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    if (!WsGroupedTiles<Cfg>::at(p, id, q, m0, n0)) return false;
+    row0 = this->gp->offsets[this->cursor.expert];
+    return true;
+  }
+  static constexpr bool kMapsInGlobal = true;
+  __device__ __forceinline__ int a_row(int m0) const { return row0 + m0; }
+  __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap*) const {
+    return maps + this->cursor.expert;
   }
 };
 
@@ -179,17 +208,26 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
                                                const CUtensorMap* map_a, const CUtensorMap* map_b) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
+  [[maybe_unused]] const CUtensorMap* acquired = nullptr;  // (maps in global memory)
   for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const int a_row = tiles.a_row(m0);
+    const CUtensorMap* tile_map_b = tiles.b_map(map_b);
+    if constexpr (Tiles::kMapsInGlobal) {
+      if (tile_map_b != acquired) {
+        tensormap_acquire(tile_map_b);
+        acquired = tile_map_b;
+      }
+    }
     for (int kb = 0; kb < kblocks; ++kb) {
       mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
       const uint32_t full = bars + pos.stage * 8;
       const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
       mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
-      tma_load_2d(stage_addr, map_a, full, kb * kWgK, m0);
-      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
+      tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
+      tma_load_2d(stage_addr + Cfg::kATileBytes, tile_map_b, full, kb * kWgK, n0);
       pos = wgmma::ring_next(pos, Cfg::kStages);
     }
   }
@@ -383,6 +421,26 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsGroupedTiles<Cfg> tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
   ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
+}
+
+// Grouped with TMA loads (kWgmmaWsTmaGrouped): map_a over all permuted rows [rows][k] with kM x
+// 128-byte boxes; maps_b[e] over expert e's weight [n][k] with 128 x 128-byte boxes (128-byte
+// aligned, in global memory; slots of experts without rows are never read). The host builds them
+// (moe.cpp, fp8_block_gemm_launch.cu).
+template <bool Pipelined>
+__global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
+    fp8_grouped_gemm_wgmma_tma_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
+                                      const __grid_constant__ CUtensorMap map_a,
+                                      const CUtensorMap* maps_b) {
+  using Cfg = WsCfg<2, true>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  WsGroupedTmaTiles<Cfg> tiles;
+  tiles.gp = &gp;
+  tiles.row_tiles = row_tiles;
+  tiles.tiles_n = (gp.n + kWgN - 1) / kWgN;
+  tiles.cursor = {};
+  tiles.maps = maps_b;
+  ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem, &map_a, nullptr);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -30,6 +30,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
     case GemmBackend::kWgmmaWs64: return "wgmma_ws64";
     case GemmBackend::kWgmmaWsTma: return "wgmma_ws_tma";
+    case GemmBackend::kWgmmaWsTmaGrouped: return "wgmma_ws_tma_grouped";
   }
   return "unknown";
 }
@@ -112,6 +113,9 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
   const bool own = backend == GemmBackend::kHymoe || wgmma;
   HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
+  HYMOE_CHECK(backend != GemmBackend::kWgmmaWsTmaGrouped, kInvalidArgument,
+              "gemm: {} is the grouped expert GEMM's backend (GroupedFp8Gemm)",
+              gemm_backend_name(backend));
   impl_ = new Impl;
   try {
     if (!own) impl_->build(lt, kind, shape);
