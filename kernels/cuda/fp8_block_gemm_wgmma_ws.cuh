@@ -33,10 +33,13 @@ namespace hymoe::gpu::kernels {
 
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
-template <int Consumers, bool Tma = false>
+template <int Consumers, bool Tma = false, bool SmemStore = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
+  // The output tile through shared memory (16 KB per consumer, wgmma::out_stage_offset) and
+  // coalesced 16-byte stores, instead of 4-byte stores straight from the fragments.
+  static constexpr bool kSmemStore = SmemStore;
   static constexpr int kM = 64 * kConsumers;                // rows per tile
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
   static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
@@ -53,8 +56,13 @@ struct WsCfg {
   static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
   static constexpr int kRingBytes = kStages * kStageBytes;
   // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
-  // the full and empty barriers (8 bytes each) after the ring.
-  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + 2 * kStages * 8;
+  // the full and empty barriers (8 bytes each) after the ring, then (kSmemStore) the consumers'
+  // output staging (16-byte aligned: 2 * kStages * 8 is a multiple of 16).
+  static constexpr int kBarBytes = 2 * kStages * 8;
+  static constexpr int kOutBytes = SmemStore ? kConsumers * wgmma::kOutStageBytes : 0;
+  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes;
+  static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
+  static_assert(kSmemBytes <= 227 * 1024, "Hopper's largest dynamic shared memory per block");
   static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
                         kBlocksPerSm <=
                     65536,
@@ -268,6 +276,52 @@ struct WsSlots {
   }
 };
 
+// bar.sync on named barrier 1 + cw (0 is __syncthreads) for consumer warpgroup cw's 128
+// threads (immediate ids: ptxas then reserves 3 barriers, not all 16).
+__device__ __forceinline__ void consumer_barrier(int cw) {
+  if (cw == 0) {
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  }
+}
+
+// kSmemStore: consumer cw's 64 x 128 tile (rows m0 + 64cw.., columns n0..) through its staging
+// (stage: 16 KB of shared memory) to D: the fragments as BF16 pairs, then each thread 16-byte
+// chunk t % 16 of rows t / 16 + 8j (a warp writes two whole 256-byte row segments). Masked past
+// m and n; 16-byte stores where ldd and d allow (the grouped GEMM checks both), else 2-byte.
+template <class Cfg>
+__device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
+                                                   const float (&acc)[64], uint8_t* stage,
+                                                   int m0, int n0, int cw, int t) {
+  consumer_barrier(cw);  // every thread's reads of the previous tile's staging are done
+#pragma unroll
+  for (int i = 0; i < 64; i += 2)
+    *reinterpret_cast<uint32_t*>(stage + wgmma::out_stage_offset(
+                                             wgmma::acc_row(t, i), 2 * wgmma::acc_col(t, i))) =
+        pack_bf16x2(acc[i], acc[i + 1]);
+  consumer_barrier(cw);
+  auto* d = reinterpret_cast<uint16_t*>(q.d);
+  const bool vec = q.ldd % 8 == 0 && reinterpret_cast<uintptr_t>(q.d) % 16 == 0;
+  const int c = t % 16, col = n0 + c * 8;
+  if (col >= q.n) return;
+#pragma unroll 1
+  for (int j = 0; j < 8; ++j) {
+    const int r = t / 16 + 8 * j, row = m0 + cw * 64 + r;
+    if (row >= q.m) break;  // (r grows with j)
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + wgmma::out_stage_offset(r, c * 16));
+    uint16_t* out = d + static_cast<int64_t>(row) * q.ldd + col;
+    if (vec && col + 8 <= q.n) {
+      *reinterpret_cast<uint4*>(out) = v;
+    } else {  // (constant indices: v stays in registers)
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+        if (col + x < q.n) out[x] = static_cast<uint16_t>(x % 2 ? w[x / 2] >> 16 : w[x / 2]);
+    }
+  }
+}
+
 // A consumer warpgroup cw (0 or 1: tile rows 64cw..64cw+63), thread t = 0..127 of it.
 // Promotion schedule (Pipelined, a template switch until measured):
 //   false  per K block: wait, 4 wgmmas into part, wgmma.wait_group 0, release the slot,
@@ -279,7 +333,8 @@ struct WsSlots {
 //   the wgmmas nor injects waits).
 template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
-                                           uint32_t ring_addr, uint32_t bars, int cw, int t) {
+                                           uint32_t ring_addr, uint32_t bars, int cw, int t,
+                                           [[maybe_unused]] uint8_t* out_stage) {
   WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
@@ -336,6 +391,10 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
       wg_promote(acc, part1, ps0, ps1);
     }
 
+    if constexpr (Cfg::kSmemStore) {
+      ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);
+      continue;
+    }
     // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
     auto* d = reinterpret_cast<uint16_t*>(q.d);
     const bool pairs = (q.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(q.d) % 4 == 0);
@@ -383,7 +442,10 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     }
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
-    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
+    // (kSmemStore: consumer cw's staging after the barriers.)
+    uint8_t* out_stage = smem + pad + Cfg::kRingBytes + Cfg::kBarBytes +
+                         (wg - 1) * wgmma::kOutStageBytes;
+    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage);
   }
 }
 
@@ -427,12 +489,14 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // 128-byte boxes; maps_b[e] over expert e's weight [n][k] with 128 x 128-byte boxes (128-byte
 // aligned, in global memory; slots of experts without rows are never read). The host builds them
 // (moe.cpp, fp8_block_gemm_launch.cu).
-template <bool Pipelined>
+// SmemStore: kWgmmaWsTmaGroupedSt (the output through shared memory, ws_store_tile_smem; its
+// launcher pairs it with Pipelined = false: with two partial accumulators the store spills).
+template <bool Pipelined, bool SmemStore>
 __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
     fp8_grouped_gemm_wgmma_tma_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
                                       const __grid_constant__ CUtensorMap map_a,
                                       const CUtensorMap* maps_b) {
-  using Cfg = WsCfg<2, true>;
+  using Cfg = WsCfg<2, true, SmemStore>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
   WsGroupedTmaTiles<Cfg> tiles;
   tiles.gp = &gp;

@@ -141,10 +141,14 @@ cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int 
   return err;
 }
 
-cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
-                                 int rows, int row_tiles, cudaStream_t stream) {
-  using Cfg = kernels::WsCfg<2, true>;
-  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_kernel<true>;
+namespace {
+template <bool SmemStore>
+cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
+                              int row_tiles, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<2, true, SmemStore>;
+  // SmemStore with kWgmmaWs's promotion (after each block's wgmmas): with the pipelined one's
+  // second partial accumulator the staging store spills (20-92 bytes at 168 registers).
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_kernel<!SmemStore, SmemStore>;
   CUtensorMap map_a{};
   cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, Cfg::kM);
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
@@ -155,6 +159,13 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
       p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
   return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
+                                 int rows, int row_tiles, bool smem_store, cudaStream_t stream) {
+  return smem_store ? wgmma_tma_grouped<true>(p, maps_b, rows, row_tiles, stream)
+                    : wgmma_tma_grouped<false>(p, maps_b, rows, row_tiles, stream);
 }
 
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,

@@ -98,7 +98,9 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
   // re-encode slots while this launch is still queued.
   if (!stale.empty()) maps_dev_.copy_from_host(maps_host_.data(), bytes, stream);
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
-                                                host_offsets.back(), tiles, stream));
+                                                host_offsets.back(), tiles,
+                                                backend_ == GemmBackend::kWgmmaWsTmaGroupedSt,
+                                                stream));
 }
 
 void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
@@ -120,7 +122,8 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                                     : backend_ == GemmBackend::kWgmmaWs64
                                         ? Fp8BlockGemmKernel::kWgmmaWs64
                                                                         : Fp8BlockGemmKernel::kMmaSync;
-  const bool tma = backend_ == GemmBackend::kWgmmaWsTmaGrouped;  // (kWgmmaWsPipe's tiles)
+  const bool tma = backend_ == GemmBackend::kWgmmaWsTmaGrouped ||
+                   backend_ == GemmBackend::kWgmmaWsTmaGroupedSt;  // (kWgmmaWsPipe's tiles)
   const int tile_rows =
       launch::fp8_grouped_gemm_tile_rows(tma ? Fp8BlockGemmKernel::kWgmmaWsPipe : kernel);
   int64_t tiles = 0;

@@ -131,7 +131,9 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
     if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
     GroupedFp8Gemm gemm(lt, n, k, backend);
     check(gemm, expert_weights, "");
-    if (backend != GemmBackend::kWgmmaWsTmaGrouped) continue;
+    if (backend != GemmBackend::kWgmmaWsTmaGrouped &&
+        backend != GemmBackend::kWgmmaWsTmaGroupedSt)
+      continue;
     // The per-expert tensor maps: a second run reuses them; a third, with the same weights at
     // new addresses, must re-encode every used expert's map (stale maps would read freed or
     // wrong memory).
@@ -168,16 +170,19 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsPipe);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
-  // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows).
+  // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);
+  // kWgmmaWsTmaGroupedSt: the same storing through shared memory (n = 320: a partial column tile).
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                        GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
-                       GemmBackend::kWgmmaWsTmaGrouped});
+                       GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt});
   // The TMA variant needs one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
   // ... and the grouped TMA variant is the grouped GEMM's only.
-  EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN},
-                        GemmBackend::kWgmmaWsTmaGrouped),
-               Error);
+  for (const GemmBackend grouped_only :
+       {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt})
+    EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
+                          {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
+                 Error);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {
