@@ -528,7 +528,9 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     DeviceBuffer y(size_t(rows) * kHidden * 2);
     const double flops = 2.0 * rows * 3.0 * kInter * kHidden;
     for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmmaWs,
-                                      GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsPipe,
+                                      GemmBackend::kWgmmaWsTmaGrouped,
+                                      GemmBackend::kWgmmaWsTmaGroupedSt, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",

@@ -33,10 +33,13 @@ namespace hymoe::gpu::kernels {
 
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
-template <int Consumers, bool Tma = false>
+template <int Consumers, bool Tma = false, bool SmemStore = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
+  // The output tile through shared memory (16 KB per consumer, wgmma::out_stage_offset) and
+  // coalesced 16-byte stores, instead of 4-byte stores straight from the fragments.
+  static constexpr bool kSmemStore = SmemStore;
   static constexpr int kM = 64 * kConsumers;                // rows per tile
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
   static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
@@ -53,8 +56,13 @@ struct WsCfg {
   static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
   static constexpr int kRingBytes = kStages * kStageBytes;
   // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
-  // the full and empty barriers (8 bytes each) after the ring.
-  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + 2 * kStages * 8;
+  // the full and empty barriers (8 bytes each) after the ring, then (kSmemStore) the consumers'
+  // output staging (16-byte aligned: 2 * kStages * 8 is a multiple of 16).
+  static constexpr int kBarBytes = 2 * kStages * 8;
+  static constexpr int kOutBytes = SmemStore ? kConsumers * wgmma::kOutStageBytes : 0;
+  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes;
+  static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
+  static_assert(kSmemBytes <= 227 * 1024, "Hopper's largest dynamic shared memory per block");
   static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
                         kBlocksPerSm <=
                     65536,
@@ -76,6 +84,12 @@ struct WsDenseTiles {
     n0 = t.n * kWgN;
     return true;
   }
+  // TMA (ws_produce_tma): the tile's first row in A's map, B's map (the kernel parameter).
+  static constexpr bool kMapsInGlobal = false;
+  __device__ __forceinline__ int a_row(int m0) const { return m0; }
+  __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap* map_b) const {
+    return map_b;
+  }
 };
 
 // Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
@@ -95,6 +109,29 @@ struct WsGroupedTiles {
     m0 = (y - cursor.first) * Cfg::kM;
     n0 = x * kWgN;
     return true;
+  }
+};
+
+// Grouped tiles with TMA loads (kWgmmaWsTmaGrouped): A's map spans the permuted rows of all
+// experts, so a tile's box starts at the expert's first row + m0 (its rows past the expert's end
+// are the next expert's, or zero past the last row: the consumers give them a zero scale and
+// mask them at the store; a wgmma row reads only its own A row, so they touch nothing else).
+// B: the expert's own map, maps[expert] in global memory (written by a host copy before the
+// launch: the producer acquires it when its expert changes).
+template <class Cfg>
+struct WsGroupedTmaTiles : WsGroupedTiles<Cfg> {
+  const CUtensorMap* maps;
+  int row0 = 0;  // first permuted row of the current tile's expert
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    if (!WsGroupedTiles<Cfg>::at(p, id, q, m0, n0)) return false;
+    row0 = this->gp->offsets[this->cursor.expert];
+    return true;
+  }
+  static constexpr bool kMapsInGlobal = true;
+  __device__ __forceinline__ int a_row(int m0) const { return row0 + m0; }
+  __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap*) const {
+    return maps + this->cursor.expert;
   }
 };
 
@@ -179,17 +216,26 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
                                                const CUtensorMap* map_a, const CUtensorMap* map_b) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
+  [[maybe_unused]] const CUtensorMap* acquired = nullptr;  // (maps in global memory)
   for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const int a_row = tiles.a_row(m0);
+    const CUtensorMap* tile_map_b = tiles.b_map(map_b);
+    if constexpr (Tiles::kMapsInGlobal) {
+      if (tile_map_b != acquired) {
+        tensormap_acquire(tile_map_b);
+        acquired = tile_map_b;
+      }
+    }
     for (int kb = 0; kb < kblocks; ++kb) {
       mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
       const uint32_t full = bars + pos.stage * 8;
       const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
       mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
-      tma_load_2d(stage_addr, map_a, full, kb * kWgK, m0);
-      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
+      tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
+      tma_load_2d(stage_addr + Cfg::kATileBytes, tile_map_b, full, kb * kWgK, n0);
       pos = wgmma::ring_next(pos, Cfg::kStages);
     }
   }
@@ -230,6 +276,52 @@ struct WsSlots {
   }
 };
 
+// bar.sync on named barrier 1 + cw (0 is __syncthreads) for consumer warpgroup cw's 128
+// threads (immediate ids: ptxas then reserves 3 barriers, not all 16).
+__device__ __forceinline__ void consumer_barrier(int cw) {
+  if (cw == 0) {
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  }
+}
+
+// kSmemStore: consumer cw's 64 x 128 tile (rows m0 + 64cw.., columns n0..) through its staging
+// (stage: 16 KB of shared memory) to D: the fragments as BF16 pairs, then each thread 16-byte
+// chunk t % 16 of rows t / 16 + 8j (a warp writes two whole 256-byte row segments). Masked past
+// m and n; 16-byte stores where ldd and d allow (the grouped GEMM checks both), else 2-byte.
+template <class Cfg>
+__device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
+                                                   const float (&acc)[64], uint8_t* stage,
+                                                   int m0, int n0, int cw, int t) {
+  consumer_barrier(cw);  // every thread's reads of the previous tile's staging are done
+#pragma unroll
+  for (int i = 0; i < 64; i += 2)
+    *reinterpret_cast<uint32_t*>(stage + wgmma::out_stage_offset(
+                                             wgmma::acc_row(t, i), 2 * wgmma::acc_col(t, i))) =
+        pack_bf16x2(acc[i], acc[i + 1]);
+  consumer_barrier(cw);
+  auto* d = reinterpret_cast<uint16_t*>(q.d);
+  const bool vec = q.ldd % 8 == 0 && reinterpret_cast<uintptr_t>(q.d) % 16 == 0;
+  const int c = t % 16, col = n0 + c * 8;
+  if (col >= q.n) return;
+#pragma unroll 1
+  for (int j = 0; j < 8; ++j) {
+    const int r = t / 16 + 8 * j, row = m0 + cw * 64 + r;
+    if (row >= q.m) break;  // (r grows with j)
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + wgmma::out_stage_offset(r, c * 16));
+    uint16_t* out = d + static_cast<int64_t>(row) * q.ldd + col;
+    if (vec && col + 8 <= q.n) {
+      *reinterpret_cast<uint4*>(out) = v;
+    } else {  // (constant indices: v stays in registers)
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+        if (col + x < q.n) out[x] = static_cast<uint16_t>(x % 2 ? w[x / 2] >> 16 : w[x / 2]);
+    }
+  }
+}
+
 // A consumer warpgroup cw (0 or 1: tile rows 64cw..64cw+63), thread t = 0..127 of it.
 // Promotion schedule (Pipelined, a template switch until measured):
 //   false  per K block: wait, 4 wgmmas into part, wgmma.wait_group 0, release the slot,
@@ -241,7 +333,8 @@ struct WsSlots {
 //   the wgmmas nor injects waits).
 template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
-                                           uint32_t ring_addr, uint32_t bars, int cw, int t) {
+                                           uint32_t ring_addr, uint32_t bars, int cw, int t,
+                                           [[maybe_unused]] uint8_t* out_stage) {
   WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
@@ -298,6 +391,10 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
       wg_promote(acc, part1, ps0, ps1);
     }
 
+    if constexpr (Cfg::kSmemStore) {
+      ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);
+      continue;
+    }
     // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
     auto* d = reinterpret_cast<uint16_t*>(q.d);
     const bool pairs = (q.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(q.d) % 4 == 0);
@@ -345,7 +442,10 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     }
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
-    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t);
+    // (kSmemStore: consumer cw's staging after the barriers.)
+    uint8_t* out_stage = smem + pad + Cfg::kRingBytes + Cfg::kBarBytes +
+                         (wg - 1) * wgmma::kOutStageBytes;
+    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage);
   }
 }
 
@@ -383,6 +483,28 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsGroupedTiles<Cfg> tiles{&gp, row_tiles, (gp.n + kWgN - 1) / kWgN, {}};
   ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem);
+}
+
+// Grouped with TMA loads (kWgmmaWsTmaGrouped): map_a over all permuted rows [rows][k] with kM x
+// 128-byte boxes; maps_b[e] over expert e's weight [n][k] with 128 x 128-byte boxes (128-byte
+// aligned, in global memory; slots of experts without rows are never read). The host builds them
+// (moe.cpp, fp8_block_gemm_launch.cu).
+// SmemStore: kWgmmaWsTmaGroupedSt (the output through shared memory, ws_store_tile_smem; its
+// launcher pairs it with Pipelined = false: with two partial accumulators the store spills).
+template <bool Pipelined, bool SmemStore>
+__global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
+    fp8_grouped_gemm_wgmma_tma_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
+                                      const __grid_constant__ CUtensorMap map_a,
+                                      const CUtensorMap* maps_b) {
+  using Cfg = WsCfg<2, true, SmemStore>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  WsGroupedTmaTiles<Cfg> tiles;
+  tiles.gp = &gp;
+  tiles.row_tiles = row_tiles;
+  tiles.tiles_n = (gp.n + kWgN - 1) / kWgN;
+  tiles.cursor = {};
+  tiles.maps = maps_b;
+  ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem, &map_a, nullptr);
 }
 
 }  // namespace hymoe::gpu::kernels

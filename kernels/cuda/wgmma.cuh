@@ -176,6 +176,22 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint3
 #endif
 }
 
+// A tensor map in global memory written by a host copy before the launch (the grouped GEMM's
+// per-expert weight maps): the tensormap proxy must acquire it before a TMA reads it (PTX:
+// fence.proxy.tensormap::generic; .sys because the host wrote it, the CUDA programming guide's
+// rule for maps copied with cudaMemcpy), then a prefetch into the tensor-map cache.
+__device__ __forceinline__ void tensormap_acquire(const void* map) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n"
+      "prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map))
+      : "memory");
+#else
+  (void)map;
+  __trap();
+#endif
+}
+
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
 #if defined(HYMOE_WGMMA_ENABLED)

@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <cstring>
+
 #include "fp8_block_gemm.cuh"
 #include "fp8_block_gemm_wgmma.cuh"
 #include "fp8_block_gemm_wgmma_ws.cuh"
@@ -128,6 +130,43 @@ cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStre
   return cudaGetLastError();
 }
 }  // namespace
+
+static_assert(sizeof(CUtensorMap) == kTensorMapBytes && alignof(CUtensorMap) == alignof(TensorMapBytes),
+              "TensorMapBytes holds one CUtensorMap");
+
+cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k) {
+  CUtensorMap m{};
+  const cudaError_t err = encode_sw128_map(m, w, n, k, k, kernels::kWgN);
+  if (err == cudaSuccess) std::memcpy(map.bytes, &m, sizeof(m));
+  return err;
+}
+
+namespace {
+template <bool SmemStore>
+cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
+                              int row_tiles, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<2, true, SmemStore>;
+  // SmemStore with kWgmmaWs's promotion (after each block's wgmmas): with the pipelined one's
+  // second partial accumulator the staging store spills (20-92 bytes at 168 registers).
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_kernel<!SmemStore, SmemStore>;
+  CUtensorMap map_a{};
+  cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, Cfg::kM);
+  if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
+  const int tiles = ((p.n + kernels::kWgN - 1) / kernels::kWgN) * row_tiles;
+  int grid = 0;
+  if (err == cudaSuccess) err = persistent_grid(tiles, Cfg::kBlocksPerSm, grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
+      p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
+  return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
+                                 int rows, int row_tiles, bool smem_store, cudaStream_t stream) {
+  return smem_store ? wgmma_tma_grouped<true>(p, maps_b, rows, row_tiles, stream)
+                    : wgmma_tma_grouped<false>(p, maps_b, rows, row_tiles, stream);
+}
 
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream) {

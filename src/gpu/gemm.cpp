@@ -30,6 +30,8 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsPipe: return "wgmma_ws_pipe";
     case GemmBackend::kWgmmaWs64: return "wgmma_ws64";
     case GemmBackend::kWgmmaWsTma: return "wgmma_ws_tma";
+    case GemmBackend::kWgmmaWsTmaGrouped: return "wgmma_ws_tma_grouped";
+    case GemmBackend::kWgmmaWsTmaGroupedSt: return "wgmma_ws_tma_grouped_st";
   }
   return "unknown";
 }
@@ -112,6 +114,11 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
   const bool own = backend == GemmBackend::kHymoe || wgmma;
   HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
+  HYMOE_CHECK(backend != GemmBackend::kWgmmaWsTmaGrouped &&
+                  backend != GemmBackend::kWgmmaWsTmaGroupedSt,
+              kInvalidArgument,
+              "gemm: {} is the grouped expert GEMM's backend (GroupedFp8Gemm)",
+              gemm_backend_name(backend));
   impl_ = new Impl;
   try {
     if (!own) impl_->build(lt, kind, shape);

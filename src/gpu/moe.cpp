@@ -76,6 +76,33 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
               "architecture 90a");
 }
 
+void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
+                             std::span<const ExpertWeight> experts, const GroupedGemmParams& gp,
+                             int tiles, cudaStream_t stream) {
+  const size_t bytes = experts.size() * kTensorMapBytes;
+  if (maps_dev_.bytes() < bytes) {
+    maps_dev_ = DeviceBuffer(bytes);
+    map_table_.invalidate();
+  }
+  if (maps_host_.size() != experts.size()) maps_host_.resize(experts.size());
+  const std::span<const int> stale = map_table_.stale(
+      host_offsets, experts.size(), [&](size_t e) -> const void* { return experts[e].w; });
+  for (const int e : stale) {
+    const cudaError_t err = launch::encode_expert_weight_map(maps_host_[e], experts[e].w, n_, k_);
+    if (err != cudaSuccess) map_table_.invalidate();
+    HYMOE_CHECK(err == cudaSuccess, kUnsupported,
+                "grouped gemm: no tensor map for expert {} ({}; cuTensorMapEncodeTiled)", e,
+                cudaGetErrorString(err));
+  }
+  // From pageable memory: the copy has read maps_host_ when it returns, so the next run may
+  // re-encode slots while this launch is still queued.
+  if (!stale.empty()) maps_dev_.copy_from_host(maps_host_.data(), bytes, stream);
+  HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
+                                                host_offsets.back(), tiles,
+                                                backend_ == GemmBackend::kWgmmaWsTmaGroupedSt,
+                                                stream));
+}
+
 void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
                          std::span<const ExpertWeight> experts, const Fp8E4M3* a,
                          const float* a_scales, Bf16* d, int64_t ldd, cudaStream_t stream) {
@@ -95,7 +122,10 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                                     : backend_ == GemmBackend::kWgmmaWs64
                                         ? Fp8BlockGemmKernel::kWgmmaWs64
                                                                         : Fp8BlockGemmKernel::kMmaSync;
-  const int tile_rows = launch::fp8_grouped_gemm_tile_rows(kernel);
+  const bool tma = backend_ == GemmBackend::kWgmmaWsTmaGrouped ||
+                   backend_ == GemmBackend::kWgmmaWsTmaGroupedSt;  // (kWgmmaWsPipe's tiles)
+  const int tile_rows =
+      launch::fp8_grouped_gemm_tile_rows(tma ? Fp8BlockGemmKernel::kWgmmaWsPipe : kernel);
   int64_t tiles = 0;
   for (size_t e = 0; e < experts.size(); ++e) {
     const int rows = host_offsets[e + 1] - host_offsets[e];
@@ -134,6 +164,10 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
     gp.k = k_;
     gp.ldd = ldd;
     gp.b_scale_ld = block_scale_ld(k_);
+    if (tma) {
+      run_tma(host_offsets, experts, gp, static_cast<int>(tiles), stream);
+      return;
+    }
     HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm(gp, kernel, static_cast<int>(tiles), stream));
     return;
   }

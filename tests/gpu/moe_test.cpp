@@ -7,6 +7,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <numeric>
+#include <span>
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/fp8_quant.h"
@@ -114,19 +115,36 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
         ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
       }
     }
-  for (const GemmBackend backend : backends) {
-    if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
+  auto check = [&](GroupedFp8Gemm& gemm, std::span<const ExpertWeight> ew, const char* pass) {
     auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
-    GroupedFp8Gemm gemm(lt, n, k, backend);
-    gemm.run(offsets, doff.as<int32_t>(), expert_weights, dperm.as<Fp8E4M3>(),
-             dperm_s.as<float>(), dy.as<Bf16>(), n, stream);
+    gemm.run(offsets, doff.as<int32_t>(), ew, dperm.as<Fp8E4M3>(), dperm_s.as<float>(),
+             dy.as<Bf16>(), n, stream);
     auto dout = test::poisoned<Bf16>(size_t(tokens) * n, stream);
     moe_unpermute({dy.as<Bf16>(), dslot.as<int32_t>(), dwt.as<float>(), dout.as<Bf16>(), tokens,
                    top_k, n, n, n},
                   stream);
     const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(tokens) * n, stream));
     // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
-    EXPECT_LT(test::normalized_error(out, ref), 5e-3) << gemm_backend_name(backend);
+    EXPECT_LT(test::normalized_error(out, ref), 5e-3) << gemm_backend_name(gemm.backend()) << pass;
+  };
+  for (const GemmBackend backend : backends) {
+    if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
+    GroupedFp8Gemm gemm(lt, n, k, backend);
+    check(gemm, expert_weights, "");
+    if (backend != GemmBackend::kWgmmaWsTmaGrouped &&
+        backend != GemmBackend::kWgmmaWsTmaGroupedSt)
+      continue;
+    // The per-expert tensor maps: a second run reuses them; a third, with the same weights at
+    // new addresses, must re-encode every used expert's map (stale maps would read freed or
+    // wrong memory).
+    check(gemm, expert_weights, " (cached maps)");
+    std::vector<DeviceBuffer> dw2;
+    std::vector<ExpertWeight> moved;
+    for (int e = 0; e < experts; ++e) {
+      dw2.push_back(test::to_device(w[e], stream));
+      moved.push_back({dw2.back().as<Fp8E4M3>(), expert_weights[e].scales});
+    }
+    check(gemm, moved, " (moved weights)");
   }
 }
 
@@ -151,11 +169,20 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   CublasLt lt;
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsPipe);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
-  // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels.
+  // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
+  // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);
+  // kWgmmaWsTmaGroupedSt: the same storing through shared memory (n = 320: a partial column tile).
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
-                       GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64});
+                       GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
+                       GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt});
   // The TMA variant needs one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
+  // ... and the grouped TMA variant is the grouped GEMM's only.
+  for (const GemmBackend grouped_only :
+       {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt})
+    EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
+                          {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
+                 Error);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {
@@ -199,6 +226,33 @@ TEST(Moe, QuantiserWritesGroupedScales) {
 
 namespace hymoe::gpu {
 namespace {
+
+// kWgmmaWsTmaGrouped's map table: slots 64-byte aligned (PTX's rule for global tensor maps); encoded only for experts with rows
+// whose weight changed; kept for experts without rows; all again after invalidate().
+TEST(GpuHost, ExpertTensorMapTableEncodesOnlyStaleUsedExperts) {
+  static_assert(kTensorMapBytes == 128 && alignof(TensorMapBytes) == 128);
+  for (int e = 0; e < 300; ++e) EXPECT_EQ(ExpertTensorMapTable::slot_offset(e) % 64, 0u);
+  EXPECT_EQ(ExpertTensorMapTable::slot_offset(3), 3 * kTensorMapBytes);
+  int buf[5] = {};
+  std::vector<const void*> w = {&buf[0], &buf[1], &buf[2], &buf[3], &buf[4]};
+  auto weight = [&](size_t e) { return w[e]; };
+  auto list = [](std::span<const int> s) { return std::vector<int>(s.begin(), s.end()); };
+  ExpertTensorMapTable table;
+  const std::vector<int32_t> off1 = {0, 3, 3, 4, 10, 10};  // experts 1 and 4 empty
+  EXPECT_EQ(list(table.stale(off1, 5, weight)), (std::vector<int>{0, 2, 3}));
+  EXPECT_TRUE(table.stale(off1, 5, weight).empty());       // nothing changed
+  const std::vector<int32_t> off2 = {0, 0, 2, 4, 4, 9};    // now 1 and 4 have rows, 0 and 3 none
+  EXPECT_EQ(list(table.stale(off2, 5, weight)), (std::vector<int>{1, 4}));
+  w[2] = &buf[4];                                          // a new weight for a used expert
+  w[0] = &buf[3];                                          // and for an unused one
+  EXPECT_EQ(list(table.stale(off2, 5, weight)), (std::vector<int>{2}));
+  EXPECT_EQ(list(table.stale(off1, 5, weight)), (std::vector<int>{0}));  // 0 used again
+  table.invalidate();
+  EXPECT_EQ(list(table.stale(off1, 5, weight)), (std::vector<int>{0, 2, 3}));
+  // Another expert count starts over.
+  const std::vector<int32_t> off3 = {0, 1, 2};
+  EXPECT_EQ(list(table.stale(off3, 2, weight)), (std::vector<int>{0, 1}));
+}
 
 TEST(GpuHost, GroupedScaleBlocksAreAlignedAndDisjoint) {
   for (int col_blocks : {1, 2, 16, 56}) {

@@ -110,6 +110,41 @@ TEST(GpuHost, WgmmaAccumulatorFragmentMatchesPtx) {
   for (int h : hits) ASSERT_EQ(h, 1);
 }
 
+// kWgmmaWsTmaGroupedSt's output staging: a bijection of the 16 KB tile; each fragment store
+// (register pair i of a warp's 32 threads) hits 32 distinct banks; each 16-byte read of 8
+// threads (chunks 0..7 of a row) 8 distinct 16-byte bank groups.
+TEST(GpuHost, WgmmaOutputStagingIsABijectionWithoutBankConflicts) {
+  std::vector<int> hits(kOutStageBytes, 0);
+  for (int r = 0; r < 64; ++r)
+    for (int b = 0; b < kOutStageRowBytes; ++b) {
+      const uint32_t o = out_stage_offset(r, b);
+      ASSERT_LT(o, uint32_t(kOutStageBytes));
+      ASSERT_EQ(o / kOutStageRowBytes, uint32_t(r)) << "stays in its row";
+      ++hits[o];
+    }
+  for (int h : hits) ASSERT_EQ(h, 1);
+  for (int warp = 0; warp < 4; ++warp)
+    for (int i = 0; i < 64; i += 2) {
+      std::set<uint32_t> banks;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int t = warp * 32 + lane;
+        const uint32_t o = out_stage_offset(acc_row(t, i), 2 * acc_col(t, i));
+        EXPECT_EQ(o % 4, 0u);
+        banks.insert((o / 4) % 32);
+      }
+      EXPECT_EQ(banks.size(), 32u) << "warp " << warp << " pair " << i;
+    }
+  for (int t0 = 0; t0 < 128; t0 += 8) {  // the reader: thread t, chunk t % 16 of row t / 16 + 8j
+    std::set<uint32_t> groups;
+    for (int t = t0; t < t0 + 8; ++t) {
+      const uint32_t o = out_stage_offset(t / 16 + 8 * 3, (t % 16) * 16);
+      EXPECT_EQ(o % 16, 0u);
+      groups.insert((o / 16) % 8);
+    }
+    EXPECT_EQ(groups.size(), 8u);
+  }
+}
+
 TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
   for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{128, 144}, std::pair{13, 5},
                                std::pair{7, 3}, std::pair{33, 56}, std::pair{1, 40}}) {

@@ -212,6 +212,10 @@ TEST(GpuHost, WgmmaWsGroupedScheduleMatchesAScanAndCoversEveryTile) {
     const int tiles = row_tiles * tiles_n;
     const int grid = 1 + static_cast<int>(rng() % 140);
     std::vector<int> hits(size_t(tiles), 0);
+    // kWgmmaWsTmaGrouped: a tile's A box starts at permuted row offsets[e] + m0 (inside all rows)
+    // and its stored rows (m0 + r < the expert's rows) cover each permuted row once per column
+    // tile; its B map is slot e, an expert with rows (the host encodes only those).
+    std::vector<int> stored(static_cast<size_t>(offsets[experts]) * tiles_n, 0);
     for (int b = 0; b < grid; ++b) {
       GroupedCursor cursor;
       for (int id = b; id < tiles; id += grid) {
@@ -224,9 +228,15 @@ TEST(GpuHost, WgmmaWsGroupedScheduleMatchesAScanAndCoversEveryTile) {
         const int rows = offsets[e + 1] - offsets[e];
         ASSERT_LT((y - first) * tile_m, rows);  // the tile starts inside the expert's rows
         ++hits[size_t(id)];
+        const int m0 = (y - first) * tile_m, a_row = offsets[e] + m0;
+        ASSERT_GT(rows, 0) << "map slot " << e << " is never encoded";
+        ASSERT_LT(a_row, offsets[experts]);
+        for (int r = 0; r < tile_m && m0 + r < rows; ++r)
+          ++stored[size_t(a_row + r) * tiles_n + id % tiles_n];
       }
     }
     for (int h : hits) ASSERT_EQ(h, 1);
+    for (int h : stored) ASSERT_EQ(h, 1);
   }
 }
 

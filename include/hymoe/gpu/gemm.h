@@ -33,16 +33,21 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // 64-row tiles, loads and promotion in the same warps; kWgmmaWs / kWgmmaWsPipe: its
 // warp-specialised persistent variant (128-row tiles; promotion after / under the next block's
 // wgmmas), kWgmmaWs64 (64-row tiles, promotion under the next block's wgmmas), kWgmmaWsTma
-// (kWgmmaWsPipe with TMA loads; GemmPlan only, not the grouped GEMM).
+// (kWgmmaWsPipe with TMA loads; GemmPlan only, not the grouped GEMM), kWgmmaWsTmaGrouped (the
+// same for the grouped expert GEMM: one tensor map per expert weight; GroupedFp8Gemm only),
+// kWgmmaWsTmaGroupedSt (that one storing its output tile through shared memory, 16-byte stores,
+// with kWgmmaWs's promotion after each block's wgmmas: the pipelined one then spills).
 enum class GemmBackend {
-  kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma
+  kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
+  kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt
 };
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).
 inline bool is_wgmma_backend(GemmBackend b) {
   return b == GemmBackend::kWgmma || b == GemmBackend::kWgmma64 || b == GemmBackend::kWgmmaWs ||
          b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64 ||
-         b == GemmBackend::kWgmmaWsTma;
+         b == GemmBackend::kWgmmaWsTma || b == GemmBackend::kWgmmaWsTmaGrouped ||
+         b == GemmBackend::kWgmmaWsTmaGroupedSt;
 }
 
 const char* gemm_kind_name(GemmKind kind);

@@ -23,6 +23,7 @@
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/expert_tensor_maps.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
 
@@ -89,7 +90,8 @@ struct GroupedGemmParams {
   int64_t b_scale_ld = 0;              // block_scale_ld(k)
 };
 
-// Backends: the wgmma ones (kWgmmaWsPipe, kWgmmaWs, kWgmmaWs64, kWgmma, kWgmma64; sm_90a) and
+// Backends: the wgmma ones (kWgmmaWsPipe, kWgmmaWs, kWgmmaWs64, kWgmma, kWgmma64,
+// kWgmmaWsTmaGrouped: kWgmmaWsPipe's kernel with TMA loads, one tensor map per expert; sm_90a) and
 // kHymoe (mma.sync, 64-row tiles, sm_89+) run every expert in one launch of hymoe's block-scaled
 // kernel; kAuto picks kWgmmaWsPipe where fp8_block_gemm_wgmma_supported(), else kHymoe where the
 // GPU has FP8 mma.sync; kCublasLt runs
@@ -109,12 +111,19 @@ class GroupedFp8Gemm {
   GemmBackend backend() const { return backend_; }
 
  private:
+  void run_tma(std::span<const int32_t> host_offsets, std::span<const ExpertWeight> experts,
+               const GroupedGemmParams& gp, int tiles, cudaStream_t stream);
   const CublasLt* lt_;
   int n_, k_;
   GemmBackend backend_;
   std::map<std::pair<int, int64_t>, GemmPlan> plans_;  // by (rows, ldd)
   std::vector<ExpertWeight> weights_host_;              // what weights_dev_ holds
   DeviceBuffer weights_dev_;
+  // kWgmmaWsTmaGrouped: one TMA tensor map per expert weight, encoded on the host (maps_host_)
+  // when an expert with rows has a new weight, copied to maps_dev_ before the launch.
+  ExpertTensorMapTable map_table_;
+  std::vector<TensorMapBytes> maps_host_;
+  DeviceBuffer maps_dev_;
 };
 
 }  // namespace hymoe::gpu

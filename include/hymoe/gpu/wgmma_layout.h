@@ -81,6 +81,17 @@ HYMOE_WGMMA_HD TileCoord raster_tile(int id, int tiles_m, int tiles_n, int group
   return {first_m + in_group % rows, in_group / rows};
 }
 
+// Output staging of kWgmmaWsTmaGroupedSt: a consumer warpgroup's 64 x 128 BF16 tile in 16 KB of
+// shared memory, rows of 256 bytes, 16-byte chunk c of row r at chunk c ^ (r % 8). The fragment
+// writes (a warp's 4-byte pairs of rows r..r+7, one chunk) then hit 32 distinct banks, and the
+// 16-byte reads (8 threads: chunks 0..7 of one row) 8 distinct chunks of one 128-byte half.
+inline constexpr int kOutStageRowBytes = 256;
+inline constexpr int kOutStageBytes = 64 * kOutStageRowBytes;
+HYMOE_WGMMA_HD uint32_t out_stage_offset(int row, int byte) {
+  return static_cast<uint32_t>(row * kOutStageRowBytes +
+                               (((byte / 16) ^ (row % 8)) * 16) + byte % 16);
+}
+
 // --- The warp-specialised kernel (fp8_block_gemm_wgmma_ws.cuh) ---
 // Ring of `stages` shared-memory slots between the producer warpgroup and the consumers, each
 // slot with two mbarriers: full (the producer's copies landed) and empty (every consumer warp is
