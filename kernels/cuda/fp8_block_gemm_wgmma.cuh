@@ -100,6 +100,27 @@ __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)
 //   wgmma.wait_group 0 (nothing stays in flight from one step to the next: ptxas then neither
 //   serialises the wgmmas nor injects waits, as it did when a wait_group 1 left a group in
 //   flight across the loop's back edge).
+// A warpgroup's 64x128 accumulator tile (rows from row0, columns from n0; t: the thread's index
+// in its warpgroup) as masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one
+// row, stored as one 32-bit word where the row layout allows.
+__device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const float (&acc)[64],
+                                              int row0, int n0, int t) {
+  auto* d = reinterpret_cast<uint16_t*>(p.d);
+  const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
+#pragma unroll
+  for (int i = 0; i < 64; i += 2) {
+    const int row = row0 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
+    if (row >= p.m || col >= p.n) continue;
+    uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;
+    if (pairs && col + 1 < p.n) {
+      *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
+    } else {
+      out[0] = float_to_bf16_bits(acc[i]);
+      if (col + 1 < p.n) out[1] = float_to_bf16_bits(acc[i + 1]);
+    }
+  }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmParams& p, int m0,
                                                           int n0, uint8_t* smem) {
@@ -167,21 +188,7 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
   }
   cp_async_wait<0>();  // (only empty groups remain; leave none in flight at exit)
 
-  // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
-  auto* d = reinterpret_cast<uint16_t*>(p.d);
-  const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
-#pragma unroll
-  for (int i = 0; i < 64; i += 2) {
-    const int row = m0 + wg * 64 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
-    if (row >= p.m || col >= p.n) continue;
-    uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;
-    if (pairs && col + 1 < p.n) {
-      *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
-    } else {
-      out[0] = float_to_bf16_bits(acc[i]);
-      if (col + 1 < p.n) out[1] = float_to_bf16_bits(acc[i + 1]);
-    }
-  }
+  wg_store_tile(p, acc, m0 + wg * 64, n0, t);
 }
 
 inline constexpr int kWgRasterGroup = 8;  // row tiles per launch-order group (raster_tile)

@@ -395,21 +395,7 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
       ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);
       continue;
     }
-    // Masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one row.
-    auto* d = reinterpret_cast<uint16_t*>(q.d);
-    const bool pairs = (q.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(q.d) % 4 == 0);
-#pragma unroll
-    for (int i = 0; i < 64; i += 2) {
-      const int row = m0 + cw * 64 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
-      if (row >= q.m || col >= q.n) continue;
-      uint16_t* out = d + static_cast<int64_t>(row) * q.ldd + col;
-      if (pairs && col + 1 < q.n) {
-        *reinterpret_cast<uint32_t*>(out) = pack_bf16x2(acc[i], acc[i + 1]);
-      } else {
-        out[0] = float_to_bf16_bits(acc[i]);
-        if (col + 1 < q.n) out[1] = float_to_bf16_bits(acc[i + 1]);
-      }
-    }
+    wg_store_tile(q, acc, m0 + cw * 64, n0, t);
   }
 }
 
