@@ -141,11 +141,7 @@ void mla_attention_avx512(const MlaAttentionParams& p, MlaAttentionScratch& sc) 
       }
     }
   }
-  for (int64_t i = 0; i < rows.count; ++i) {
-    const __m512 inv = _mm512_set1_ps(1.0f / sc.l[static_cast<size_t>(i)]);
-    float* out = rows.out(p, i);
-    for (int64_t c = 0; c < lora; c += 16) _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(out + c), inv));
-  }
+  normalize_rows(p, rows, sc.l.data(), lora);
 }
 
 }  // namespace hymoe::kernels::detail

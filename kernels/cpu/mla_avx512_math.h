@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "avx512_util.h"
+#include "mla_attention_layout.h"
+
 namespace hymoe::kernels::detail {
 namespace {
 
@@ -30,14 +33,6 @@ inline __m512 reduce16(const __m512* v) {
                                    _mm512_shuffle_f32x4(s2, s3, _MM_SHUFFLE(3, 2, 3, 2)));
   return _mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, _MM_SHUFFLE(2, 0, 2, 0)),
                        _mm512_shuffle_f32x4(u01, u23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-inline float hsum(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
 }
 
 inline float hmax(__m512 v) {
@@ -94,10 +89,21 @@ inline float softmax_block_row(const float* s, int64_t valid, __m512 sl2, bool f
   const float alpha = first ? 0.0f : std::exp2(m - m_new);
   const __m512 mv = _mm512_set1_ps(m_new);
   for (int v = 0; v < 4; ++v) e[v] = _mm512_maskz_mov_ps(mask[v], exp2_ps(_mm512_sub_ps(x[v], mv)));
-  const float sum = hsum(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
+  const float sum = hsum512(_mm512_add_ps(_mm512_add_ps(e[0], e[1]), _mm512_add_ps(e[2], e[3])));
   l = (first ? 0.0f : l * alpha) + sum;
   m = m_new;
   return alpha;
+}
+
+// out[i] /= l[i] over the lora columns of every row: the softmax denominators applied once at
+// the end (both variants accumulate unnormalised).
+inline void normalize_rows(const MlaAttentionParams& p, const MlaRows& rows, const float* l,
+                           int64_t lora) {
+  for (int64_t i = 0; i < rows.count; ++i) {
+    const __m512 inv = _mm512_set1_ps(1.0f / l[i]);
+    float* out = rows.out(p, i);
+    for (int64_t c = 0; c < lora; c += 16) _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(out + c), inv));
+  }
 }
 
 }  // namespace
