@@ -4,8 +4,9 @@
 // top_p keeps the smallest most-likely prefix holding top_p of the candidates' mass; min_p drops
 // p < min_p * p_max; then an inverse-CDF draw in token-id order with u = sampling_uniform(seed,
 // step) (SplitMix64, 53 bits), the same draw as the CPU sampler's.
-// Differences: probabilities are FP32 (the CPU uses FP64 sums), and at the top_p boundary tokens
-// with exactly equal probability are all kept. Penalties are applied to the logits beforehand.
+// Ties at the top_k and top_p cuts are kept in id order, as the CPU sampler keeps them.
+// Difference: probabilities are FP32 (the CPU uses FP64 sums; the top_p mass is summed in exact
+// fixed point). Penalties are applied to the logits beforehand.
 #pragma once
 
 #include <cuda_runtime_api.h>
