@@ -467,9 +467,17 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      for (const MlaDecodeImpl impl : {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+      for (const MlaDecodeImpl impl :
+           {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+        if (impl == MlaDecodeImpl::kWgmma && !mla_decode_wgmma_supported()) {
+          if (len == 1024 && batch == 1)
+            fmt::print("mla_decode[wgmma]: skipped (needs compute capability 9.0, sm_90a build)\n");
+          continue;
+        }
         p.impl = impl;
-        const char* tag = impl == MlaDecodeImpl::kTensorCores ? "mma" : "cuda-cores";
+        const char* tag = impl == MlaDecodeImpl::kWgmma        ? "wgmma"
+                          : impl == MlaDecodeImpl::kTensorCores ? "mma"
+                                                                : "cuda-cores";
         const double ms = bench.time_ms([&] { mla_decode(p, s); });
         const double bytes = double(batch) * len * kMlaHeadDim * 2;
         bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", tag, len, batch),

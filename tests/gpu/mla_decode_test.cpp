@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/mla_decode.h"
@@ -62,9 +64,18 @@ TEST_P(MlaDecodeTest, MatchesReference) {
   p.kv_cache = dc.as<Bf16>();
   p.block_table = dt.as<int32_t>();
   p.seq_lens = dl.as<int32_t>();
-  // Both implementations, each on freshly poisoned output and workspace.
+  // Every implementation that runs here, each on freshly poisoned output and workspace; wgmma
+  // where the heads come in 64-head groups and the GPU and build have it.
+  std::vector<std::pair<MlaDecodeImpl, const char*>> impls = {
+      {MlaDecodeImpl::kTensorCores, "tensor cores"}, {MlaDecodeImpl::kCudaCores, "CUDA cores"}};
+  if (c.heads % 64 == 0) {
+    if (mla_decode_wgmma_supported())
+      impls.emplace_back(MlaDecodeImpl::kWgmma, "wgmma");
+    else
+      std::printf("[ skipped  ] wgmma: needs compute capability 9.0 and an sm_90a build\n");
+  }
   std::vector<std::vector<float>> outs;
-  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+  for (const auto& [impl, name] : impls) {
     auto dout = test::poisoned<Bf16>(size_t(batch) * c.heads * kMlaLatentDim, stream);
     auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
     p.out = dout.as<Bf16>();
@@ -101,9 +112,9 @@ TEST_P(MlaDecodeTest, MatchesReference) {
     }
   }
   // FP32 scores and accumulation, BF16 output: normalised error ~2^-9 from the output rounding;
-  // the tensor-core kernel also rounds the probabilities to BF16 before P V (another ~2^-9).
-  EXPECT_LT(test::normalized_error(outs[0], ref), 5e-3) << "tensor cores, splits " << p.num_splits;
-  EXPECT_LT(test::normalized_error(outs[1], ref), 5e-3) << "CUDA cores, splits " << p.num_splits;
+  // the tensor-core kernels also round the probabilities to BF16 before P V (another ~2^-9).
+  for (size_t i = 0; i < impls.size(); ++i)
+    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3) << impls[i].second << ", splits " << p.num_splits;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -113,7 +124,26 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaCase{64, 16, {5, 129, 2048}, 1},          // Kimi-K2 heads, no split
                       MlaCase{16, 64, {65536}, 0},                 // a 64K context
                       MlaCase{128, 64, {8191, 33}, 0},             // 2 head groups, long
-                      MlaCase{80, 32, {700}, 3}));                 // a partial head group
+                      MlaCase{80, 32, {700}, 3},                   // a partial head group
+                      MlaCase{64, 64, {65536, 63}, 0},             // 64K at 64 heads (wgmma too)
+                      MlaCase{128, 1, {100, 65, 64}, 2},           // 1-token blocks, tile edges
+                      MlaCase{64, 16, {1}, 0}));                   // a lone 1-token sequence
+
+// The wgmma implementation takes 64-head blocks: other head counts are refused before anything
+// touches the device (host-only).
+TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
+  MlaDecodeParams p;
+  p.batch = 1;
+  p.heads = 80;
+  p.block_size = 64;
+  p.max_blocks = 1;
+  p.max_seq_len = 64;
+  p.impl = MlaDecodeImpl::kWgmma;
+  EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  p.heads = 128;
+  p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
+  EXPECT_NO_THROW(mla_decode(p, nullptr));
+}
 
 TEST(GpuHost, MlaSplitHeuristic) {
   EXPECT_EQ(mla_decode_splits(132, 1, 128, 100), 1);        // short: one chunk
