@@ -467,15 +467,17 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      for (const MlaDecodeImpl impl :
-           {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
-        if (impl == MlaDecodeImpl::kWgmma && !mla_decode_wgmma_supported()) {
-          if (len == 1024 && batch == 1)
+      for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
+                                       MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+        const bool wgmma = impl == MlaDecodeImpl::kWgmma || impl == MlaDecodeImpl::kWgmmaSplitS;
+        if (wgmma && !mla_decode_wgmma_supported()) {
+          if (len == 1024 && batch == 1 && impl == MlaDecodeImpl::kWgmma)
             fmt::print("mla_decode[wgmma]: skipped (needs compute capability 9.0, sm_90a build)\n");
           continue;
         }
         p.impl = impl;
-        const char* tag = impl == MlaDecodeImpl::kWgmma        ? "wgmma"
+        const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
+                          : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
                           : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                                 : "cuda-cores";
         const double ms = bench.time_ms([&] { mla_decode(p, s); });

@@ -38,7 +38,8 @@ void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
               p.heads);
-  HYMOE_CHECK(p.impl != MlaDecodeImpl::kWgmma || p.heads % 64 == 0, kInvalidArgument,
+  const bool wgmma = p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS;
+  HYMOE_CHECK(!wgmma || p.heads % 64 == 0, kInvalidArgument,
               "mla_decode (wgmma): heads {} must be a multiple of 64 (64-head blocks)", p.heads);
   HYMOE_CHECK(p.block_size >= 1 && p.max_seq_len >= 1 && p.num_splits >= 1 &&
                   int64_t{p.max_blocks} * p.block_size >= p.max_seq_len,
@@ -52,7 +53,7 @@ void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                   (reinterpret_cast<uintptr_t>(p.kv_cache) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0,
               kInvalidArgument, "mla_decode: q, cache and workspace must be 16-byte aligned");
-  HYMOE_CHECK(p.impl != MlaDecodeImpl::kWgmma || mla_decode_wgmma_supported(), kUnsupported,
+  HYMOE_CHECK(!wgmma || mla_decode_wgmma_supported(), kUnsupported,
               "mla_decode (wgmma) needs compute capability 9.0 and a build with CUDA architecture "
               "90a");
   HYMOE_CUDA_CHECK(launch::mla_decode(p, stream));

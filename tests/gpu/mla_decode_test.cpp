@@ -69,10 +69,12 @@ TEST_P(MlaDecodeTest, MatchesReference) {
   std::vector<std::pair<MlaDecodeImpl, const char*>> impls = {
       {MlaDecodeImpl::kTensorCores, "tensor cores"}, {MlaDecodeImpl::kCudaCores, "CUDA cores"}};
   if (c.heads % 64 == 0) {
-    if (mla_decode_wgmma_supported())
+    if (mla_decode_wgmma_supported()) {
       impls.emplace_back(MlaDecodeImpl::kWgmma, "wgmma");
-    else
+      impls.emplace_back(MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S");
+    } else {
       std::printf("[ skipped  ] wgmma: needs compute capability 9.0 and an sm_90a build\n");
+    }
   }
   std::vector<std::vector<float>> outs;
   for (const auto& [impl, name] : impls) {
@@ -138,8 +140,10 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   p.block_size = 64;
   p.max_blocks = 1;
   p.max_seq_len = 64;
-  p.impl = MlaDecodeImpl::kWgmma;
-  EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS}) {
+    p.impl = impl;
+    EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  }
   p.heads = 128;
   p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
   EXPECT_NO_THROW(mla_decode(p, nullptr));
