@@ -206,7 +206,8 @@ __global__ void __launch_bounds__(kWgmmaMlaThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) a[kk][j] = pack_bf16x2(s[8 * kk + 2 * j], s[8 * kk + 2 * j + 1]);
+        for (int j = 0; j < 4; ++j)
+          a[kk][j] = pack_bf16x2(s[8 * kk + 2 * j], s[8 * kk + 2 * j + 1]);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)

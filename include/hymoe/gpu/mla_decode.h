@@ -54,7 +54,8 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 // Pure function (testable without a GPU).
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
 
-// Whether MlaDecodeImpl::kWgmma and kWgmmaSplitS can run here (compute capability 9.0, sm_90a code in the build).
+// Whether MlaDecodeImpl::kWgmma and kWgmmaSplitS can run here (compute capability 9.0, sm_90a
+// code in the build).
 bool mla_decode_wgmma_supported();
 
 void mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
