@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <memory>
@@ -436,7 +437,8 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
-void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
+void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
+                      std::initializer_list<MlaDecodeImpl> impls) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
@@ -467,9 +469,12 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      for (const MlaDecodeImpl impl : {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+      for (const MlaDecodeImpl impl : impls) {
         p.impl = impl;
-        const char* tag = impl == MlaDecodeImpl::kTensorCores ? "mma" : "cuda-cores";
+        const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
+                          : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
+                          : impl == MlaDecodeImpl::kTensorCores ? "mma"
+                                                                : "cuda-cores";
         const double ms = bench.time_ms([&] { mla_decode(p, s); });
         const double bytes = double(batch) * len * kMlaHeadDim * 2;
         bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", tag, len, batch),
@@ -595,7 +600,7 @@ int run(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
-                   "mla_prefill\n");
+                   "mla_prefill mla_decode_wgmma\n");
       return 2;
     }
   }
@@ -625,11 +630,21 @@ int run(int argc, char** argv) {
   section("fp8_gemv", [&] { bench_gemv(bench, c, info); });
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });
-  section("mla_decode", [&] { bench_mla_decode(bench, c, info); });
+  section("mla_decode", [&] {
+    bench_mla_decode(bench, c, info, {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores});
+  });
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, max_tokens); });
   section("mla_prefill", [&] { bench_mla_prefill(bench, c, max_tokens); });
+  // Last: the opt-in wgmma MLA decode kernels, so that a fault there cannot cost other sections.
+  section("mla_decode_wgmma", [&] {
+    if (!mla_decode_wgmma_supported()) {
+      fmt::print("mla_decode_wgmma: skipped (needs compute capability 9.0 and an sm_90a build)\n");
+      return;
+    }
+    bench_mla_decode(bench, c, info, {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS});
+  });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};
     std::ofstream(out_path) << j.dump(2) << "\n";

@@ -20,11 +20,27 @@ int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len
   return std::clamp(want, 1, std::min(most, 1024));
 }
 
+bool mla_decode_wgmma_supported() {
+#if defined(HYMOE_HAVE_SM90A)
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return false;
+  return major == 9 && minor == 0;
+#else
+  return false;  // no sm_90a code in this build (CMAKE_CUDA_ARCHITECTURES lacks 90a)
+#endif
+}
+
 void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
               p.heads);
+  const bool wgmma = p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS;
+  HYMOE_CHECK(!wgmma || p.heads % 64 == 0, kInvalidArgument,
+              "mla_decode (wgmma): heads {} must be a multiple of 64 (64-head blocks)", p.heads);
   HYMOE_CHECK(p.block_size >= 1 && p.max_seq_len >= 1 && p.num_splits >= 1 &&
                   int64_t{p.max_blocks} * p.block_size >= p.max_seq_len,
               kInvalidArgument,
@@ -37,6 +53,9 @@ void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                   (reinterpret_cast<uintptr_t>(p.kv_cache) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0,
               kInvalidArgument, "mla_decode: q, cache and workspace must be 16-byte aligned");
+  HYMOE_CHECK(!wgmma || mla_decode_wgmma_supported(), kUnsupported,
+              "mla_decode (wgmma) needs compute capability 9.0 and a build with CUDA architecture "
+              "90a");
   HYMOE_CUDA_CHECK(launch::mla_decode(p, stream));
 }
 

@@ -2,10 +2,26 @@
 #include "kernel_launch.h"
 #include "mla_decode.cuh"
 #include "mla_decode_mma.cuh"
+#include "mla_decode_wgmma.cuh"
 
 namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  if (p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS) {
+    // Checked by the caller: heads a multiple of 64, compute capability 9.0 and sm_90a built.
+    const auto kernel = p.impl == MlaDecodeImpl::kWgmma ? kernels::mla_decode_wgmma_kernel<false>
+                                                        : kernels::mla_decode_wgmma_kernel<true>;
+    const cudaError_t attr =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kernels::kWgmmaMlaSmemBytes));
+    if (attr != cudaSuccess) return attr;
+    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
+    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
+    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
+    kernel<<<grid, kernels::kWgmmaMlaThreads, kernels::kWgmmaMlaSmemBytes, stream>>>(p, chunk);
+    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+    return cudaGetLastError();
+  }
   const bool mma = p.impl != MlaDecodeImpl::kCudaCores;
   const int tile = mma ? kernels::kMmaTile : kernels::kMlaTile;
   // Per call (a host-side attribute set, microseconds): stays right on every device.

@@ -1,5 +1,6 @@
 // MLA decode attention against a float64 reference over a paged cache with a shuffled block
-// table: ragged batches, a 1-token and a 64K-token sequence, forced split counts.
+// table: ragged batches, a 1-token and a 64K-token sequence, forced split counts, block sizes 1,
+// 16, 32 and 64; every implementation (the wgmma ones where the heads come in 64-head groups).
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/mla_decode.h"
@@ -25,9 +27,9 @@ void PrintTo(const MlaCase& c, std::ostream* os) {
 
 class MlaDecodeTest : public ::testing::TestWithParam<MlaCase> {};
 
-TEST_P(MlaDecodeTest, MatchesReference) {
-  HYMOE_REQUIRE_GPU();
-  const MlaCase c = GetParam();
+// Runs the given implementations on case c, each on freshly poisoned output and workspace, and
+// checks each against a float64 reference.
+void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, const char*>>& impls) {
   auto rng = test::make_rng();
   Stream stream;
   const int batch = static_cast<int>(c.lens.size());
@@ -62,14 +64,13 @@ TEST_P(MlaDecodeTest, MatchesReference) {
   p.kv_cache = dc.as<Bf16>();
   p.block_table = dt.as<int32_t>();
   p.seq_lens = dl.as<int32_t>();
-  // Both implementations, each on freshly poisoned output and workspace.
   std::vector<std::vector<float>> outs;
-  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+  for (const auto& entry : impls) {
     auto dout = test::poisoned<Bf16>(size_t(batch) * c.heads * kMlaLatentDim, stream);
     auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
     p.out = dout.as<Bf16>();
     p.workspace = dws.as<float>();
-    p.impl = impl;
+    p.impl = entry.first;
     mla_decode(p, stream);
     outs.push_back(test::to_float(test::to_host<Bf16>(dout, size_t(batch) * c.heads * kMlaLatentDim, stream)));
   }
@@ -101,9 +102,26 @@ TEST_P(MlaDecodeTest, MatchesReference) {
     }
   }
   // FP32 scores and accumulation, BF16 output: normalised error ~2^-9 from the output rounding;
-  // the tensor-core kernel also rounds the probabilities to BF16 before P V (another ~2^-9).
-  EXPECT_LT(test::normalized_error(outs[0], ref), 5e-3) << "tensor cores, splits " << p.num_splits;
-  EXPECT_LT(test::normalized_error(outs[1], ref), 5e-3) << "CUDA cores, splits " << p.num_splits;
+  // the tensor-core kernels also round the probabilities to BF16 before P V (another ~2^-9).
+  for (size_t i = 0; i < impls.size(); ++i)
+    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3) << impls[i].second << ", splits " << p.num_splits;
+}
+
+TEST_P(MlaDecodeTest, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  check_case(GetParam(), {{MlaDecodeImpl::kTensorCores, "tensor cores"},
+                          {MlaDecodeImpl::kCudaCores, "CUDA cores"}});
+}
+
+// The wgmma kernels (sm_90a) in tests of their own, so that a failure there leaves the others'
+// results readable (ctest -R Wgmma selects them).
+TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  if (GetParam().heads % 64 != 0) GTEST_SKIP() << "wgmma takes 64-head groups";
+  if (!mla_decode_wgmma_supported())
+    GTEST_SKIP() << "wgmma needs compute capability 9.0 and an sm_90a build";
+  check_case(GetParam(), {{MlaDecodeImpl::kWgmma, "wgmma"},
+                          {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -113,7 +131,28 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaCase{64, 16, {5, 129, 2048}, 1},          // Kimi-K2 heads, no split
                       MlaCase{16, 64, {65536}, 0},                 // a 64K context
                       MlaCase{128, 64, {8191, 33}, 0},             // 2 head groups, long
-                      MlaCase{80, 32, {700}, 3}));                 // a partial head group
+                      MlaCase{80, 32, {700}, 3},                   // a partial head group
+                      MlaCase{64, 64, {65536, 63}, 0},             // 64K at 64 heads (wgmma too)
+                      MlaCase{128, 1, {100, 65, 64}, 2},           // 1-token blocks, tile edges
+                      MlaCase{64, 16, {1}, 0}));                   // a lone 1-token sequence
+
+// The wgmma implementation takes 64-head blocks: other head counts are refused before anything
+// touches the device (host-only).
+TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
+  MlaDecodeParams p;
+  p.batch = 1;
+  p.heads = 80;
+  p.block_size = 64;
+  p.max_blocks = 1;
+  p.max_seq_len = 64;
+  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS}) {
+    p.impl = impl;
+    EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  }
+  p.heads = 128;
+  p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
+  EXPECT_NO_THROW(mla_decode(p, nullptr));
+}
 
 TEST(GpuHost, MlaSplitHeuristic) {
   EXPECT_EQ(mla_decode_splits(132, 1, 128, 100), 1);        // short: one chunk

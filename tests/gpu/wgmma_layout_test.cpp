@@ -1,7 +1,8 @@
 // The wgmma kernel's shared-memory addressing and accumulator layout (wgmma_layout.h), checked
 // on the CPU against the layouts of the PTX ISA: the 128-byte swizzle, the matrix descriptor's
 // bit fields, the address the hardware derives from a descriptor for each operand element of
-// each k32 step, and the m64nNk32 FP32 accumulator fragment. Host-only (GpuHost.*: run anywhere).
+// each k32 step, and the m64nNk32 FP32 accumulator fragment; MLA decode's [64][576] BF16 tile and
+// its K-major and MN-major descriptors. Host-only (GpuHost.*: run anywhere).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -163,6 +164,52 @@ TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
   EXPECT_EQ(raster_tile(8, 128, 144, 8).m, 0);
   EXPECT_EQ(raster_tile(8, 128, 144, 8).n, 1);
   EXPECT_EQ(raster_tile(8 * 144, 128, 144, 8).m, 8);
+}
+
+// MLA decode's [64][576] BF16 tile: every element has its own 2 bytes inside the 72 KB tile and
+// each 16-byte chunk (8 columns, one cp.async) stays contiguous.
+TEST(GpuHost, WgmmaMlaTileIsABijection) {
+  std::vector<int> hits(kMlaTileBytes / 2, 0);
+  for (int r = 0; r < kMlaTileRows; ++r)
+    for (int col = 0; col < 576; ++col) {
+      const uint32_t o = mla_tile_offset(r, col);
+      ASSERT_LT(o, uint32_t(kMlaTileBytes));
+      ASSERT_EQ(o % 2, 0u);
+      ++hits[o / 2];
+      if (col % 8 == 0) ASSERT_EQ(o % 16, 0u) << r << "," << col;
+      else ASSERT_EQ(o, mla_tile_offset(r, col - 1) + 2) << r << "," << col;
+    }
+  for (int h : hits) ASSERT_EQ(h, 1);
+  EXPECT_EQ(mla_tile_offset(0, 64), uint32_t(kMlaBlockBytes));  // column block 1
+  EXPECT_EQ(mla_tile_offset(1, 0), 128u + 16u);                 // row 1: swizzled chunk
+}
+
+// The descriptors the kernel builds read, through the hardware's addressing (the models above),
+// exactly the elements the loader wrote: S = Q K^T (K-major, k16 step k: 16 columns) and
+// O += P V (MN-major: element (token 16 kk + k, column 256 wg + n) of the same cache tile).
+TEST(GpuHost, WgmmaMlaDescriptorsAddressTheLoadedElements) {
+  const uint32_t base = 5 * 1024;  // a 1024-aligned tile base
+  for (int k = 0; k < 576 / 16; ++k) {
+    const uint32_t off = (k / 4) * kMlaBlockBytes + (k % 4) * 32;
+    const uint64_t desc = sw128_kmajor_desc(base + off);
+    for (int row = 0; row < 64; ++row)
+      for (int kbyte = 0; kbyte < 32; ++kbyte)
+        ASSERT_EQ(sw128_desc_address(desc, row, kbyte),
+                  base + mla_tile_offset(row, 16 * k + kbyte / 2) + kbyte % 2)
+            << "k " << k << " row " << row << " byte " << kbyte;
+  }
+  for (int wg = 0; wg < 2; ++wg)
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint64_t desc = mla_v_desc(base + 4 * wg * kMlaBlockBytes + kk * 16 * kSw128RowBytes);
+      EXPECT_EQ((desc >> 16) & 0x3FFFu, uint64_t(kMlaBlockBytes / 16));  // leading byte offset
+      EXPECT_EQ((desc >> 32) & 0x3FFFu, 1024u / 16);                     // stride byte offset
+      EXPECT_EQ(desc >> 62, 1u);                                         // 128-byte swizzle
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < 256; ++n)
+          ASSERT_EQ(sw128_mn_desc_address(desc, k, n),
+                    base + mla_tile_offset(16 * kk + k, 256 * wg + n))
+              << "wg " << wg << " kk " << kk << " k " << k << " n " << n;
+    }
 }
 
 }  // namespace

@@ -21,9 +21,13 @@ inline constexpr int kMlaLatentDim = 512;
 inline constexpr int kMlaRopeDim = 64;
 inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
 
-// Which kernel computes the splits: tensor cores (mma.sync BF16, the default) or the CUDA-core
-// version (kept as a second implementation to cross-check).
-enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores };
+// Which kernel computes the splits: tensor cores (mma.sync BF16, the default), the CUDA-core
+// version (kept as a second implementation to cross-check), or Hopper's wgmma in two variants
+// (opt-in until measured: heads a multiple of 64, compute capability 9.0 and a build with
+// architecture 90a; mla_decode throws otherwise): kWgmma computes the scores in both warpgroups
+// and keeps P in registers, kWgmmaSplitS splits the scores' tokens between them and shares P
+// through shared memory.
+enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores, kWgmma, kWgmmaSplitS };
 
 struct MlaDecodeParams {
   const Bf16* q = nullptr;              // [batch, heads, 576]
@@ -49,6 +53,10 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 // 128 tokens.
 // Pure function (testable without a GPU).
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
+
+// Whether MlaDecodeImpl::kWgmma and kWgmmaSplitS can run here (compute capability 9.0, sm_90a
+// code in the build).
+bool mla_decode_wgmma_supported();
 
 void mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 

@@ -131,4 +131,44 @@ HYMOE_WGMMA_HD void grouped_advance(GroupedCursor& c, int y, const int32_t* offs
   }
 }
 
+// --- MLA decode on wgmma (kernels/cuda/mla_decode_wgmma.cuh) ---
+// A [64 rows][576 BF16] tile (64 heads of q, or 64 cache tokens) in shared memory: nine
+// column blocks of 64 BF16 (128 bytes), each block [64 rows][128 bytes] in the 128-byte swizzle,
+// 8 KB per block. Scores S = Q K^T read both tiles K-major (k16 step k: block k / 4, +32 bytes
+// per step inside the block, as the FP8 GEMM's k32 steps); P V reads the same cache tile as an
+// MN-major ("transposed") B operand: N = the 512 latent columns (64 per block, consecutive
+// blocks kMlaBlockBytes apart: the leading byte offset), K = tokens (8-row groups 1024 bytes
+// apart: the stride byte offset).
+inline constexpr int kMlaTileRows = 64;
+inline constexpr int kMlaBlockCols = 64;                          // BF16 per 128-byte row
+inline constexpr int kMlaBlockBytes = kMlaTileRows * kSw128RowBytes;  // 8192
+inline constexpr int kMlaTileBlocks = 9;                          // 576 / 64
+inline constexpr int kMlaTileBytes = kMlaTileBlocks * kMlaBlockBytes;  // 73728
+
+// Byte offset in a 1024-aligned tile of BF16 element `col` (0..575) of row `row` (0..63).
+HYMOE_WGMMA_HD uint32_t mla_tile_offset(int row, int col) {
+  return static_cast<uint32_t>((col / kMlaBlockCols) * kMlaBlockBytes) +
+         sw128_offset(row, (col % kMlaBlockCols) * 2);
+}
+
+// Descriptor of the MN-major, 128-byte-swizzled B operand of P V at smem_addr (a tile base +
+// the first column block * kMlaBlockBytes + 16 tokens * 128 bytes per k16 step).
+HYMOE_WGMMA_HD uint64_t mla_v_desc(uint32_t smem_addr) {
+  return smem_desc(smem_addr, kMlaBlockBytes, kSw128AtomBytes, 1);
+}
+
+// Model of the hardware's side of an MN-major 128-byte-swizzled 16-bit operand (the PTX ISA's
+// canonical layout ((8 x 16 bytes, m), (8 rows, k)) : ((16 bytes, LBO), (128 bytes, SBO))):
+// the shared address read for element (k, n) (k: 0..15 of a k16 step, n: 0..N-1).
+HYMOE_WGMMA_HD uint32_t sw128_mn_desc_address(uint64_t desc, int k, int n) {
+  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFFu) << 4;
+  const uint32_t lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFFu) << 4;
+  const uint32_t sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFFu) << 4;
+  const uint32_t linear = start + static_cast<uint32_t>(n / 64) * lbo +
+                          static_cast<uint32_t>(k / 8) * sbo +
+                          static_cast<uint32_t>(k % 8) * kSw128RowBytes +
+                          static_cast<uint32_t>(n % 64) * 2;
+  return linear ^ (((linear >> 7) & 7u) << 4);
+}
+
 }  // namespace hymoe::gpu::wgmma
