@@ -1,7 +1,8 @@
 // Sampling: one 1024-thread block per row. Selection thresholds are found by bisection over the
 // order-preserving integer image of FP32 values (32 block-wide counting passes), so no sort is
 // needed (the top_p threshold by a 3-pass radix select over the probabilities' bits, with
-// fixed-point mass); the draw is a block-wide prefix sum over ids. Ties at the top_k and top_p cuts are
+// fixed-point mass in 32-bit limbs, the digit found by a block scan over the bins); tie ranks
+// are block scans; the draw is a prefix sum over per-thread id segments. Ties at the top_k and top_p cuts are
 // kept in id order, as the CPU sampler's stable order keeps them: each cut ends at the id of the
 // last tie kept, so whether an id is kept is a pure function of its key and id.
 #pragma once
@@ -49,6 +50,9 @@ __device__ uint32_t bisect_kth(Fn&& count_at_least, int want) {
 
 // Probability mass in fixed point (p <= 1 times 2^40): sums are exact and order-independent.
 inline constexpr int kRadixBits = 10, kRadixBins = 1 << kRadixBits;
+inline constexpr int kLimbBits = 14;
+inline constexpr unsigned long long kLimbMask = (1ull << kLimbBits) - 1;
+static_assert(kSamplingMaxVocab <= 1 << 18, "a limb's sum over the vocabulary < 2^32");
 __device__ __forceinline__ unsigned long long fixed_mass(float p) {
   return __float2ull_rn(p * 0x1p40f);
 }
@@ -65,24 +69,46 @@ __device__ unsigned long long block_sum_u64(unsigned long long v, unsigned long 
   return total;
 }
 
+// Block-wide inclusive prefix sum over threads (thread order), for a 1024-thread block: warp
+// scans by shuffles, then a scan of the 32 warp totals. Exact for integers. Every thread of the
+// block must call it (it synchronises); totals is a 32-element shared array.
+template <typename T>
+__device__ T block_inclusive_scan(T v, T* totals) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o *= 2) {
+    const T n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
+  }
+  if (lane == kWarpSize - 1) totals[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < static_cast<int>(blockDim.x / kWarpSize) ? totals[lane] : T{0};
+#pragma unroll
+    for (int o = 1; o < kWarpSize; o *= 2) {
+      const T n = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += n;
+    }
+    totals[lane] = w;
+  }
+  __syncthreads();
+  if (warp > 0) v += totals[warp - 1];
+  __syncthreads();  // the next call may reuse totals
+  return v;
+}
+
 // The id of the n-th (1-based, id order) element with is_tie(i), or 0x7fffffff when there are
-// fewer than n: a prefix count over per-thread contiguous id segments [begin, end). Every thread
-// of the block must call it (it synchronises); prefix is a kSampleThreads-int shared array.
+// fewer than n: a block prefix count over per-thread contiguous id segments [begin, end). Every
+// thread of the block must call it (it synchronises).
 template <typename IsTie>
-__device__ int nth_tie_id(IsTie&& is_tie, int n, int begin, int end, int* prefix, int* result) {
+__device__ int nth_tie_id(IsTie&& is_tie, int n, int begin, int end, int* totals, int* result) {
   const int tid = threadIdx.x;
   int mine = 0;
   for (int i = begin; i < end; ++i) mine += is_tie(i);
-  prefix[tid] = mine;
   if (tid == 0) *result = 0x7fffffff;
-  __syncthreads();
-  if (tid == 0) {
-    int run = 0;
-    for (int t = 0; t < blockDim.x; ++t) { const int c = prefix[t]; prefix[t] = run; run += c; }
-  }
-  __syncthreads();
-  if (n > prefix[tid] && n <= prefix[tid] + mine) {
-    int rank = prefix[tid];
+  const int before = block_inclusive_scan(mine, totals) - mine;  // (synchronises)
+  if (n > before && n <= before + mine) {
+    int rank = before;
     for (int i = begin; i < end; ++i) {
       if (is_tie(i) && ++rank == n) {
         *result = i;
@@ -92,7 +118,7 @@ __device__ int nth_tie_id(IsTie&& is_tie, int n, int begin, int end, int* prefix
   }
   __syncthreads();
   const int id = *result;
-  __syncthreads();  // the next call may reuse prefix / result
+  __syncthreads();  // the next call may reuse result
   return id;
 }
 
@@ -163,13 +189,13 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
   // and id, so every pass below reads the logits coalesced (thread t: ids t, t + 1024, ...).
   const int seg = (p.vocab + blockDim.x - 1) / blockDim.x;
   const int begin = min(p.vocab, tid * seg), end = min(p.vocab, begin + seg);
-  __shared__ int tie_prefix[kSampleThreads];
+  __shared__ int tie_totals[kWarpSize];
   __shared__ int s_tie;
   const int tie_last =
       ties_allowed == 0x7fffffff
           ? 0x7fffffff
           : nth_tie_id([&](int i) { return order_key(clean(logits[i])) == kk; }, ties_allowed,
-                       begin, end, tie_prefix, &s_tie);
+                       begin, end, tie_totals, &s_tie);
   // prob(i) for candidates, 0 otherwise.
   auto prob = [&](int i) -> float {
     const float v = clean(logits[i]);
@@ -184,10 +210,13 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
   if (opt.top_p < 1.0f) {
     // The largest probability P with mass(p >= P) >= top_p * total, by a radix select over the
     // probabilities' bits (non-negative floats order like their bits): three passes of 10-bit
-    // digits, each a histogram of the mass of the candidates that share the digits chosen so far
-    // (fixed point: exact, so the answer does not depend on the order the atomics land in).
-    __shared__ unsigned long long hist[kRadixBins];
-    __shared__ unsigned long long s_mass;
+    // digits, each a histogram of the mass of the candidates that share the digits chosen so far.
+    // Mass is fixed point (exact, so the answer does not depend on the order the atomics land
+    // in), kept as three 14-bit limbs in 32-bit bins: native shared atomics (a 64-bit shared
+    // atomicAdd is a compare-and-swap loop), and a limb's sum over the vocabulary (<= 2^18
+    // entries, kSamplingMaxVocab) stays below 2^32.
+    __shared__ uint32_t hist[3][kRadixBins];
+    __shared__ unsigned long long s_mass, scan_totals[kWarpSize];
     __shared__ uint32_t s_digit;
     unsigned long long total_fx = 0;
     for (int i = tid; i < p.vocab; i += blockDim.x) total_fx += fixed_mass(prob(i));
@@ -197,36 +226,37 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
         want < 1.0 ? 1ull : min(total_fx, static_cast<unsigned long long>(want));
     uint32_t prefix = 0;              // the digits chosen so far
     unsigned long long above = 0;     // mass of the candidates above the chosen prefix
+    static_assert(kRadixBins == kSampleThreads, "one bin per thread in the digit search");
     for (int shift = 20; shift >= 0; shift -= kRadixBits) {
-      for (int j = tid; j < kRadixBins; j += blockDim.x) hist[j] = 0;
+      for (int j = tid; j < kRadixBins; j += blockDim.x) hist[0][j] = hist[1][j] = hist[2][j] = 0;
+      if (tid == 0) { s_digit = 0; s_mass = above; }
       __syncthreads();
-      for (int base = 0; base < p.vocab; base += blockDim.x) {  // uniform: whole warps below
-        const int i = base + tid;
-        uint32_t digit = 0xffffffffu;
-        unsigned long long v = 0;
-        if (i < p.vocab) {
-          const float pi = prob(i);
-          const uint32_t b = __float_as_uint(pi);
-          if (pi > 0.0f && (shift == 20 || (b >> (shift + kRadixBits)) == prefix)) {
-            digit = (b >> shift) & (kRadixBins - 1);
-            v = fixed_mass(pi);
-          }
+      for (int i = tid; i < p.vocab; i += blockDim.x) {
+        const float pi = prob(i);
+        const uint32_t b = __float_as_uint(pi);
+        if (pi > 0.0f && (shift == 20 || (b >> (shift + kRadixBits)) == prefix)) {
+          const uint32_t digit = (b >> shift) & (kRadixBins - 1);
+          const unsigned long long v = fixed_mass(pi);  // <= 2^40
+          atomicAdd(&hist[0][digit], static_cast<uint32_t>(v & kLimbMask));
+          atomicAdd(&hist[1][digit], static_cast<uint32_t>((v >> kLimbBits) & kLimbMask));
+          atomicAdd(&hist[2][digit], static_cast<uint32_t>(v >> (2 * kLimbBits)));
         }
-        // Lanes with the same digit add their mass first (one shared atomic per digit per warp:
-        // most candidates share a few digits). v < 2^41: 16-bit halves sum without overflow.
-        const unsigned group = __match_any_sync(0xffffffffu, digit);
-        const unsigned lo = __reduce_add_sync(group, static_cast<unsigned>(v & 0xffffu));
-        const unsigned hi = __reduce_add_sync(group, static_cast<unsigned>(v >> 16));
-        if (digit != 0xffffffffu && static_cast<int>(tid % kWarpSize) == __ffs(group) - 1)
-          atomicAdd(&hist[digit], (static_cast<unsigned long long>(hi) << 16) + lo);
       }
       __syncthreads();
-      if (tid == 0) {  // the highest digit whose mass, with all above it, reaches the target
-        unsigned long long cum = above;
-        uint32_t d = kRadixBins - 1;
-        while (d > 0 && cum + hist[d] < target_fx) cum += hist[d--];
-        s_digit = d;
-        s_mass = cum;
+      // The highest digit d whose mass, with all digits above it, reaches the target: thread j
+      // holds digit 1023 - j, so an inclusive scan gives each digit the mass of it and all above.
+      const int d = kRadixBins - 1 - tid;
+      const unsigned long long mass = hist[0][d] +
+                                      (static_cast<unsigned long long>(hist[1][d]) << kLimbBits) +
+                                      (static_cast<unsigned long long>(hist[2][d]) << (2 * kLimbBits));
+      const unsigned long long with = block_inclusive_scan(mass, scan_totals);
+      // Exactly one thread sees the crossing (digit 0 takes whatever is left).
+      if (above + with >= target_fx && above + with - mass < target_fx) {
+        s_digit = static_cast<uint32_t>(d);
+        s_mass = above + with - mass;
+      } else if (d == 0 && above + with < target_fx) {
+        s_digit = 0;
+        s_mass = above + with - mass;
       }
       __syncthreads();
       prefix = (prefix << kRadixBits) | s_digit;
@@ -242,7 +272,7 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SamplingParams p
     const unsigned long long n_fx = q_fx == 0 ? 0 : (target_fx - above + q_fx - 1) / q_fx;
     if (q_fx != 0 && n_fx < 0x7fffffffull) {
       p_tie_last = nth_tie_id([&](int i) { return order_key(prob(i)) == pk; },
-                              max(1, static_cast<int>(n_fx)), begin, end, tie_prefix, &s_tie);
+                              max(1, static_cast<int>(n_fx)), begin, end, tie_totals, &s_tie);
     }
   }
   // min_p relative to p_max = 1 (the best logit is always a candidate): exp(0) = 1.

@@ -90,6 +90,16 @@ TEST(GpuHost, SamplingUniformIsTheCpuDraw) {
   EXPECT_EQ(a, sampling_uniform_host(42, 0));
 }
 
+TEST(GpuHost, SamplingRefusesVocabularyAboveItsBound) {
+  // Checked before anything is read or launched: the top_p mass histogram is exact only up to
+  // kSamplingMaxVocab entries.
+  float logits = 0.0f;
+  SamplingRow row;
+  int32_t token = 0;
+  const SamplingParams p{&logits, &row, &token, 1, kSamplingMaxVocab + 1, kSamplingMaxVocab + 1};
+  EXPECT_THROW(sample_tokens(p, nullptr), Error);
+}
+
 TEST(Sampling, MatchesReference) {
   HYMOE_REQUIRE_GPU();
   auto rng = test::make_rng();

@@ -15,6 +15,9 @@
 
 namespace hymoe::gpu {
 
+// Largest vocabulary sample_tokens takes (the top_p mass histogram's exactness bound).
+inline constexpr int kSamplingMaxVocab = 1 << 18;
+
 // One row's options (plain values: copied to the device as an array of these).
 struct SamplingRow {
   float temperature = 1.0f;  // 0 = greedy
