@@ -10,7 +10,9 @@
 //   notes their 90th percentiles, the share of runs whose last worker started > 20 us late, futex sleeps per run (workers, caller), how often the unpinned caller
 //   sat on a worker's CPU, host steal time and involuntary context switches per run. At 8
 //   threads and at the full pool the 100 us job also runs with the caller spinning
-//   (CallerWait::kSpin: pool_100us_spin*) and sleeping (kSleep: pool_100us_sleep*).
+//   (CallerWait::kSpin: pool_100us_spin*, pool_wake_spin*) and sleeping (kSleep: *_sleep*). pool_wake*:
+//   an empty job after 1 ms idle, so every worker sleeps and is woken by run()'s one FUTEX_WAKE
+//   (the first run() of each MoE layer after the GPU's attention): the spread of their start.
 // - steady_clock_now: ns per clock read (the job and the stamps read it; a clocksource without a
 //   vDSO path would show here), the clocksource's name in the note.
 #include <benchmark/benchmark.h>
@@ -24,6 +26,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_context.h"
@@ -95,8 +98,9 @@ struct alignas(64) Stamp {
 };
 
 // n runs of a job of work_us per worker (0: empty) with stamps; puts records named prefix_*.
+// gap_us > 0: the caller sleeps that long before each run (the workers fall asleep).
 void stamped_runs(BenchContext* ctx, cpu::ThreadPool& pool, int threads, double work_us, int n,
-                  const std::string& prefix, bool detail) {
+                  const std::string& prefix, bool detail, int gap_us = 0) {
   std::vector<Stamp> stamps(pool.size());
   std::vector<int> worker_cpus;
   for (int i = 0; i < pool.size(); ++i) worker_cpus.push_back(pool.worker_cpu(i));
@@ -114,6 +118,7 @@ void stamped_runs(BenchContext* ctx, cpu::ThreadPool& pool, int threads, double 
   const long ivcsw0 = involuntary_switches();
   auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
   for (int r = 0; r < n; ++r) {
+    if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
     const int cpu = sched_getcpu();
     caller_on_worker_cpu += std::find(worker_cpus.begin(), worker_cpus.end(), cpu) != worker_cpus.end();
     const auto t0 = Clock::now();
@@ -133,21 +138,22 @@ void stamped_runs(BenchContext* ctx, cpu::ThreadPool& pool, int threads, double 
   const cpu::ThreadPoolStats s1 = pool.stats();
   const double per_run = 1.0 / n;
   const std::string common = fmt::format(
-      "{} runs; caller {}; p90 run {:.1f} us, last start {:.1f}, median start {:.1f}, finish {:.1f}; "
+      "{} runs; caller spins <= {} us; p90 run {:.1f} us, last start {:.1f}, median start {:.1f}, finish {:.1f}; "
       "last start > 20 us in {:.1f}% of runs; sleeps per run: workers {:.2f}, caller {:.2f}; caller on a "
       "worker's CPU in {:.1f}% of runs; steal per run {:.2f} us on the workers' CPUs ({:.2f} us all CPUs); "
       "involuntary context switches per run {:.3f}",
-      n, pool.caller_sleeps_at_once() ? "sleeps at once" : "spins", percentile(run_us, 0.9),
+      n, pool.caller_spin_limit_us(), percentile(run_us, 0.9),
       percentile(start_max, 0.9), percentile(start_med, 0.9), percentile(finish, 0.9), 100.0 * late * per_run,
       static_cast<double>(s1.worker_sleeps - s0.worker_sleeps) * per_run,
       static_cast<double>(s1.caller_sleeps - s0.caller_sleeps) * per_run, 100.0 * caller_on_worker_cpu * per_run,
       (steal_ms(worker_cpus) - steal0) * 1000 * per_run, (steal_ms({}) - steal_all0) * 1000 * per_run,
       static_cast<double>(involuntary_switches() - ivcsw0) * per_run);
   const double run_med = median(run_us);
+  const std::string what = gap_us > 0 ? fmt::format(" after {} us idle", gap_us) : std::string();
   if (work_us > 0) {
-    ctx->put({prefix, threads, run_med, "us", work_us, work_us / run_med, "median run(); " + common});
+    ctx->put({prefix, threads, run_med, "us", work_us, work_us / run_med, "median run()" + what + "; " + common});
   } else {
-    ctx->put({prefix, threads, run_med, "us", 0, 0, "median run() of an empty job; " + common});
+    ctx->put({prefix, threads, run_med, "us", 0, 0, "median run() of an empty job" + what + "; " + common});
   }
   if (!detail) return;
   ctx->put({prefix + "_last", threads, median(start_max), "us", 0, 0,
@@ -164,13 +170,14 @@ void bm_pool_diag(benchmark::State& state, BenchContext* ctx, int threads) {
     cpu::ThreadPool& pool = ctx->pool(threads);
     stamped_runs(ctx, pool, threads, 0, 2000, "pool_empty", false);
     stamped_runs(ctx, pool, threads, kWorkUs, 1000, "pool_100us", true);
+    stamped_runs(ctx, pool, threads, 0, 200, "pool_wake", true, 1000);  // workers asleep: futex wake-up
     if (threads == ctx->max_threads() || threads == 8) {
       for (const cpu::CallerWait wait : {cpu::CallerWait::kSpin, cpu::CallerWait::kSleep}) {
         cpu::ThreadPool variant(ctx->topology(), {.threads = threads, .pin = true, .spin_us = 50,
                                                   .caller_spin_us = 1000, .caller_wait = wait});
-        stamped_runs(ctx, variant, threads, kWorkUs, 1000,
-                     wait == cpu::CallerWait::kSpin ? "pool_100us_spin" : "pool_100us_sleep",
-                     true);
+        const std::string name = wait == cpu::CallerWait::kSpin ? "spin" : "sleep";
+        stamped_runs(ctx, variant, threads, kWorkUs, 1000, "pool_100us_" + name, true);
+        stamped_runs(ctx, variant, threads, 0, 200, "pool_wake_" + name, true, 1000);
       }
     }
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <set>
@@ -67,9 +68,9 @@ ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& option
       cpus_.push_back(pin ? topology.nodes()[node].cpus[i] : -1);
     }
   }
-  caller_sleeps_at_once_ = options.caller_wait == CallerWait::kSleep;
+  caller_spin_limit_us_ = options.caller_wait == CallerWait::kSleep ? 0 : options.caller_spin_us;
   if (options.caller_wait == CallerWait::kAuto && pin) {
-    // Sleep at once when the constructing thread (normally the one that calls run()) has no CPU
+    // Spin briefly when the constructing thread (normally the one that calls run()) has no CPU
     // without a pinned worker.
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
@@ -77,14 +78,14 @@ ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& option
       const std::set<int> used(cpus_.begin(), cpus_.end());
       bool free_cpu = false;
       for (int c = 0; c < CPU_SETSIZE && !free_cpu; ++c) free_cpu = CPU_ISSET(c, &allowed) && !used.contains(c);
-      caller_sleeps_at_once_ = !free_cpu;
+      if (!free_cpu) caller_spin_limit_us_ = std::min(caller_spin_limit_us_, kSharedCallerSpinUs);
     }
   }
   slots_ = std::make_unique<WorkerSlot[]>(workers_.size());
   threads_.reserve(workers_.size());
   for (int i = 0; i < size(); ++i) threads_.emplace_back([this, i] { worker_loop(i); });
-  log::get("moe")->debug("thread pool: {} workers in {} groups ({}), pinned: {}, caller sleeps at once: {}",
-                         size(), num_groups(), topology.describe(), pin, caller_sleeps_at_once_);
+  log::get("moe")->debug("thread pool: {} workers in {} groups ({}), pinned: {}, caller spins <= {} us",
+                         size(), num_groups(), topology.describe(), pin, caller_spin_limit_us_);
 }
 
 ThreadPool::~ThreadPool() {
@@ -115,8 +116,8 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx) {
 }
 
 void ThreadPool::wait_for_workers() {
-  if (!caller_sleeps_at_once_) {
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(caller_spin_us_);
+  if (caller_spin_limit_us_ > 0) {
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(caller_spin_limit_us_);
     for (int i = 1; pending_.load(std::memory_order_acquire) != 0; ++i) {
       if ((i & 63) != 0) {
         cpu_relax();

@@ -114,7 +114,7 @@ TEST(ThreadPool, ManyGenerationsRandomJobsEveryWaitMode) {
 TEST(ThreadPool, SleepingWorkersWakeForTheNextRun) {
   ThreadPool pool(Topology::synthetic("pack:1 [numa] core:4 pu:1"),
                   {.threads = 0, .pin = false, .spin_us = 0, .caller_spin_us = 0, .caller_wait = CallerWait::kSleep});
-  EXPECT_TRUE(pool.caller_sleeps_at_once());
+  EXPECT_EQ(pool.caller_spin_limit_us(), 0);
   uint64_t asleep = 0;  // the count when every worker last slept
   for (int round = 0; round < 20; ++round) {
     // Wait (bounded) until every worker has entered its futex wait once more since the last run.
@@ -133,15 +133,18 @@ TEST(ThreadPool, SleepingWorkersWakeForTheNextRun) {
 
 TEST(ThreadPool, CallerWaitModes) {
   const Topology synthetic = Topology::synthetic("pack:1 [numa] core:2 pu:1");
-  EXPECT_FALSE(ThreadPool(synthetic, {.threads = 0, .pin = true, .spin_us = 50, .caller_spin_us = 1000,
-                                      .caller_wait = CallerWait::kAuto})
-                   .caller_sleeps_at_once());  // synthetic: nothing pinned, the caller has a core
-  EXPECT_TRUE(ThreadPool(synthetic, {.threads = 0, .pin = false, .spin_us = 50, .caller_spin_us = 1000,
-                                     .caller_wait = CallerWait::kSleep})
-                  .caller_sleeps_at_once());
-  EXPECT_FALSE(ThreadPool(synthetic, {.threads = 0, .pin = false, .spin_us = 50, .caller_spin_us = 1000,
-                                      .caller_wait = CallerWait::kSpin})
-                   .caller_sleeps_at_once());
+  EXPECT_EQ(ThreadPool(synthetic, {.threads = 0, .pin = true, .spin_us = 50, .caller_spin_us = 1000,
+                                   .caller_wait = CallerWait::kAuto})
+                .caller_spin_limit_us(),
+            1000);  // synthetic: nothing pinned, the caller has a core
+  EXPECT_EQ(ThreadPool(synthetic, {.threads = 0, .pin = false, .spin_us = 50, .caller_spin_us = 1000,
+                                   .caller_wait = CallerWait::kSleep})
+                .caller_spin_limit_us(),
+            0);
+  EXPECT_EQ(ThreadPool(synthetic, {.threads = 0, .pin = false, .spin_us = 50, .caller_spin_us = 700,
+                                   .caller_wait = CallerWait::kSpin})
+                .caller_spin_limit_us(),
+            700);
   // On this machine: a full pinned pool leaves the caller no free CPU exactly when the process
   // may run only on the pool's CPUs.
   const Topology topo = Topology::detect();
@@ -156,10 +159,10 @@ TEST(ThreadPool, CallerWaitModes) {
     free_cpu = free_cpu || (CPU_ISSET(c, &allowed) && !used);
   }
   const bool pinned = full.worker_cpu(0) >= 0;
-  EXPECT_EQ(full.caller_sleeps_at_once(), pinned && !free_cpu);
+  EXPECT_EQ(full.caller_spin_limit_us(), pinned && !free_cpu ? kSharedCallerSpinUs : 1000);
   if (topo.num_cores() > 1) {
     ThreadPool one(topo, {.threads = 1, .pin = true, .spin_us = 50, .caller_spin_us = 1000, .caller_wait = CallerWait::kAuto});
-    EXPECT_EQ(one.caller_sleeps_at_once(), false);
+    EXPECT_EQ(one.caller_spin_limit_us(), 1000);
   }
 }
 
