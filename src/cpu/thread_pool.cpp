@@ -80,6 +80,11 @@ ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& option
       for (int c = 0; c < CPU_SETSIZE && !free_cpu; ++c) free_cpu = CPU_ISSET(c, &allowed) && !used.contains(c);
       if (!free_cpu) caller_spin_limit_us_ = std::min(caller_spin_limit_us_, kSharedCallerSpinUs);
     }
+    // Per run: a caller that finds itself on a worker's CPU spins briefly too.
+    for (int c : cpus_) {
+      if (c >= static_cast<int>(cpu_has_worker_.size())) cpu_has_worker_.resize(c + 1, 0);
+      cpu_has_worker_[c] = 1;
+    }
   }
   slots_ = std::make_unique<WorkerSlot[]>(workers_.size());
   threads_.reserve(workers_.size());
@@ -116,8 +121,13 @@ void ThreadPool::run_impl(Trampoline fn, void* ctx) {
 }
 
 void ThreadPool::wait_for_workers() {
-  if (caller_spin_limit_us_ > 0) {
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(caller_spin_limit_us_);
+  int spin_us = caller_spin_limit_us_;
+  if (spin_us > kSharedCallerSpinUs && !cpu_has_worker_.empty()) {
+    const int cpu = sched_getcpu();  // vDSO / rdtscp: tens of ns
+    if (cpu >= 0 && cpu < static_cast<int>(cpu_has_worker_.size()) && cpu_has_worker_[cpu]) spin_us = kSharedCallerSpinUs;
+  }
+  if (spin_us > 0) {
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
     for (int i = 1; pending_.load(std::memory_order_acquire) != 0; ++i) {
       if ((i & 63) != 0) {
         cpu_relax();

@@ -166,6 +166,32 @@ TEST(ThreadPool, CallerWaitModes) {
   }
 }
 
+// The caller on a pinned worker's CPU (kAuto then spins only briefly, then sleeps): every run
+// still completes, in order.
+TEST(ThreadPool, CallerOnAWorkersCpu) {
+  ThreadPool pool(Topology::detect(), {.threads = 1, .pin = true, .spin_us = 50, .caller_spin_us = 1000,
+                                       .caller_wait = CallerWait::kAuto});
+  if (pool.worker_cpu(0) < 0) GTEST_SKIP() << "workers are not pinned here";
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(pool.worker_cpu(0), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  std::mt19937 rng(7);
+  int last = -1;
+  for (int r = 0; r < 500; ++r) {
+    const int work = static_cast<int>(rng() % 50000);
+    pool.run([&](const WorkerInfo&) {
+      EXPECT_EQ(last, r - 1);
+      busy(work);
+      last = r;
+    });
+    ASSERT_EQ(last, r);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+}
+
 TEST(ThreadPool, RethrowsWhileTheCallerSleeps) {
   ThreadPool pool(Topology::synthetic("pack:1 [numa] core:3 pu:1"),
                   {.threads = 0, .pin = false, .spin_us = 0, .caller_spin_us = 0, .caller_wait = CallerWait::kSleep});

@@ -11,13 +11,15 @@
 //   when the caller sleeps (flag `caller_sleeping`).
 // - The caller is not pinned. When it has a core without a worker (pool smaller than its CPU
 //   set) it waits by polite spinning for up to caller_spin_us, then sleeps. When every CPU it may
-//   run on has a pinned worker (the full-machine pool) it spins at most 5 us, then sleeps
-//   (CallerWait::kAuto): a short job still ends within the spin, a long one gets the core back.
+//   run on has a pinned worker (the full-machine pool), or it finds itself on a worker's CPU at
+//   run(), it spins at most 5 us, then sleeps (CallerWait::kAuto): a short job still ends within
+//   the spin, a long one gets the core back.
 //   Why: on the 16-core Xeon a 100 us job cost 214 us per run() at 16 threads (101 us at 1-4)
-//   while the spinning caller used 87 us of CPU per run: it held its worker's core for most of a
-//   job length, its sched_yield not handing the core over (under EEVDF, Linux 6.6+, a yield
-//   passes the core only to a task that is eligible). bench-cpu's thread_pool_* records measure
-//   both waits at full size to confirm it.
+//   while the spinning caller used 87 us of CPU per run: it seems to hold its worker's core for
+//   most of a job length, its sched_yield not handing the core over (under EEVDF a yield passes
+//   the core only to an eligible task). A 2-core VM does not show it (spin 106 us, sleep 105 us;
+//   but after an idle gap waking a sleeping caller costs ~20 us there). bench-cpu's pool_*
+//   records measure both waits at 8 threads and the full pool.
 // run() is not reentrant.
 #pragma once
 
@@ -42,8 +44,9 @@ struct WorkerInfo {
 
 // How run()'s caller waits for the workers.
 enum class CallerWait {
-  // kSpin; but when every CPU the constructing thread may run on has a pinned worker, a spin of
-  // at most kSharedCallerSpinUs (short jobs end within it) before sleeping.
+  // kSpin; but a spin of at most kSharedCallerSpinUs (short jobs end within it) before sleeping
+  // when every CPU the constructing thread may run on has a pinned worker, or when run()'s caller
+  // finds itself on a worker's CPU (checked per run).
   kAuto,
   kSpin,   // polite spin for up to caller_spin_us, then sleep
   kSleep,  // sleep on a futex at once
@@ -84,7 +87,8 @@ class ThreadPool {
   const WorkerInfo& worker(int index) const { return workers_[index]; }
   // OS CPU of a worker (-1 when not pinned).
   int worker_cpu(int index) const { return cpus_[index]; }
-  // How long run()'s caller spins before it sleeps (us; 0: sleeps at once), CallerWait resolved.
+  // How long run()'s caller spins before it sleeps (us; 0: sleeps at once), CallerWait resolved
+  // at construction (kAuto may still cut it to kSharedCallerSpinUs per run, see CallerWait).
   int caller_spin_limit_us() const { return caller_spin_limit_us_; }
   ThreadPoolStats stats() const;
 
@@ -114,6 +118,7 @@ class ThreadPool {
   int spin_us_ = 50;
   int caller_spin_us_ = 1000;
   int caller_spin_limit_us_ = 1000;
+  std::vector<uint8_t> cpu_has_worker_;  // kAuto, pinned: by OS CPU, 1 where a worker is pinned
   std::unique_ptr<WorkerSlot[]> slots_;
   std::vector<std::thread> threads_;
 
