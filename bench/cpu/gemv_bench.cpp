@@ -228,29 +228,30 @@ void register_gemv(BenchContext& ctx) {
         {{"off", {.distance = 0, .l1_bytes = 0, .first_pass = false}}, one_two_all},
     };
   }();
+  // Grouped by thread count, so the paired probe's buffer (cached per thread count) is built once
+  // per shape and count.
+  static std::vector<std::unique_ptr<PrefetchVariant>> far;
   for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
-    for (const Case& c : kCases) {
-      for (int t : c.threads) {
-        const std::string name = "fp8_gemv_pf/" + std::string(c.v.name) + "/" + std::to_string(s.rows) + "x" +
+    // Two passes ahead (8 rows x K each at batch 1), into L2; per shape, so it is a fixed variant.
+    far.push_back(std::make_unique<PrefetchVariant>(
+        PrefetchVariant{"far", {.distance = 2 * 8 * s.cols, .l1_bytes = 0, .first_pass = true}}));
+    std::vector<int> counts{1};
+    if (ctx.max_threads() >= 2) counts.push_back(2);
+    if (ctx.max_threads() > 2) counts.push_back(ctx.max_threads());
+    for (int t : counts) {
+      std::vector<const PrefetchVariant*> variants;
+      for (const Case& c : kCases) {
+        if (std::find(c.threads.begin(), c.threads.end(), t) != c.threads.end()) variants.push_back(&c.v);
+      }
+      if (t <= 2) variants.push_back(far.back().get());
+      for (const PrefetchVariant* v : variants) {
+        const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, &c.v)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
       }
-    }
-    // Two passes ahead (8 rows x K each at batch 1), into L2; per shape, so it is a fixed variant.
-    static std::vector<std::unique_ptr<PrefetchVariant>> far;
-    far.push_back(std::make_unique<PrefetchVariant>(
-        PrefetchVariant{"far", {.distance = 2 * 8 * s.cols, .l1_bytes = 0, .first_pass = true}}));
-    for (int t : {1, 2}) {
-      if (t > ctx.max_threads()) break;
-      const std::string name = "fp8_gemv_pf/far/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                               "/batch:1/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, far.back().get())
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(kPairedRounds);
     }
   }
 }
