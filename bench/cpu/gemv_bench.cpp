@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <random>
 
 #include "bench_context.h"
@@ -203,23 +204,53 @@ void register_gemv(BenchContext& ctx) {
     }
   }
   // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
-  // l2 = always into L2, l1 = always into L1, nofirst = no up-front prefetch of a call's first pass.
+  // l2 = always into L2, l1 = always into L1, nofirst = no up-front prefetch of a call's first pass;
+  // off = no software prefetch (the hardware prefetchers alone: on Intel every software prefetch
+  // holds one of the core's 16 L1 fill buffers until its line arrives, which may cap one core's
+  // reads) also at 2 threads; far = two passes ahead (1 and 2 threads).
   if (kernels::best_isa() != kernels::Isa::kAvx512Bf16) return;
-  static const PrefetchVariant kVariants[] = {
-      {"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}},
-      {"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}},
-      {"nofirst", {.distance = -1, .l1_bytes = kernels::GemvPrefetch{}.l1_bytes, .first_pass = false}},
+  struct Case {
+    PrefetchVariant v;
+    std::vector<int> threads;
   };
+  static const std::vector<Case> kCases = [&ctx] {
+    const int all = ctx.max_threads();
+    std::vector<int> one_two{1};
+    if (all >= 2) one_two.push_back(2);
+    std::vector<int> one_two_all = one_two;
+    if (all > 2) one_two_all.push_back(all);
+    std::vector<int> one_all{1};
+    if (all > 1) one_all.push_back(all);
+    return std::vector<Case>{
+        {{"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}}, one_all},
+        {{"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}}, one_all},
+        {{"nofirst", {.distance = -1, .l1_bytes = kernels::GemvPrefetch{}.l1_bytes, .first_pass = false}}, one_all},
+        {{"off", {.distance = 0, .l1_bytes = 0, .first_pass = false}}, one_two_all},
+    };
+  }();
+  // Grouped by thread count, so the paired probe's buffer (cached per thread count) is built once
+  // per shape and count.
+  static std::vector<std::unique_ptr<PrefetchVariant>> far;
   for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
-    for (const PrefetchVariant& v : kVariants) {
-      for (int t : {1, ctx.max_threads()}) {
-        const std::string name = "fp8_gemv_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
+    // Two passes ahead (8 rows x K each at batch 1), into L2; per shape, so it is a fixed variant.
+    far.push_back(std::make_unique<PrefetchVariant>(
+        PrefetchVariant{"far", {.distance = 2 * 8 * s.cols, .l1_bytes = 0, .first_pass = true}}));
+    std::vector<int> counts{1};
+    if (ctx.max_threads() >= 2) counts.push_back(2);
+    if (ctx.max_threads() > 2) counts.push_back(ctx.max_threads());
+    for (int t : counts) {
+      std::vector<const PrefetchVariant*> variants;
+      for (const Case& c : kCases) {
+        if (std::find(c.threads.begin(), c.threads.end(), t) != c.threads.end()) variants.push_back(&c.v);
+      }
+      if (t <= 2) variants.push_back(far.back().get());
+      for (const PrefetchVariant* v : variants) {
+        const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, &v)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
-        if (ctx.max_threads() == 1) break;
       }
     }
   }

@@ -27,7 +27,10 @@ struct Pass {
 // R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
 // and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
 // Accumulators in registers; block totals too while R * B <= 8, else in L1.
-template <int B, int R, bool kLaneOrder, bool kPrefetchL1>
+// Where the software prefetch puts the lines ahead (kNone: the hardware prefetchers alone).
+enum class Pf { kNone, kL2, kL1 };
+
+template <int B, int R, bool kLaneOrder, Pf kPf>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
@@ -72,8 +75,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
         // Software prefetch into L2 of R lines per step from one pointer walking the weights
         // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
         // of this one, so short rows (K = 2048) stay fed too). One register, not R.
-        if constexpr (kPrefetchL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
-        else _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+        if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+        else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
         __m512i w0, w1;
         __m512i codes = _mm512_loadu_si512(wrow[r] + k);
         // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds them
@@ -139,12 +142,13 @@ bool prefetch_into_l1(const Pass<B>& a) {
 
 template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
-  auto run = [&a]<bool kL1>() {
+  auto run = [&a]<Pf kPf>() {
     for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
-                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kL1>(a, i); });
+                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kPf>(a, i); });
   };
-  if (prefetch_into_l1(a)) run.template operator()<true>();
-  else run.template operator()<false>();
+  if (a.ahead == 0) run.template operator()<Pf::kNone>();
+  else if (prefetch_into_l1(a)) run.template operator()<Pf::kL1>();
+  else run.template operator()<Pf::kL2>();
 }
 
 // A call's first pass has no pass before it to prefetch it: without this its rows came in by
@@ -168,7 +172,7 @@ void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
   const GemvPrefetch pf = gemv_prefetch();
   Pass<B> a{p, dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
-  if (pf.first_pass) prefetch_first_pass(a);
+  if (pf.first_pass && a.ahead != 0) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
   if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];

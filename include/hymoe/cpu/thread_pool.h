@@ -1,18 +1,32 @@
 // Worker threads for the CPU engine, one group per NUMA node, each worker pinned to one core.
 //
 // run(fn) executes fn(worker) once on every worker and returns when all have finished: one
-// global synchronisation. Idle workers spin briefly on a generation counter and then sleep on it
-// (futex), so back-to-back layers start with little latency while an idle server burns no CPU.
-// The calling thread is not pinned and, when every core has a worker, shares a core with one:
-// so both spin politely (a sched_yield every 64 pauses) instead of holding the core. The caller
-// waits that way for up to caller_spin_us (1 ms), then sleeps on a futex. (Before, a spinning
-// worker held the caller off its core for its whole 50 us spin: ~55 us per run() when the pool
-// filled the machine, measured on a 2-core VM; ~5 us now.) run() is not reentrant.
+// global synchronisation. Protocol (one cache line per shared word):
+// - The caller writes the job, sets `pending` to the worker count and bumps `generation`; idle
+//   workers spin politely on `generation` (a sched_yield every 64 pauses) for spin_us, then sleep
+//   on it with a futex. A worker counts itself in `sleepers` before it sleeps, and run() makes
+//   its one FUTEX_WAKE (all waiters at once) only when that count is non-zero: back-to-back runs
+//   make no system call.
+// - Each worker decrements `pending` after its job; the one that reaches 0 wakes the caller only
+//   when the caller sleeps (flag `caller_sleeping`).
+// - The caller is not pinned. When it has a core without a worker (pool smaller than its CPU
+//   set) it waits by polite spinning for up to caller_spin_us, then sleeps. When every CPU it may
+//   run on has a pinned worker (the full-machine pool), or it finds itself on a worker's CPU at
+//   run(), it spins at most 5 us, then sleeps (CallerWait::kAuto): a short job still ends within
+//   the spin, a long one gets the core back.
+//   Why: on the 16-core Xeon a 100 us job cost 214 us per run() at 16 threads (101 us at 1-4)
+//   while the spinning caller used 87 us of CPU per run: it seems to hold its worker's core for
+//   most of a job length, its sched_yield not handing the core over (under EEVDF a yield passes
+//   the core only to an eligible task). A 2-core VM does not show it (spin 106 us, sleep 105 us;
+//   but after an idle gap waking a sleeping caller costs ~20 us there). bench-cpu's pool_*
+//   records measure both waits at 8 threads and the full pool.
+// run() is not reentrant.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,6 +42,18 @@ struct WorkerInfo {
   int threads_in_node = 1;
 };
 
+// How run()'s caller waits for the workers.
+enum class CallerWait {
+  // kSpin; but a spin of at most kSharedCallerSpinUs (short jobs end within it) before sleeping
+  // when every CPU the constructing thread may run on has a pinned worker, or when run()'s caller
+  // finds itself on a worker's CPU (checked per run).
+  kAuto,
+  kSpin,   // polite spin for up to caller_spin_us, then sleep
+  kSleep,  // sleep on a futex at once
+};
+
+inline constexpr int kSharedCallerSpinUs = 5;
+
 struct ThreadPoolOptions {
   int threads = 0;    // 0: one per core; fewer are spread round-robin over the nodes
   bool pin = true;    // pin each worker to its core (ignored for synthetic topologies)
@@ -37,6 +63,14 @@ struct ThreadPoolOptions {
   // caller takes little from a worker that shares its core; on an oversubscribed machine it
   // still burns up to this long per run().
   int caller_spin_us = 1000;
+  CallerWait caller_wait = CallerWait::kAuto;
+};
+
+// Slow-path counters (only sleeps are counted, so the fast path stays free of shared writes).
+struct ThreadPoolStats {
+  uint64_t runs = 0;
+  uint64_t worker_sleeps = 0;  // futex waits entered by workers (summed over workers)
+  uint64_t caller_sleeps = 0;  // futex waits entered by run()'s caller
 };
 
 class ThreadPool {
@@ -53,6 +87,10 @@ class ThreadPool {
   const WorkerInfo& worker(int index) const { return workers_[index]; }
   // OS CPU of a worker (-1 when not pinned).
   int worker_cpu(int index) const { return cpus_[index]; }
+  // How long run()'s caller spins before it sleeps (us; 0: sleeps at once), CallerWait resolved
+  // at construction (kAuto may still cut it to kSharedCallerSpinUs per run, see CallerWait).
+  int caller_spin_limit_us() const { return caller_spin_limit_us_; }
+  ThreadPoolStats stats() const;
 
   // Calls fn(const WorkerInfo&) on every worker; returns when all are done. fn must outlive the
   // call. The first exception thrown by fn on any worker is rethrown here.
@@ -67,20 +105,33 @@ class ThreadPool {
   using Trampoline = void (*)(void*, const WorkerInfo&);
   void run_impl(Trampoline fn, void* ctx);
   void worker_loop(int index);
+  void wait_for_workers();
+
+  // Per-worker counter on its own cache line.
+  struct alignas(64) WorkerSlot {
+    std::atomic<uint64_t> sleeps{0};
+  };
 
   std::vector<WorkerInfo> workers_;
   std::vector<int> cpus_;
   std::vector<int> group_sizes_;
   int spin_us_ = 50;
   int caller_spin_us_ = 1000;
+  int caller_spin_limit_us_ = 1000;
+  std::vector<uint8_t> cpu_has_worker_;  // kAuto, pinned: by OS CPU, 1 where a worker is pinned
+  std::unique_ptr<WorkerSlot[]> slots_;
   std::vector<std::thread> threads_;
 
   // The current job; written by run_impl before the generation is bumped.
   Trampoline job_ = nullptr;
   void* job_ctx_ = nullptr;
   alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int> pending_{0};
-  alignas(64) std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<uint32_t> sleepers_{0};  // workers in (or entering) a futex wait
+  alignas(64) std::atomic<uint32_t> pending_{0};
+  alignas(64) std::atomic<uint32_t> caller_sleeping_{0};
+  std::atomic<bool> stop_{false};
+  uint64_t runs_ = 0;
+  uint64_t caller_sleeps_ = 0;
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

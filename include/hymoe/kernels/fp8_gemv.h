@@ -63,7 +63,7 @@ void validate(const Fp8GemvParams& p);
 // current setting.
 struct GemvPrefetch {
   // Bytes ahead of the pass being read; negative: one pass (R rows x K: the same columns of the
-  // next row group).
+  // next row group); 0: no software prefetch at all (the hardware prefetchers alone).
   int64_t distance = -1;
   // At batch 1-2, prefetch into L1 (T0) when the distance is <= this, else into L2 (T1). 16 KB is
   // one pass of 8 rows x 2048 (the down projection at batch 1), which with the pass being read
