@@ -275,6 +275,104 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
   }
 }
 
+// Chains of dependent FP8 GEMVs, as a decode step runs them: each link has its own weight (the
+// chain's weights far exceed L2, so a repeat finds nothing cached) and reads its activations from
+// act[x], writing act[y]; a link whose x is an earlier link's y depends on it. Timed as a whole
+// (one enqueue = the whole chain): GB/s of weight + scale bytes, plain launches, PDL launches
+// (Fp8GemvParams::pdl) and PDL with the L2 prefetch (pdl_prefetch_l2), beside a chain of read
+// probes over the same weights (plain launches).
+struct GemvLink {
+  int n, k;
+  int x, y;  // indices into the chain's activation buffers
+};
+
+void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, const std::string& name,
+                      const std::vector<GemvLink>& links, const std::vector<int>& widths) {
+  cudaStream_t s = bench.stream();
+  std::vector<DeviceBuffer> w, sc, act;
+  double bytes = 0;
+  for (const GemvLink& l : links) {
+    const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128;
+    w.push_back(random_fp8(size_t(l.n) * l.k, s));
+    // Scales near 1 / (sqrt(k) x rms code) keep activations O(1) along the chain (timing does not
+    // depend on the values; this only keeps them finite).
+    sc.push_back(random_f32(size_t(nb) * kb, 0.0001f, 0.0002f, s));
+    bytes += double(l.n) * l.k + nb * kb * 4.0;
+  }
+  for (const int width : widths) act.push_back(random_bf16(size_t(kGemvMaxTokens) * width, s));
+  {
+    const int blocks = 8 * info.multiprocessors;
+    DeviceBuffer fold(size_t(blocks) * 4);
+    const double ms = bench.time_ms([&] {
+      for (size_t i = 0; i < links.size(); ++i)
+        HYMOE_CUDA_CHECK(bench::read_probe(w[i].data(), size_t(links[i].n) * links[i].k,
+                                           fold.as<uint32_t>(), blocks, s));
+    });
+    bench.add({fmt::format("ceiling/read_probe chain {} ({} launches, {:.0f} MB)", name, links.size(),
+                           bytes / 1e6),
+               bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+  }
+  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
+    for (const int tokens : {1, 4, 8}) {
+      if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;
+      for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
+        const bool pdl = mode > 0;
+        const double ms = bench.time_ms([&] {
+          for (size_t i = 0; i < links.size(); ++i) {
+            const GemvLink& l = links[i];
+            Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
+                            act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
+                            widths[l.x], widths[l.y]};
+            p.impl = impl;
+            p.pdl = pdl;
+            p.pdl_prefetch_l2 = mode == 2;
+            fp8_gemv(p, s);
+          }
+        });
+        bench.add({fmt::format("fp8_gemv_chain[{}{}]/{} tokens={}",
+                               impl == Fp8GemvImpl::kCudaCores ? "cuda-cores" : "mma",
+                               mode == 0 ? "" : mode == 1 ? ",pdl" : ",pdl+l2", name, tokens),
+                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      }
+    }
+  }
+}
+
+void bench_gemv_chains(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
+  constexpr int kLinks = 32;
+  // One shape repeated (fixed input, the same output buffer: serialised, not data-dependent).
+  const Linear shapes[] = {{"7168x2048", 7168, 2048}, {"2048x7168", 2048, 7168},
+                           {"24576x1536", 24576, 1536}, {"7168x16384", 7168, 16384}};
+  for (const Linear& l : shapes) {
+    bench_gemv_chain(bench, c, info, fmt::format("{} x{}", l.name, kLinks),
+                     std::vector<GemvLink>(kLinks, GemvLink{l.n, l.k, 0, 1}), {l.k, l.n});
+  }
+  {  // Up and down (7168x2048 then 2048x7168): each link reads the previous link's output.
+    std::vector<GemvLink> links;
+    for (int i = 0; i < kLinks / 2; ++i) {
+      links.push_back({7168, 2048, 0, 1});
+      links.push_back({2048, 7168, 1, 0});
+    }
+    bench_gemv_chain(bench, c, info, fmt::format("up-down 7168x2048+2048x7168 x{}", kLinks / 2),
+                     links, {2048, 7168});
+  }
+  {  // The FP8 GEMVs of DeepSeek-V3 decode layers with a shared expert, in order: q_a, kv_a (the
+     // hidden state), q_b (q_a's output), o (a fixed attention output), shared gate and up (o's
+     // output), shared down (up's output), which is the next layer's hidden state.
+    enum { kHidden, kQa, kKva, kQ, kAttn, kO, kGate, kUp };
+    std::vector<GemvLink> links;
+    for (int layer = 0; layer < 4; ++layer) {
+      const GemvLink layer_links[] = {{1536, 7168, kHidden, kQa}, {576, 7168, kHidden, kKva},
+                                      {24576, 1536, kQa, kQ},     {7168, 16384, kAttn, kO},
+                                      {2048, 7168, kO, kGate},    {2048, 7168, kO, kUp},
+                                      {7168, 2048, kUp, kHidden}};
+      links.insert(links.end(), std::begin(layer_links), std::end(layer_links));
+    }
+    bench_gemv_chain(bench, c, info, "dsv3 layer (q_a kv_a q_b o gate up down) x4", links,
+                     {7168, 1536, 576, 24576, 16384, 7168, 2048, 2048});
+  }
+}
+
 // Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
 // hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of
 // 4096 new tokens after a cached prefix (chunked prefill).
@@ -622,7 +720,10 @@ int run(int argc, char** argv) {
       (void)cudaGetLastError();
     }
   };
-  section("fp8_gemv", [&] { bench_gemv(bench, c, info); });
+  section("fp8_gemv", [&] {
+    bench_gemv(bench, c, info);
+    bench_gemv_chains(bench, c, info);
+  });
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] { bench_mla_decode(bench, c, info); });

@@ -10,11 +10,15 @@
 // exact in BF16) and the result by 2^20 with the block scale. Each chunk's four mma accumulate into a partial that is
 // scaled by its 128x128 block's scale_inv before it joins the running sum; the 8 warps' sums are
 // added in shared memory.
+// kPdl (launched as a programmatic dependent, pdl.cuh): the block lets the next kernel launch as
+// soon as it starts, and issues its first round of weight loads before pdl_wait(); activations
+// are read and outputs written only after it.
 #pragma once
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "mma.cuh"
+#include "pdl.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -39,7 +43,9 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m120(uint32_t w) {
 // unscaled), far below anything a product with a weight (<= 448) can register in the sum.
 __device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) { return w + 0x32003200u; }
 
+template <bool kPdl>
 __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
+  if constexpr (kPdl) pdl_launch_dependents();
   __shared__ float red[kGemvMmaWarps][16][8];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
@@ -57,18 +63,37 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int c0 = warp; c0 < chunks; c0 += kGemvMmaWarps * kGemvMmaUnroll) {
     uint4 wl[kGemvMmaUnroll], wh[kGemvMmaUnroll], xa[kGemvMmaUnroll], xb[kGemvMmaUnroll];
+    // kPdl: all weight loads, then pdl_wait(), then the activations (which the previous kernel may
+    // write); otherwise each chunk's weights and activations together, as the plain kernel does.
+    const int rounds = kPdl ? 2 : 1;
 #pragma unroll
-    for (int u = 0; u < kGemvMmaUnroll; ++u) {
-      const int chunk = c0 + u * kGemvMmaWarps;
-      const int col = chunk * 64 + c * 16;  // k is a multiple of 16: a lane's 16 columns are all in or all out
-      const bool in = chunk < chunks && col < p.k;
-      wl[u] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col)) : make_uint4(0, 0, 0, 0);
-      wh[u] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col)) : make_uint4(0, 0, 0, 0);
-      if (in && token) {
-        xa[u] = __ldg(reinterpret_cast<const uint4*>(xg + col));
-        xb[u] = __ldg(reinterpret_cast<const uint4*>(xg + col) + 1);
-      } else {
-        xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
+    for (int round = 0; round < rounds; ++round) {
+      if (kPdl && round == 1) {
+        if (c0 == warp && warp == 0 && p.pdl_prefetch_l2 && lane < 16 && row0 + lane < p.n) {
+          // First round: row row0 + lane's next bytes (32 KB for the block's 16 rows at most).
+          const int64_t begin = int64_t{kGemvMmaWarps} * kGemvMmaUnroll * 64;
+          const int64_t bytes = min(int64_t{p.k} - begin, int64_t{kPdlPrefetchBlockBytes / 16});
+          if (bytes > 0) prefetch_l2_bulk(w + (row0 + lane) * p.ldw + begin, static_cast<uint32_t>(bytes));
+        }
+        pdl_wait();
+      }
+#pragma unroll
+      for (int u = 0; u < kGemvMmaUnroll; ++u) {
+        const int chunk = c0 + u * kGemvMmaWarps;
+        const int col = chunk * 64 + c * 16;  // k is a multiple of 16: a lane's 16 columns are all in or all out
+        const bool in = chunk < chunks && col < p.k;
+        if (round == 0) {
+          wl[u] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col)) : make_uint4(0, 0, 0, 0);
+          wh[u] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col)) : make_uint4(0, 0, 0, 0);
+        }
+        if (round == rounds - 1) {
+          if (in && token) {
+            xa[u] = __ldg(reinterpret_cast<const uint4*>(xg + col));
+            xb[u] = __ldg(reinterpret_cast<const uint4*>(xg + col) + 1);
+          } else {
+            xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
+          }
+        }
       }
     }
 #pragma unroll
@@ -93,6 +118,7 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
       for (int r = 0; r < 4; ++r) acc[r] = fmaf(part[r], s, acc[r]);
     }
   }
+  if constexpr (kPdl) pdl_wait();  // warps with no chunk (k <= 448) met none in the loop
   // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
   red[warp][g][2 * c] = acc[0];
   red[warp][g][2 * c + 1] = acc[1];

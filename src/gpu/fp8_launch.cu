@@ -1,11 +1,12 @@
 // Launchers of the FP8 kernels: activation quantiser and GEMV (token count -> template parameter
-// through one switch).
+// through one switch; Fp8GemvParams::pdl -> the PDL variant, launched with its attribute).
 #include <algorithm>
 
 #include "fp8_gemv.cuh"
 #include "fp8_gemv_mma.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
+#include "pdl_launch.h"
 
 namespace hymoe::gpu::launch {
 
@@ -24,23 +25,39 @@ cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream)
 
 namespace {
 
+// A plain launch for pdl == false (the kernel without griddepcontrol, as before PDL existed), the
+// PDL variant through cudaLaunchKernelEx otherwise.
+template <int kTokens, int kRows>
+cudaError_t launch_gemv_rows(const Fp8GemvParams& p, int blocks, cudaStream_t stream) {
+  if (p.pdl) {
+    return launch_kernel(kernels::fp8_gemv_kernel<kTokens, kRows, true>, dim3(blocks),
+                         dim3(kernels::kGemvThreads), true, stream, p);
+  }
+  kernels::fp8_gemv_kernel<kTokens, kRows, false><<<blocks, kernels::kGemvThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 template <int kTokens>
 cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   const int rows = kernels::gemv_rows_per_warp(p.k / 16, kTokens);
   const int blocks = (p.n + kernels::kGemvWarps * rows - 1) / (kernels::kGemvWarps * rows);
   switch (rows) {
-    case 1: kernels::fp8_gemv_kernel<kTokens, 1><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
-    case 2: kernels::fp8_gemv_kernel<kTokens, 2><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
-    default: kernels::fp8_gemv_kernel<kTokens, 4><<<blocks, kernels::kGemvThreads, 0, stream>>>(p); break;
+    case 1: return launch_gemv_rows<kTokens, 1>(p, blocks, stream);
+    case 2: return launch_gemv_rows<kTokens, 2>(p, blocks, stream);
+    default: return launch_gemv_rows<kTokens, 4>(p, blocks, stream);
   }
-  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream) {
   if (tensor_cores) {
-    kernels::fp8_gemv_mma_kernel<<<(p.n + 15) / 16, kernels::kGemvMmaThreads, 0, stream>>>(p);
+    const dim3 grid((p.n + 15) / 16);
+    if (p.pdl) {
+      return launch_kernel(kernels::fp8_gemv_mma_kernel<true>, grid, dim3(kernels::kGemvMmaThreads),
+                           true, stream, p);
+    }
+    kernels::fp8_gemv_mma_kernel<false><<<grid, kernels::kGemvMmaThreads, 0, stream>>>(p);
     return cudaGetLastError();
   }
   switch (p.tokens) {
