@@ -275,12 +275,47 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
   }
 }
 
+// A CUDA graph of the work `enqueue` puts on `stream` (captured, not run), instantiated once;
+// launch() replays it. PDL launches are captured as programmatic edges.
+class CapturedGraph {
+ public:
+  CapturedGraph(cudaStream_t stream, const std::function<void()>& enqueue) {
+    HYMOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue();
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      (void)cudaStreamEndCapture(stream, &partial);
+      if (partial) (void)cudaGraphDestroy(partial);
+      throw;
+    }
+    HYMOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    const cudaError_t err = cudaGraphInstantiate(&exec_, graph_, 0);
+    if (err != cudaSuccess) {
+      (void)cudaGraphDestroy(graph_);
+      HYMOE_CUDA_CHECK(err);
+    }
+  }
+  ~CapturedGraph() {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+    if (graph_) (void)cudaGraphDestroy(graph_);
+  }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  void launch(cudaStream_t stream) const { HYMOE_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // Chains of dependent FP8 GEMVs, as a decode step runs them: each link has its own weight (the
 // chain's weights far exceed L2, so a repeat finds nothing cached) and reads its activations from
 // act[x], writing act[y]; a link whose x is an earlier link's y depends on it. Timed as a whole
 // (one enqueue = the whole chain): GB/s of weight + scale bytes, plain launches, PDL launches
-// (Fp8GemvParams::pdl) and PDL with the L2 prefetch (pdl_prefetch_l2), beside a chain of read
-// probes over the same weights (plain launches).
+// (Fp8GemvParams::pdl) and PDL with the L2 prefetch (pdl_prefetch_l2), each from the stream (host
+// launch rate included) and replayed as one captured CUDA graph, beside a chain of read probes
+// over the same weights (plain launches from the stream).
 struct GemvLink {
   int n, k;
   int x, y;  // indices into the chain's activation buffers
@@ -312,27 +347,44 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
                            bytes / 1e6),
                bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
   }
-  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
-    for (const int tokens : {1, 4, 8}) {
-      if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;
-      for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
-        const bool pdl = mode > 0;
-        const double ms = bench.time_ms([&] {
-          for (size_t i = 0; i < links.size(); ++i) {
-            const GemvLink& l = links[i];
-            Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
-                            act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
-                            widths[l.x], widths[l.y]};
-            p.impl = impl;
-            p.pdl = pdl;
-            p.pdl_prefetch_l2 = mode == 2;
-            fp8_gemv(p, s);
+  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kAuto}) {
+    for (const int tokens : {1, 8}) {
+      if (impl != Fp8GemvImpl::kTensorCores && tokens > 1) continue;
+      for (const bool graph : {false, true}) {
+        for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
+          auto enqueue = [&] {
+            for (size_t i = 0; i < links.size(); ++i) {
+              const GemvLink& l = links[i];
+              Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
+                              act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
+                              widths[l.x], widths[l.y]};
+              p.impl = impl;
+              p.pdl = mode > 0;
+              p.pdl_prefetch_l2 = mode == 2;
+              fp8_gemv(p, s);
+            }
+          };
+          const std::string label = fmt::format(
+              "fp8_gemv_chain[{}{}{}]/{} tokens={}",
+              impl == Fp8GemvImpl::kCudaCores     ? "cuda-cores"
+              : impl == Fp8GemvImpl::kTensorCores ? "mma"
+                                                  : "auto",
+              mode == 0 ? "" : mode == 1 ? ",pdl" : ",pdl+l2", graph ? ",graph" : "", name, tokens);
+          double ms = 0;
+          if (graph) {
+            try {
+              const CapturedGraph g(s, enqueue);
+              ms = bench.time_ms([&] { g.launch(s); });
+            } catch (const Error& e) {
+              std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
+              (void)cudaGetLastError();
+              continue;
+            }
+          } else {
+            ms = bench.time_ms(enqueue);
           }
-        });
-        bench.add({fmt::format("fp8_gemv_chain[{}{}]/{} tokens={}",
-                               impl == Fp8GemvImpl::kCudaCores ? "cuda-cores" : "mma",
-                               mode == 0 ? "" : mode == 1 ? ",pdl" : ",pdl+l2", name, tokens),
-                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+          bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
       }
     }
   }

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_k
         float xf[kTokens][8];
 #pragma unroll
         for (int t = 0; t < kTokens; ++t) {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16) + half);
+          const uint4 v = load_dependent<kPdl>(reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16) + half);
           const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int i = 0; i < 4; ++i) {

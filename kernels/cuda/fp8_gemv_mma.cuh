@@ -88,8 +88,8 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
         }
         if (round == rounds - 1) {
           if (in && token) {
-            xa[u] = __ldg(reinterpret_cast<const uint4*>(xg + col));
-            xb[u] = __ldg(reinterpret_cast<const uint4*>(xg + col) + 1);
+            xa[u] = load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col));
+            xb[u] = load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col) + 1);
           } else {
             xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
           }

@@ -28,6 +28,19 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// A 16-byte load of data that the previous kernel may have written: through the read-only (.nc)
+// path in a plain launch, through the ordinary cached path (ld.global.ca) in a PDL launch, since
+// the .nc path is defined only for data no one writes during the kernel's lifetime and a PDL
+// kernel's lifetime overlaps the previous kernel's. Only after pdl_wait().
+template <bool kPdl>
+__device__ __forceinline__ uint4 load_dependent(const uint4* p) {
+  if constexpr (kPdl) {
+    return __ldca(p);
+  } else {
+    return __ldg(p);
+  }
+}
+
 // Asks L2 to fetch [p, p + bytes) (bytes a multiple of 16, p 16-byte aligned) without waiting:
 // cp.async.bulk.prefetch.L2 (sm_90 and newer; nothing below).
 __device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {

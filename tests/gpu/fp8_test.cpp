@@ -330,14 +330,17 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
   struct Step {
     int n, k, x, y;  // x, y: indices into act
   };
-  // act[0]: the fixed input (16384 wide); act[1..3]: produced and consumed along the chain.
-  const Step steps[] = {{2048, 16384, 0, 1}, {256, 2048, 1, 2}, {2048, 256, 2, 1},
-                        {512, 2048, 1, 3},   {2048, 16384, 0, 1}, {256, 2048, 1, 2}};
-  const int widths[] = {16384, 2048, 256, 512};
+  // act[0]: the fixed input (16384 wide); act[1..4]: produced and consumed along the chain. The
+  // last step reads what was written three steps before it (dependence through the chain).
+  const Step steps[] = {{2048, 16384, 0, 1}, {256, 2048, 1, 2},   {2048, 256, 2, 1},
+                        {512, 2048, 1, 3},   {2048, 16384, 0, 1}, {256, 2048, 1, 2},
+                        {256, 512, 3, 4}};
+  constexpr int kBuffers = 5;
+  const int widths[kBuffers] = {16384, 2048, 256, 512, 256};
   const int t = c.tokens;
   std::vector<DeviceBuffer> act;
   act.push_back(test::to_device(test::random_bf16(size_t(t) * widths[0], rng), stream));
-  for (int b = 1; b < 4; ++b) act.emplace_back(size_t(t) * widths[b] * sizeof(Bf16));
+  for (int b = 1; b < kBuffers; ++b) act.emplace_back(size_t(t) * widths[b] * sizeof(Bf16));
   std::vector<DeviceBuffer> w, sc;
   for (const Step& st : steps) {
     w.push_back(test::to_device(test::random_fp8(size_t(st.n) * st.k, rng), stream));
@@ -345,7 +348,7 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
     sc.push_back(test::to_device(test::random_f32(scales, rng, 0.0005f, 0.001f), stream));
   }
   auto run_chain = [&](bool pdl) {
-    for (int b = 1; b < 4; ++b) act[b].fill_bytes(0xFF, stream);
+    for (int b = 1; b < kBuffers; ++b) act[b].fill_bytes(0xFF, stream);
     for (size_t i = 0; i < std::size(steps); ++i) {
       const Step& st = steps[i];
       Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[st.x].as<Bf16>(),
@@ -357,18 +360,19 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
       fp8_gemv(p, stream);
     }
     std::vector<std::vector<Bf16>> out;
-    for (int b = 1; b < 4; ++b) out.push_back(test::to_host<Bf16>(act[b], size_t(t) * widths[b], stream));
+    for (int b = 1; b < kBuffers; ++b)
+      out.push_back(test::to_host<Bf16>(act[b], size_t(t) * widths[b], stream));
     return out;
   };
   const auto expect = run_chain(false);
-  for (int b = 0; b < 3; ++b) {
+  for (int b = 0; b < kBuffers - 1; ++b) {
     int bad = 0;
     for (const Bf16 v : expect[b]) bad += !std::isfinite(v.to_float());
     ASSERT_EQ(bad, 0) << "plain chain left a poisoned or infinite value in buffer " << b + 1;
   }
   for (int rep = 0; rep < 20; ++rep) {
     const auto got = run_chain(true);
-    for (int b = 0; b < 3; ++b) {
+    for (int b = 0; b < kBuffers - 1; ++b) {
       int differ = 0;
       for (size_t i = 0; i < got[b].size(); ++i) differ += got[b][i].bits != expect[b][i].bits;
       ASSERT_EQ(differ, 0) << "buffer " << b + 1 << " differs from the plain chain, run " << rep;
