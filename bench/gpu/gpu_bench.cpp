@@ -26,6 +26,7 @@
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/graph.h"
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/mla_prefill.h"
@@ -274,40 +275,6 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
     }
   }
 }
-
-// A CUDA graph of the work `enqueue` puts on `stream` (captured, not run), instantiated once;
-// launch() replays it. PDL launches are captured as programmatic edges.
-class CapturedGraph {
- public:
-  CapturedGraph(cudaStream_t stream, const std::function<void()>& enqueue) {
-    HYMOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue();
-    } catch (...) {
-      cudaGraph_t partial = nullptr;
-      (void)cudaStreamEndCapture(stream, &partial);
-      if (partial) (void)cudaGraphDestroy(partial);
-      throw;
-    }
-    HYMOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    const cudaError_t err = cudaGraphInstantiate(&exec_, graph_, 0);
-    if (err != cudaSuccess) {
-      (void)cudaGraphDestroy(graph_);
-      HYMOE_CUDA_CHECK(err);
-    }
-  }
-  ~CapturedGraph() {
-    if (exec_) (void)cudaGraphExecDestroy(exec_);
-    if (graph_) (void)cudaGraphDestroy(graph_);
-  }
-  CapturedGraph(const CapturedGraph&) = delete;
-  CapturedGraph& operator=(const CapturedGraph&) = delete;
-  void launch(cudaStream_t stream) const { HYMOE_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 // Chains of dependent FP8 GEMVs, as a decode step runs them: each link has its own weight (the
 // chain's weights far exceed L2, so a repeat finds nothing cached) and reads its activations from

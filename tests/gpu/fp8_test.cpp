@@ -13,6 +13,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/graph.h"
 
 namespace hymoe::gpu {
 namespace {
@@ -303,8 +304,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
 // launch while it runs; a consumer writes a buffer that the step before it read (write after
 // read) and the second producer overwrites a buffer the step before it read. The activation
 // buffers are NaN-poisoned before every run, so a consumer that reads early reads NaN (or a stale
-// value from the step before). Repeated to give a race many chances. first_pdl = false: the
-// first producer is a plain launch and the PDL consumer after it must still wait for it.
+// value from the step before). Repeated to give a race many chances, from the stream and then
+// replayed from a captured CUDA graph. first_pdl = false: the first producer is a plain launch
+// and the PDL consumer after it must still wait for it.
 struct GemvChainCase {
   Fp8GemvImpl impl;
   int tokens;
@@ -347,7 +349,7 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
     const size_t scales = size_t((st.n + 127) / 128) * ((st.k + 127) / 128);
     sc.push_back(test::to_device(test::random_f32(scales, rng, 0.0005f, 0.001f), stream));
   }
-  auto run_chain = [&](bool pdl) {
+  auto enqueue_chain = [&](bool pdl) {
     for (int b = 1; b < kBuffers; ++b) act[b].fill_bytes(0xFF, stream);
     for (size_t i = 0; i < std::size(steps); ++i) {
       const Step& st = steps[i];
@@ -359,24 +361,40 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
       p.pdl_prefetch_l2 = c.prefetch;
       fp8_gemv(p, stream);
     }
+  };
+  auto read_back = [&] {
     std::vector<std::vector<Bf16>> out;
     for (int b = 1; b < kBuffers; ++b)
       out.push_back(test::to_host<Bf16>(act[b], size_t(t) * widths[b], stream));
     return out;
   };
-  const auto expect = run_chain(false);
+  enqueue_chain(false);
+  const auto expect = read_back();
   for (int b = 0; b < kBuffers - 1; ++b) {
     int bad = 0;
     for (const Bf16 v : expect[b]) bad += !std::isfinite(v.to_float());
     ASSERT_EQ(bad, 0) << "plain chain left a poisoned or infinite value in buffer " << b + 1;
   }
-  for (int rep = 0; rep < 20; ++rep) {
-    const auto got = run_chain(true);
+  auto check = [&](const char* how, int rep) {
+    const auto got = read_back();
     for (int b = 0; b < kBuffers - 1; ++b) {
       int differ = 0;
       for (size_t i = 0; i < got[b].size(); ++i) differ += got[b][i].bits != expect[b][i].bits;
-      ASSERT_EQ(differ, 0) << "buffer " << b + 1 << " differs from the plain chain, run " << rep;
+      ASSERT_EQ(differ, 0) << "buffer " << b + 1 << " differs from the plain chain (" << how
+                           << ", run " << rep << ")";
     }
+  };
+  for (int rep = 0; rep < 20; ++rep) {
+    enqueue_chain(true);
+    check("PDL launches", rep);
+    if (HasFatalFailure()) return;
+  }
+  // The same PDL chain captured as a CUDA graph (programmatic edges) and replayed.
+  const CapturedGraph graph(stream, [&] { enqueue_chain(true); });
+  for (int rep = 0; rep < 10; ++rep) {
+    graph.launch(stream);
+    check("PDL chain replayed from a CUDA graph", rep);
+    if (HasFatalFailure()) return;
   }
 }
 
