@@ -5,6 +5,7 @@
 // launches after a warm-up, median of 5 batches. Inputs are random (device-side hash fill, never
 // zeros); inputs larger than L2 or rotated among copies so that repeats do not run from cache.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -257,20 +258,28 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
                  wbytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
     }
     for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
-      for (int tokens : {1, 2, 4, 8}) {
-        if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
-        int next = 0;
-        const double ms = bench.time_ms([&] {
-          const int i = next++ % copies;
-          Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
-                          x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
-          p.impl = impl;
-          fp8_gemv(p, s);
-        });
-        const double bytes = double(wbytes) + nb * kb * 4.0;
-        bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
-                               impl == Fp8GemvImpl::kCudaCores ? "cuda-cores" : "mma", l.name, tokens),
-                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      for (const bool persistent : {false, true}) {  // Fp8GemvParams::persistent (tensor cores)
+        if (impl == Fp8GemvImpl::kCudaCores && persistent) continue;
+        for (int tokens : {1, 2, 4, 8}) {
+          if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
+          if (persistent && tokens != 1 && tokens != 8) continue;
+          int next = 0;
+          const double ms = bench.time_ms([&] {
+            const int i = next++ % copies;
+            Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
+                            x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
+            p.impl = impl;
+            p.persistent = persistent;
+            fp8_gemv(p, s);
+          });
+          const double bytes = double(wbytes) + nb * kb * 4.0;
+          bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
+                                 impl == Fp8GemvImpl::kCudaCores ? "cuda-cores"
+                                 : persistent                    ? "mma-persistent"
+                                                                 : "mma",
+                                 l.name, tokens),
+                     bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
       }
     }
   }
@@ -318,7 +327,9 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
     for (const int tokens : {1, 8}) {
       if (impl != Fp8GemvImpl::kTensorCores && tokens > 1) continue;
       for (const bool graph : {false, true}) {
-        for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
+        // plain, pdl, pdl + L2 prefetch, persistent, persistent + pdl (the last two mma only)
+        for (const int mode : {0, 1, 2, 3, 4}) {
+          if (mode >= 3 && impl != Fp8GemvImpl::kTensorCores) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
               const GemvLink& l = links[i];
@@ -326,8 +337,9 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
                               act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
                               widths[l.x], widths[l.y]};
               p.impl = impl;
-              p.pdl = mode > 0;
+              p.pdl = mode == 1 || mode == 2 || mode == 4;
               p.pdl_prefetch_l2 = mode == 2;
+              p.persistent = mode >= 3;
               fp8_gemv(p, s);
             }
           };
@@ -336,7 +348,8 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               impl == Fp8GemvImpl::kCudaCores     ? "cuda-cores"
               : impl == Fp8GemvImpl::kTensorCores ? "mma"
                                                   : "auto",
-              mode == 0 ? "" : mode == 1 ? ",pdl" : ",pdl+l2", graph ? ",graph" : "", name, tokens);
+              std::array{"", ",pdl", ",pdl+l2", ",persistent", ",persistent+pdl"}[mode],
+              graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {
             try {

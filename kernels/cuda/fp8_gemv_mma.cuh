@@ -43,13 +43,12 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m120(uint32_t w) {
 // unscaled), far below anything a product with a weight (<= 448) can register in the sum.
 __device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) { return w + 0x32003200u; }
 
+// Rows row0..row0 + 15 of y: the block's whole K loop and its reduction through red.
 template <bool kPdl>
-__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
-  if constexpr (kPdl) pdl_launch_dependents();
-  __shared__ float red[kGemvMmaWarps][16][8];
+__device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int row0,
+                                                  float (&red)[kGemvMmaWarps][16][8]) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
-  const int row0 = blockIdx.x * 16;
   const int chunks = (p.k + 63) / 64;
   const auto* w = reinterpret_cast<const uint8_t*>(p.w);
   const auto* x = reinterpret_cast<const uint16_t*>(p.x);
@@ -133,6 +132,33 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
       for (int wi = 0; wi < kGemvMmaWarps; ++wi) sum += red[wi][r][t];
       reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
     }
+  }
+}
+
+// One block per 16-row tile.
+template <bool kPdl>
+__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
+  if constexpr (kPdl) pdl_launch_dependents();
+  __shared__ float red[kGemvMmaWarps][16][8];
+  fp8_gemv_mma_tile<kPdl>(p, blockIdx.x * 16, red);
+}
+
+// Fp8GemvParams::persistent: a grid of whole waves (the launcher sizes it to the resident
+// blocks); block b takes tiles b, b + gridDim.x, ... and, as each tile starts, asks L2 for its
+// next tile's first round (16 rows x up to 2048 bytes: what the tile's first loads read), so those
+// loads wait on L2 rather than DRAM and no second wave ramps up.
+template <bool kPdl>
+__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_persistent_kernel(Fp8GemvParams p) {
+  if constexpr (kPdl) pdl_launch_dependents();
+  __shared__ float red[kGemvMmaWarps][16][8];
+  const int tiles = (p.n + 15) / 16;
+  const auto* w = reinterpret_cast<const uint8_t*>(p.w);
+  const uint32_t first_round = static_cast<uint32_t>(min(p.k, kGemvMmaWarps * kGemvMmaUnroll * 64));
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int next_row = (tile + static_cast<int>(gridDim.x)) * 16 + static_cast<int>(threadIdx.x);
+    if (threadIdx.x < 16 && next_row < p.n) prefetch_l2_bulk(w + int64_t{next_row} * p.ldw, first_round);
+    fp8_gemv_mma_tile<kPdl>(p, tile * 16, red);
+    __syncthreads();  // the next tile rewrites red
   }
 }
 

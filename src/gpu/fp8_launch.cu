@@ -48,10 +48,26 @@ cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   }
 }
 
+// Fp8GemvParams::persistent: one wave of blocks (as many as are resident at once), each looping
+// over 16-row tiles.
+template <bool kPdl>
+cudaError_t launch_mma_persistent(const Fp8GemvParams& p, cudaStream_t stream) {
+  auto* kernel = kernels::fp8_gemv_mma_persistent_kernel<kPdl>;
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kGemvMmaThreads, 0);
+  if (err != cudaSuccess) return err;
+  const int grid = std::max(1, std::min((p.n + 15) / 16, sms * per_sm));
+  return launch_kernel(kernel, dim3(grid), dim3(kernels::kGemvMmaThreads), kPdl, stream, p);
+}
+
 }  // namespace
 
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream) {
   if (tensor_cores) {
+    if (p.persistent) return p.pdl ? launch_mma_persistent<true>(p, stream) : launch_mma_persistent<false>(p, stream);
     const dim3 grid((p.n + 15) / 16);
     if (p.pdl) {
       return launch_kernel(kernels::fp8_gemv_mma_kernel<true>, grid, dim3(kernels::kGemvMmaThreads),

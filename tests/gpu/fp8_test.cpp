@@ -272,19 +272,22 @@ TEST_P(GemvTest, MatchesReference) {
     const auto y = test::to_float(y_bf16);
     EXPECT_LT(test::normalized_error(y, ref), 5e-3)
         << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores");
-    // The PDL variant (Fp8GemvParams::pdl), without and with its L2 prefetch, each on a freshly
-    // poisoned output: bitwise the same.
-    for (const bool prefetch : {false, true}) {
-      auto dy_pdl = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
-      p.y = dy_pdl.as<Bf16>();
-      p.pdl = true;
-      p.pdl_prefetch_l2 = prefetch;
+    // The opt-in launch variants, each on a freshly poisoned output: bitwise the plain launch's.
+    // {pdl, pdl_prefetch_l2, persistent}; persistent is the tensor-core kernel's (ignored else).
+    const bool variants[][3] = {{true, false, false}, {true, true, false}, {false, false, true},
+                                {true, false, true}};
+    for (const auto& v : variants) {
+      auto dy_var = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
+      p.y = dy_var.as<Bf16>();
+      p.pdl = v[0];
+      p.pdl_prefetch_l2 = v[1];
+      p.persistent = v[2];
       fp8_gemv(p, stream);
-      const auto y_pdl = test::to_host<Bf16>(dy_pdl, size_t(c.tokens) * c.n, stream);
+      const auto y_var = test::to_host<Bf16>(dy_var, size_t(c.tokens) * c.n, stream);
       int differ = 0;
-      for (size_t i = 0; i < y_pdl.size(); ++i) differ += y_pdl[i].bits != y_bf16[i].bits;
+      for (size_t i = 0; i < y_var.size(); ++i) differ += y_var[i].bits != y_bf16[i].bits;
       EXPECT_EQ(differ, 0) << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores")
-                           << " with pdl" << (prefetch ? " and L2 prefetch" : "")
+                           << " pdl=" << v[0] << " pdl_prefetch_l2=" << v[1] << " persistent=" << v[2]
                            << ": outputs differ from the plain launch";
     }
   }
@@ -311,11 +314,12 @@ struct GemvChainCase {
   Fp8GemvImpl impl;
   int tokens;
   bool first_pdl;
-  bool prefetch = false;  // Fp8GemvParams::pdl_prefetch_l2
+  bool prefetch = false;    // Fp8GemvParams::pdl_prefetch_l2
+  bool persistent = false;  // Fp8GemvParams::persistent (tensor cores)
 };
 void PrintTo(const GemvChainCase& c, std::ostream* os) {
   *os << (c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores") << " " << c.tokens
-      << " tokens" << (c.first_pdl ? "" : ", plain first launch") << (c.prefetch ? ", L2 prefetch" : "");
+      << " tokens" << (c.first_pdl ? "" : ", plain first launch") << (c.prefetch ? ", L2 prefetch" : "") << (c.persistent ? ", persistent" : "");
 }
 
 class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
@@ -359,6 +363,7 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
       p.impl = c.impl;
       p.pdl = pdl && (i > 0 || c.first_pdl);
       p.pdl_prefetch_l2 = c.prefetch;
+      p.persistent = c.persistent;
       fp8_gemv(p, stream);
     }
   };
@@ -406,7 +411,9 @@ INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
                                            GemvChainCase{Fp8GemvImpl::kTensorCores, 8, true},
                                            GemvChainCase{Fp8GemvImpl::kTensorCores, 2, false},
                                            GemvChainCase{Fp8GemvImpl::kCudaCores, 1, true, true},
-                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, true}));
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, false, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 8, true, true, true}));
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;

@@ -47,6 +47,10 @@ struct Fp8GemvParams {
   // (cp.async.bulk.prefetch.L2), so more of its bytes are in flight while the previous kernel
   // drains. Results unchanged.
   bool pdl_prefetch_l2 = false;
+  // Tensor-core kernel only (ignored by the CUDA-core one), opt-in until measured: one wave of
+  // blocks looping over 16-row tiles, each tile bulk-prefetching its successor's first 2 KB of
+  // every row into L2 (sm_90+). Results bitwise those of the plain launch.
+  bool persistent = false;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
