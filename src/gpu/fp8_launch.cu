@@ -67,7 +67,9 @@ cudaError_t launch_mma_persistent(const Fp8GemvParams& p, cudaStream_t stream) {
 
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream) {
   if (tensor_cores) {
-    if (p.persistent) return p.pdl ? launch_mma_persistent<true>(p, stream) : launch_mma_persistent<false>(p, stream);
+    if (p.persistent) {
+      return p.pdl ? launch_mma_persistent<true>(p, stream) : launch_mma_persistent<false>(p, stream);
+    }
     const dim3 grid((p.n + 15) / 16);
     if (p.pdl) {
       return launch_kernel(kernels::fp8_gemv_mma_kernel<true>, grid, dim3(kernels::kGemvMmaThreads),
