@@ -5,6 +5,7 @@
 // launches after a warm-up, median of 5 batches. Inputs are random (device-side hash fill, never
 // zeros); inputs larger than L2 or rotated among copies so that repeats do not run from cache.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/graph.h"
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/mla_prefill.h"
@@ -257,22 +259,150 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
                  wbytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
     }
     for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
-      for (int tokens : {1, 2, 4, 8}) {
-        if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
-        int next = 0;
-        const double ms = bench.time_ms([&] {
-          const int i = next++ % copies;
-          Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
-                          x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
-          p.impl = impl;
-          fp8_gemv(p, s);
-        });
-        const double bytes = double(wbytes) + nb * kb * 4.0;
-        bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
-                               impl == Fp8GemvImpl::kCudaCores ? "cuda-cores" : "mma", l.name, tokens),
-                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      for (const bool persistent : {false, true}) {  // Fp8GemvParams::persistent (tensor cores)
+        if (impl == Fp8GemvImpl::kCudaCores && persistent) continue;
+        for (int tokens : {1, 2, 4, 8}) {
+          if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
+          if (persistent && tokens != 1 && tokens != 8) continue;
+          int next = 0;
+          const double ms = bench.time_ms([&] {
+            const int i = next++ % copies;
+            Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
+                            x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
+            p.impl = impl;
+            p.persistent = persistent;
+            fp8_gemv(p, s);
+          });
+          const double bytes = double(wbytes) + nb * kb * 4.0;
+          bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
+                                 impl == Fp8GemvImpl::kCudaCores ? "cuda-cores"
+                                 : persistent                    ? "mma-persistent"
+                                                                 : "mma",
+                                 l.name, tokens),
+                     bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
       }
     }
+  }
+}
+
+// Chains of dependent FP8 GEMVs, as a decode step runs them: each link has its own weight (the
+// chain's weights far exceed L2, so a repeat finds nothing cached) and reads its activations from
+// act[x], writing act[y]; a link whose x is an earlier link's y depends on it. Timed as a whole
+// (one enqueue = the whole chain): GB/s of weight + scale bytes, plain launches, PDL launches
+// (Fp8GemvParams::pdl) and PDL with the L2 prefetch (pdl_prefetch_l2), each from the stream (host
+// launch rate included) and replayed as one captured CUDA graph, beside a chain of read probes
+// over the same weights (plain launches from the stream).
+struct GemvLink {
+  int n, k;
+  int x, y;  // indices into the chain's activation buffers
+};
+
+void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, const std::string& name,
+                      const std::vector<GemvLink>& links, const std::vector<int>& widths) {
+  cudaStream_t s = bench.stream();
+  std::vector<DeviceBuffer> w, sc, act;
+  double bytes = 0;
+  for (const GemvLink& l : links) {
+    const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128;
+    w.push_back(random_fp8(size_t(l.n) * l.k, s));
+    // Scales near 1 / (sqrt(k) x rms code) keep activations O(1) along the chain (timing does not
+    // depend on the values; this only keeps them finite).
+    sc.push_back(random_f32(size_t(nb) * kb, 0.0001f, 0.0002f, s));
+    bytes += double(l.n) * l.k + nb * kb * 4.0;
+  }
+  for (const int width : widths) act.push_back(random_bf16(size_t(kGemvMaxTokens) * width, s));
+  {
+    const int blocks = 8 * info.multiprocessors;
+    DeviceBuffer fold(size_t(blocks) * 4);
+    const double ms = bench.time_ms([&] {
+      for (size_t i = 0; i < links.size(); ++i)
+        HYMOE_CUDA_CHECK(bench::read_probe(w[i].data(), size_t(links[i].n) * links[i].k,
+                                           fold.as<uint32_t>(), blocks, s));
+    });
+    bench.add({fmt::format("ceiling/read_probe chain {} ({} launches, {:.0f} MB)", name, links.size(),
+                           bytes / 1e6),
+               bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+  }
+  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kAuto}) {
+    for (const int tokens : {1, 8}) {
+      if (impl != Fp8GemvImpl::kTensorCores && tokens > 1) continue;
+      for (const bool graph : {false, true}) {
+        // plain, pdl, pdl + L2 prefetch, persistent, persistent + pdl (the last two mma only)
+        for (const int mode : {0, 1, 2, 3, 4}) {
+          if (mode >= 3 && impl != Fp8GemvImpl::kTensorCores) continue;
+          auto enqueue = [&] {
+            for (size_t i = 0; i < links.size(); ++i) {
+              const GemvLink& l = links[i];
+              Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
+                              act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
+                              widths[l.x], widths[l.y]};
+              p.impl = impl;
+              p.pdl = mode == 1 || mode == 2 || mode == 4;
+              p.pdl_prefetch_l2 = mode == 2;
+              p.persistent = mode >= 3;
+              fp8_gemv(p, s);
+            }
+          };
+          const std::string label = fmt::format(
+              "fp8_gemv_chain[{}{}{}]/{} tokens={}",
+              impl == Fp8GemvImpl::kCudaCores     ? "cuda-cores"
+              : impl == Fp8GemvImpl::kTensorCores ? "mma"
+                                                  : "auto",
+              std::array{"", ",pdl", ",pdl+l2", ",persistent", ",persistent+pdl"}[mode],
+              graph ? ",graph" : "", name, tokens);
+          double ms = 0;
+          if (graph) {
+            try {
+              const CapturedGraph g(s, enqueue);
+              ms = bench.time_ms([&] { g.launch(s); });
+            } catch (const Error& e) {
+              std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
+              (void)cudaGetLastError();
+              continue;
+            }
+          } else {
+            ms = bench.time_ms(enqueue);
+          }
+          bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
+      }
+    }
+  }
+}
+
+void bench_gemv_chains(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
+  constexpr int kLinks = 32;
+  // One shape repeated (fixed input, the same output buffer: serialised, not data-dependent).
+  const Linear shapes[] = {{"7168x2048", 7168, 2048}, {"2048x7168", 2048, 7168},
+                           {"24576x1536", 24576, 1536}, {"7168x16384", 7168, 16384}};
+  for (const Linear& l : shapes) {
+    bench_gemv_chain(bench, c, info, fmt::format("{} x{}", l.name, kLinks),
+                     std::vector<GemvLink>(kLinks, GemvLink{l.n, l.k, 0, 1}), {l.k, l.n});
+  }
+  {  // Up and down (7168x2048 then 2048x7168): each link reads the previous link's output.
+    std::vector<GemvLink> links;
+    for (int i = 0; i < kLinks / 2; ++i) {
+      links.push_back({7168, 2048, 0, 1});
+      links.push_back({2048, 7168, 1, 0});
+    }
+    bench_gemv_chain(bench, c, info, fmt::format("up-down 7168x2048+2048x7168 x{}", kLinks / 2),
+                     links, {2048, 7168});
+  }
+  {  // The FP8 GEMVs of DeepSeek-V3 decode layers with a shared expert, in order: q_a, kv_a (the
+     // hidden state), q_b (q_a's output), o (a fixed attention output), shared gate and up (o's
+     // output), shared down (up's output), which is the next layer's hidden state.
+    enum { kHidden, kQa, kKva, kQ, kAttn, kO, kGate, kUp };
+    std::vector<GemvLink> links;
+    for (int layer = 0; layer < 4; ++layer) {
+      const GemvLink layer_links[] = {{1536, 7168, kHidden, kQa}, {576, 7168, kHidden, kKva},
+                                      {24576, 1536, kQa, kQ},     {7168, 16384, kAttn, kO},
+                                      {2048, 7168, kO, kGate},    {2048, 7168, kO, kUp},
+                                      {7168, 2048, kUp, kHidden}};
+      links.insert(links.end(), std::begin(layer_links), std::end(layer_links));
+    }
+    bench_gemv_chain(bench, c, info, "dsv3 layer (q_a kv_a q_b o gate up down) x4", links,
+                     {7168, 1536, 576, 24576, 16384, 7168, 2048, 2048});
   }
 }
 
@@ -627,7 +757,10 @@ int run(int argc, char** argv) {
       (void)cudaGetLastError();
     }
   };
-  section("fp8_gemv", [&] { bench_gemv(bench, c, info); });
+  section("fp8_gemv", [&] {
+    bench_gemv(bench, c, info);
+    bench_gemv_chains(bench, c, info);
+  });
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] {

@@ -11,10 +11,14 @@
 // become FP32 denormals, which the FMA keeps). The 2^120 is split: activations are multiplied by
 // 2^60 as they are read and the block scale by 2^60, so the products stay normal FP32 numbers.
 // The NaN codes 0x7f/0xff (absent from checkpoints) decode as +-480 instead of NaN.
+// kPdl (launched as a programmatic dependent, pdl.cuh): the block lets the next kernel launch as
+// soon as it starts, and issues its first round of weight loads before pdl_wait(); activations
+// are read and outputs written only after it.
 #pragma once
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_gemv.h"
+#include "pdl.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -42,9 +46,10 @@ inline int gemv_rows_per_warp(int chunks, int tokens) {
   return rows >= 4 ? 4 : rows >= 2 ? 2 : 1;
 }
 
-template <int kTokens, int kRows>
+template <int kTokens, int kRows, bool kPdl>
 __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_kernel(Fp8GemvParams p) {
   constexpr int kUnroll = gemv_loads_in_flight(kTokens) / kRows;
+  if constexpr (kPdl) pdl_launch_dependents();
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int row0 = (blockIdx.x * kGemvWarps + warp) * kRows;
   if (row0 >= p.n) return;
@@ -73,6 +78,15 @@ __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_k
                        : make_uint4(0, 0, 0, 0);
       }
     }
+    if constexpr (kPdl) {  // the weights above do not depend on the previous kernel
+      if (c0 == lane && p.pdl_prefetch_l2 && lane < kRows && row0 + lane < p.n) {
+        // First round: row row0 + lane's next bytes (rows of one block: 32 KB at most).
+        const int64_t begin = int64_t{kWarpSize} * kUnroll * 16;
+        const int64_t bytes = min(int64_t{p.k} - begin, int64_t{kPdlPrefetchBlockBytes / (kGemvWarps * kRows)});
+        if (bytes > 0) prefetch_l2_bulk(w + (row0 + lane) * p.ldw + begin, static_cast<uint32_t>(bytes));
+      }
+      pdl_wait();
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + u * kWarpSize;
@@ -87,7 +101,7 @@ __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_k
         float xf[kTokens][8];
 #pragma unroll
         for (int t = 0; t < kTokens; ++t) {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16) + half);
+          const uint4 v = load_dependent<kPdl>(reinterpret_cast<const uint4*>(x + t * p.ldx + c * 16) + half);
           const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
@@ -122,6 +136,7 @@ __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_k
     }
   }
 
+  if constexpr (kPdl) pdl_wait();  // lanes with no chunk (k < 512) met none in the loop
   auto* y = reinterpret_cast<uint16_t*>(p.y);
 #pragma unroll
   for (int r = 0; r < kRows; ++r)

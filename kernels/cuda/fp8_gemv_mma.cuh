@@ -10,11 +10,15 @@
 // exact in BF16) and the result by 2^20 with the block scale. Each chunk's four mma accumulate into a partial that is
 // scaled by its 128x128 block's scale_inv before it joins the running sum; the 8 warps' sums are
 // added in shared memory.
+// kPdl (launched as a programmatic dependent, pdl.cuh): the block lets the next kernel launch as
+// soon as it starts, and issues its first round of weight loads before pdl_wait(); activations
+// are read and outputs written only after it.
 #pragma once
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "mma.cuh"
+#include "pdl.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -39,11 +43,12 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m120(uint32_t w) {
 // unscaled), far below anything a product with a weight (<= 448) can register in the sum.
 __device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) { return w + 0x32003200u; }
 
-__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
-  __shared__ float red[kGemvMmaWarps][16][8];
+// Rows row0..row0 + 15 of y: the block's whole K loop and its reduction through red.
+template <bool kPdl>
+__device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int row0,
+                                                  float (&red)[kGemvMmaWarps][16][8]) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
-  const int row0 = blockIdx.x * 16;
   const int chunks = (p.k + 63) / 64;
   const auto* w = reinterpret_cast<const uint8_t*>(p.w);
   const auto* x = reinterpret_cast<const uint16_t*>(p.x);
@@ -57,18 +62,37 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int c0 = warp; c0 < chunks; c0 += kGemvMmaWarps * kGemvMmaUnroll) {
     uint4 wl[kGemvMmaUnroll], wh[kGemvMmaUnroll], xa[kGemvMmaUnroll], xb[kGemvMmaUnroll];
+    // kPdl: all weight loads, then pdl_wait(), then the activations (which the previous kernel may
+    // write); otherwise each chunk's weights and activations together, as the plain kernel does.
+    const int rounds = kPdl ? 2 : 1;
 #pragma unroll
-    for (int u = 0; u < kGemvMmaUnroll; ++u) {
-      const int chunk = c0 + u * kGemvMmaWarps;
-      const int col = chunk * 64 + c * 16;  // k is a multiple of 16: a lane's 16 columns are all in or all out
-      const bool in = chunk < chunks && col < p.k;
-      wl[u] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col)) : make_uint4(0, 0, 0, 0);
-      wh[u] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col)) : make_uint4(0, 0, 0, 0);
-      if (in && token) {
-        xa[u] = __ldg(reinterpret_cast<const uint4*>(xg + col));
-        xb[u] = __ldg(reinterpret_cast<const uint4*>(xg + col) + 1);
-      } else {
-        xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
+    for (int round = 0; round < rounds; ++round) {
+      if (kPdl && round == 1) {
+        if (c0 == warp && warp == 0 && p.pdl_prefetch_l2 && lane < 16 && row0 + lane < p.n) {
+          // First round: row row0 + lane's next bytes (32 KB for the block's 16 rows at most).
+          const int64_t begin = int64_t{kGemvMmaWarps} * kGemvMmaUnroll * 64;
+          const int64_t bytes = min(int64_t{p.k} - begin, int64_t{kPdlPrefetchBlockBytes / 16});
+          if (bytes > 0) prefetch_l2_bulk(w + (row0 + lane) * p.ldw + begin, static_cast<uint32_t>(bytes));
+        }
+        pdl_wait();
+      }
+#pragma unroll
+      for (int u = 0; u < kGemvMmaUnroll; ++u) {
+        const int chunk = c0 + u * kGemvMmaWarps;
+        const int col = chunk * 64 + c * 16;  // k is a multiple of 16: a lane's 16 columns are all in or all out
+        const bool in = chunk < chunks && col < p.k;
+        if (round == 0) {
+          wl[u] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col)) : make_uint4(0, 0, 0, 0);
+          wh[u] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col)) : make_uint4(0, 0, 0, 0);
+        }
+        if (round == rounds - 1) {
+          if (in && token) {
+            xa[u] = load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col));
+            xb[u] = load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col) + 1);
+          } else {
+            xa[u] = xb[u] = make_uint4(0, 0, 0, 0);
+          }
+        }
       }
     }
 #pragma unroll
@@ -93,6 +117,7 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
       for (int r = 0; r < 4; ++r) acc[r] = fmaf(part[r], s, acc[r]);
     }
   }
+  if constexpr (kPdl) pdl_wait();  // warps with no chunk (k <= 448) met none in the loop
   // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
   red[warp][g][2 * c] = acc[0];
   red[warp][g][2 * c + 1] = acc[1];
@@ -107,6 +132,33 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
       for (int wi = 0; wi < kGemvMmaWarps; ++wi) sum += red[wi][r][t];
       reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
     }
+  }
+}
+
+// One block per 16-row tile.
+template <bool kPdl>
+__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvParams p) {
+  if constexpr (kPdl) pdl_launch_dependents();
+  __shared__ float red[kGemvMmaWarps][16][8];
+  fp8_gemv_mma_tile<kPdl>(p, blockIdx.x * 16, red);
+}
+
+// Fp8GemvParams::persistent: a grid of whole waves (the launcher sizes it to the resident
+// blocks); block b takes tiles b, b + gridDim.x, ... and, as each tile starts, asks L2 for its
+// next tile's first round (16 rows x up to 2048 bytes: what the tile's first loads read), so those
+// loads wait on L2 rather than DRAM and no second wave ramps up.
+template <bool kPdl>
+__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_persistent_kernel(Fp8GemvParams p) {
+  if constexpr (kPdl) pdl_launch_dependents();
+  __shared__ float red[kGemvMmaWarps][16][8];
+  const int tiles = (p.n + 15) / 16;
+  const auto* w = reinterpret_cast<const uint8_t*>(p.w);
+  const uint32_t first_round = static_cast<uint32_t>(min(p.k, kGemvMmaWarps * kGemvMmaUnroll * 64));
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int next_row = (tile + static_cast<int>(gridDim.x)) * 16 + static_cast<int>(threadIdx.x);
+    if (threadIdx.x < 16 && next_row < p.n) prefetch_l2_bulk(w + int64_t{next_row} * p.ldw, first_round);
+    fp8_gemv_mma_tile<kPdl>(p, tile * 16, red);
+    __syncthreads();  // the next tile rewrites red
   }
 }
 

@@ -8,6 +8,17 @@
 #include "kernel_launch.h"
 
 namespace hymoe::gpu {
+namespace {
+
+// Programmatic dependent launch: compute capability 9.0 or newer.
+bool pdl_supported() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 9;
+}
+
+}  // namespace
 
 void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 0 && p.cols >= 1 && p.x_stride >= p.cols && p.out_stride >= p.cols &&
@@ -45,7 +56,9 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   // cores for one token on short rows (up to 1.15x faster there).
   const bool tensor = p.impl == Fp8GemvImpl::kTensorCores ||
                       (p.impl == Fp8GemvImpl::kAuto && mma_ok && (p.tokens >= 2 || p.k >= 8192));
-  HYMOE_CUDA_CHECK(launch::fp8_gemv(p, tensor, stream));
+  Fp8GemvParams q = p;
+  q.pdl = p.pdl && pdl_supported();  // below sm_90: a plain launch (the flag is a no-op)
+  HYMOE_CUDA_CHECK(launch::fp8_gemv(q, tensor, stream));
 }
 
 }  // namespace hymoe::gpu

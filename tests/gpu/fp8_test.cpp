@@ -13,6 +13,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/graph.h"
 
 namespace hymoe::gpu {
 namespace {
@@ -267,9 +268,28 @@ TEST_P(GemvTest, MatchesReference) {
                     c.k, c.k, kb, c.k, c.n};
     p.impl = impl;
     fp8_gemv(p, stream);
-    const auto y = test::to_float(test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream));
+    const auto y_bf16 = test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream);
+    const auto y = test::to_float(y_bf16);
     EXPECT_LT(test::normalized_error(y, ref), 5e-3)
         << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores");
+    // The opt-in launch variants, each on a freshly poisoned output: bitwise the plain launch's.
+    // {pdl, pdl_prefetch_l2, persistent}; persistent is the tensor-core kernel's (ignored else).
+    const bool variants[][3] = {{true, false, false}, {true, true, false}, {false, false, true},
+                                {true, false, true}};
+    for (const auto& v : variants) {
+      auto dy_var = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
+      p.y = dy_var.as<Bf16>();
+      p.pdl = v[0];
+      p.pdl_prefetch_l2 = v[1];
+      p.persistent = v[2];
+      fp8_gemv(p, stream);
+      const auto y_var = test::to_host<Bf16>(dy_var, size_t(c.tokens) * c.n, stream);
+      int differ = 0;
+      for (size_t i = 0; i < y_var.size(); ++i) differ += y_var[i].bits != y_bf16[i].bits;
+      EXPECT_EQ(differ, 0) << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores")
+                           << " pdl=" << v[0] << " pdl_prefetch_l2=" << v[1] << " persistent=" << v[2]
+                           << ": outputs differ from the plain launch";
+    }
   }
 }
 
@@ -280,6 +300,125 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                                            GemvCase{1, 300, 16384}, GemvCase{7, 131, 4096},
                                            GemvCase{1, 256, 2048, true},
                                            GemvCase{8, 130, 1024, true}));
+
+// A chain of dependent GEMVs launched with PDL equals the same chain launched plainly, bit for
+// bit. Built so that a missing or misplaced griddepcontrol.wait shows: a long producer (2048 x
+// 16384, 32 MB of weights, hundreds of blocks) writes the activations of short consumers that
+// launch while it runs; a consumer writes a buffer that the step before it read (write after
+// read) and the second producer overwrites a buffer the step before it read. The activation
+// buffers are NaN-poisoned before every run, so a consumer that reads early reads NaN (or a stale
+// value from the step before). Repeated to give a race many chances, from the stream and then
+// replayed from a captured CUDA graph. first_pdl = false: the first producer is a plain launch
+// and the PDL consumer after it must still wait for it.
+struct GemvChainCase {
+  Fp8GemvImpl impl;
+  int tokens;
+  bool first_pdl;
+  bool prefetch = false;    // Fp8GemvParams::pdl_prefetch_l2
+  bool persistent = false;  // Fp8GemvParams::persistent (tensor cores)
+};
+void PrintTo(const GemvChainCase& c, std::ostream* os) {
+  *os << (c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores") << " " << c.tokens
+      << " tokens" << (c.first_pdl ? "" : ", plain first launch") << (c.prefetch ? ", L2 prefetch" : "") << (c.persistent ? ", persistent" : "");
+}
+
+class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
+
+TEST_P(GemvPdlChainTest, EqualsSequential) {
+  HYMOE_REQUIRE_GPU();
+  const GemvChainCase c = GetParam();
+  if (c.impl == Fp8GemvImpl::kTensorCores && !fp8_block_gemm_supported())
+    GTEST_SKIP() << "no FP8 mma.sync on this GPU";
+  if (query_device(0).sm() < 90)
+    std::printf("sm_%d has no PDL: the flag is a no-op, checked anyway\n", query_device(0).sm());
+  auto rng = make_rng();
+  Stream stream;
+  struct Step {
+    int n, k, x, y;  // x, y: indices into act
+  };
+  // act[0]: the fixed input (16384 wide); act[1..4]: produced and consumed along the chain. The
+  // last step reads what was written three steps before it (dependence through the chain).
+  const Step steps[] = {{2048, 16384, 0, 1}, {256, 2048, 1, 2},   {2048, 256, 2, 1},
+                        {512, 2048, 1, 3},   {2048, 16384, 0, 1}, {256, 2048, 1, 2},
+                        {256, 512, 3, 4}};
+  constexpr int kBuffers = 5;
+  const int widths[kBuffers] = {16384, 2048, 256, 512, 256};
+  const int t = c.tokens;
+  std::vector<DeviceBuffer> act;
+  act.push_back(test::to_device(test::random_bf16(size_t(t) * widths[0], rng), stream));
+  for (int b = 1; b < kBuffers; ++b) act.emplace_back(size_t(t) * widths[b] * sizeof(Bf16));
+  std::vector<DeviceBuffer> w, sc;
+  for (const Step& st : steps) {
+    w.push_back(test::to_device(test::random_fp8(size_t(st.n) * st.k, rng), stream));
+    const size_t scales = size_t((st.n + 127) / 128) * ((st.k + 127) / 128);
+    sc.push_back(test::to_device(test::random_f32(scales, rng, 0.0005f, 0.001f), stream));
+  }
+  auto poison = [&] {
+    for (int b = 1; b < kBuffers; ++b) act[b].fill_bytes(0xFF, stream);
+  };
+  auto enqueue_chain = [&](bool pdl) {  // the GEMV launches only (the graph holds kernels only)
+    for (size_t i = 0; i < std::size(steps); ++i) {
+      const Step& st = steps[i];
+      Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[st.x].as<Bf16>(),
+                      act[st.y].as<Bf16>(), t, st.n, st.k, st.k, (st.k + 127) / 128,
+                      widths[st.x], widths[st.y]};
+      p.impl = c.impl;
+      p.pdl = pdl && (i > 0 || c.first_pdl);
+      p.pdl_prefetch_l2 = c.prefetch;
+      p.persistent = c.persistent;
+      fp8_gemv(p, stream);
+    }
+  };
+  auto read_back = [&] {
+    std::vector<std::vector<Bf16>> out;
+    for (int b = 1; b < kBuffers; ++b)
+      out.push_back(test::to_host<Bf16>(act[b], size_t(t) * widths[b], stream));
+    return out;
+  };
+  poison();
+  enqueue_chain(false);
+  const auto expect = read_back();
+  for (int b = 0; b < kBuffers - 1; ++b) {
+    int bad = 0;
+    for (const Bf16 v : expect[b]) bad += !std::isfinite(v.to_float());
+    ASSERT_EQ(bad, 0) << "plain chain left a poisoned or infinite value in buffer " << b + 1;
+  }
+  auto check = [&](const char* how, int rep) {
+    const auto got = read_back();
+    for (int b = 0; b < kBuffers - 1; ++b) {
+      int differ = 0;
+      for (size_t i = 0; i < got[b].size(); ++i) differ += got[b][i].bits != expect[b][i].bits;
+      ASSERT_EQ(differ, 0) << "buffer " << b + 1 << " differs from the plain chain (" << how
+                           << ", run " << rep << ")";
+    }
+  };
+  for (int rep = 0; rep < 20; ++rep) {
+    poison();
+    enqueue_chain(true);
+    check("PDL launches", rep);
+    if (HasFatalFailure()) return;
+  }
+  // The same PDL chain captured as a CUDA graph (programmatic edges) and replayed.
+  const CapturedGraph graph(stream, [&] { enqueue_chain(true); });
+  for (int rep = 0; rep < 10; ++rep) {
+    poison();
+    graph.launch(stream);
+    check("PDL chain replayed from a CUDA graph", rep);
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
+                         ::testing::Values(GemvChainCase{Fp8GemvImpl::kCudaCores, 1, true},
+                                           GemvChainCase{Fp8GemvImpl::kCudaCores, 3, true},
+                                           GemvChainCase{Fp8GemvImpl::kCudaCores, 1, false},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 8, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 2, false},
+                                           GemvChainCase{Fp8GemvImpl::kCudaCores, 1, true, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, false, true},
+                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 8, true, true, true}));
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;

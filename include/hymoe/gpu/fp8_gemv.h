@@ -35,6 +35,22 @@ struct Fp8GemvParams {
   int64_t ldx = 0;                 // multiple of 8
   int64_t ldy = 0;
   Fp8GemvImpl impl = Fp8GemvImpl::kAuto;
+  // Programmatic dependent launch (sm_90 and newer; ignored below): the launch may begin while the
+  // previous kernel in the stream drains, streaming its first weight bytes at once; it reads x and
+  // writes y only after that kernel has completed and its writes are visible (griddepcontrol.wait),
+  // so results are bitwise those of a plain launch. Each block also lets the next kernel in the
+  // stream start early: a later launch with this flag overlaps this one's tail; any other launch
+  // (no attribute) runs after this one completes, as usual.
+  bool pdl = false;
+  // With pdl only (ignored otherwise), opt-in until measured: before waiting for the previous
+  // kernel, each block also asks L2 for up to 32 KB of its weight beyond its first round of loads
+  // (cp.async.bulk.prefetch.L2), so more of its bytes are in flight while the previous kernel
+  // drains. Results unchanged.
+  bool pdl_prefetch_l2 = false;
+  // Tensor-core kernel only (ignored by the CUDA-core one), opt-in until measured: one wave of
+  // blocks looping over 16-row tiles, each tile bulk-prefetching its successor's first 2 KB of
+  // every row into L2 (sm_90+). Results bitwise those of the plain launch.
+  bool persistent = false;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);

@@ -4,6 +4,7 @@
 //   cuda_check.h   HYMOE_CUDA_CHECK / HYMOE_CUBLAS_CHECK (+ nccl_check.h): failures -> hymoe::Error
 //   device.h       device_count (never throws), query_device, MemoryBudget (emulate a 32 GB card)
 //   stream.h       RAII Stream, Event (timing, cross-stream waits)
+//   graph.h        RAII CapturedGraph: a stream's enqueued work captured once, replayed
 //   buffer.h       RAII DeviceBuffer (optionally budgeted), PinnedBuffer
 //   cublaslt.h     RAII cuBLASLt handle + workspace
 //   dtypes.h       Bf16 / Fp8E4M3 element types shared by host and device code
@@ -18,7 +19,7 @@
 //   gemm.h         cuBLASLt GEMM plans: BF16, FP8 per-tensor, DeepSeek block-scaled FP8
 //   fp8_block_gemm.h  our block-scaled FP8 GEMM (mma.sync), GemmPlan's fallback where cuBLASLt
 //                  has no algorithm
-//   fp8_gemv.h     FP8 GEMV for 1..8 decode tokens
+//   fp8_gemv.h     FP8 GEMV for 1..8 decode tokens (opt-in programmatic dependent launch)
 //   mla_decode.h   MLA decode attention, absorbed form, paged latent cache, split-K
 //   mla_prefill.h  MLA prefill attention, causal, chunked prefill over a cache
 //   moe.h          MoE prefill: expert offsets, permute, grouped FP8 GEMM, weighted un-permute
@@ -36,6 +37,7 @@
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/graph.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/moe.h"
