@@ -82,11 +82,13 @@ __device__ __forceinline__ void wg_issue(float (&part)[64], uint32_t ring_addr, 
   wgmma_commit();
 }
 
-// acc += part * scale of its row (registers with (i / 2) odd hold the thread's second row).
+// acc += part * scale of its row (registers with (i / 2) odd hold the thread's second row);
+// Regs = 32: the first 32 only (an m64n64 accumulator).
+template <int Regs = 64>
 __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)[64], float s0,
                                            float s1) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
+  for (int i = 0; i < Regs; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
 }
 
 // One Cfg::kM x 128 output tile at (m0, n0); smem: Cfg::kSmemBytes of dynamic shared memory.
@@ -102,13 +104,15 @@ __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)
 //   flight across the loop's back edge).
 // A warpgroup's 64x128 accumulator tile (rows from row0, columns from n0; t: the thread's index
 // in its warpgroup) as masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one
-// row, stored as one 32-bit word where the row layout allows.
+// row, stored as one 32-bit word where the row layout allows. Regs = 32: a 64 x 64 tile (the
+// first 32 registers: an m64n64 accumulator).
+template <int Regs = 64>
 __device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const float (&acc)[64],
                                               int row0, int n0, int t) {
   auto* d = reinterpret_cast<uint16_t*>(p.d);
   const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
 #pragma unroll
-  for (int i = 0; i < 64; i += 2) {
+  for (int i = 0; i < Regs; i += 2) {
     const int row = row0 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
     if (row >= p.m || col >= p.n) continue;
     uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;
