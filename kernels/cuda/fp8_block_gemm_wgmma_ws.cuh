@@ -328,10 +328,11 @@ struct WsSlots {
   bool lane0;
   wgmma::RingPos pos{0, 0};
   // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
-  // the group; the caller waits for it). Half (kSplit64's half tiles): A rows 0..63 and B rows
-  // 64cw..64cw+63 (8 KB apart: whole swizzle atoms) into part[0..31] with m64n64 wgmmas.
-  template <bool Half = false>
-  __device__ __forceinline__ void issue(float (&part)[64]) {
+  // the group; the caller waits for it). N = 32 (kSplit64's half tiles): A rows 0..63 and B rows
+  // 64cw..64cw+63 (8 KB apart: whole swizzle atoms) with m64n64 wgmmas.
+  template <int N>
+  __device__ __forceinline__ void issue(float (&part)[N]) {
+    constexpr bool Half = N == 32;
     mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
     // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
     // through it too: no fence then).
@@ -421,7 +422,9 @@ __device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
 // kSmemScales: a block's scales come from its scale slot (read after the full wait, before the
 // release) instead of global loads ahead of the wait.
 // kSplit64: a tile with at most 64 rows left runs as two 64 x 64 halves (rows 0..63, columns
-// 64cw..: the K loop with Half = true, 32 accumulator registers used of 64).
+// 64cw..: the K loop on one 32-register partial of its own, promoted after each block's wait,
+// into acc's first 32 registers; with a second partial, or sharing part0's registers, ptxas
+// spilled or serialised the wgmmas).
 template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
                                            uint32_t ring_addr, uint32_t bars, int cw, int t,
@@ -436,53 +439,41 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
     const bool half = Cfg::kSplit64 && q.m - m0 <= 64;
-    const int rbase = half ? 0 : cw * 64;
-    const int r0 = rbase + wgmma::acc_row(t, 0), r1 = rbase + wgmma::acc_row(t, 2);
-    const bool r0_ok = m0 + r0 < q.m, r1_ok = m0 + r1 < q.m;
-    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
-    const float* a_scale = q.a_scale + m0;
-    // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
-    auto scales = [&](int kb, float& s0, float& s1) {
-      const float ws = b_scale[kb];
-      const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
-      s0 = r0_ok ? sa[r0] * ws : 0.0f;
-      s1 = r1_ok ? sa[r1] * ws : 0.0f;
-    };
+    // Scales of block kb for this thread's two rows (0 past m: those products are 0 anyway).
+    const WgRowScales scales(q, m0, n0, half ? 0 : cw * 64, t);
     // kSmemScales: the same from the scale slot of the slot just waited for (zero past m too).
     [[maybe_unused]] auto slot_scales = [&](float& s0, float& s1) {
       const float* sc = scale_ring + slots.pos.stage * Cfg::kScaleSlotFloats;
-      const float ws = sc[Cfg::kM];
-      s0 = r0_ok ? sc[r0] * ws : 0.0f;
-      s1 = r1_ok ? sc[r1] * ws : 0.0f;
+      scales.from(sc, sc[Cfg::kM], s0, s1);
     };
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    // The K loop; half_c: std::true_type for kSplit64's half tiles.
-    auto k_loop = [&](auto half_c) {
-      constexpr bool kHalf = decltype(half_c)::value;
-      constexpr int kRegs = kHalf ? 32 : 64;
-      if constexpr (!Pipelined) {
+    // The K loop into partial accumulators pa, pb (float[64]: full tiles; float[32]: kSplit64's
+    // half tiles, arrays of their own so that ptxas keeps each wgmma shape's registers apart),
+    // pipelined_c: std::bool_constant<Pipelined> (half tiles: std::false_type, one partial).
+    auto k_loop = [&](auto pipelined_c, auto& pa, [[maybe_unused]] auto& pb) {
+      if constexpr (!decltype(pipelined_c)::value) {
         for (int kb = 0; kb < kblocks; ++kb) {
           float s0, s1;
           if constexpr (!Cfg::kSmemScales)
             scales(kb, s0, s1);  // (global loads: their latency under the wait and the wgmmas)
-          slots.template issue<kHalf>(part0);
+          slots.issue(pa);
           if constexpr (Cfg::kSmemScales) slot_scales(s0, s1);
           wgmma_wait<0>();
-          wgmma_hold(part0);
+          wgmma_hold(pa);
           slots.release();
-          wg_promote<kRegs>(acc, part0, s0, s1);
+          wg_promote(acc, pa, s0, s1);
         }
       } else {
         // One K block into cur while prev (block kb - 1, complete) is promoted with the scales
         // loaded one step earlier (ps0, ps1; block kb's are loaded before its wait).
         float ps0 = 0.0f, ps1 = 0.0f;
-        auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+        auto step = [&](int kb, auto& cur, auto& prev) {
           float s0, s1;
           if constexpr (!Cfg::kSmemScales) scales(kb, s0, s1);
-          slots.template issue<kHalf>(cur);
+          slots.issue(cur);
           if constexpr (Cfg::kSmemScales) slot_scales(s0, s1);  // (under the wgmmas)
-          if (kb > 0) wg_promote<kRegs>(acc, prev, ps0, ps1);
+          if (kb > 0) wg_promote(acc, prev, ps0, ps1);
           wgmma_wait<0>();
           wgmma_hold(cur);
           slots.release();
@@ -491,22 +482,32 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
         };
         // An odd count starts with one step into part1 (nothing to promote), then pairs.
         int kb = 0;
-        if (kblocks % 2 == 1) step(kb++, part1, part0);
+        if (kblocks % 2 == 1) step(kb++, pb, pa);
         for (; kb < kblocks; kb += 2) {
-          step(kb, part0, part1);
-          step(kb + 1, part1, part0);
+          step(kb, pa, pb);
+          step(kb + 1, pb, pa);
         }
-        wg_promote<kRegs>(acc, part1, ps0, ps1);
+        wg_promote(acc, pb, ps0, ps1);
       }
     };
     if constexpr (Cfg::kSplit64) {
       if (half) {
-        k_loop(std::true_type{});
+        float half0[32];
+        k_loop(std::false_type{}, half0, half0);
         wg_store_tile<32>(q, acc, m0, n0 + cw * 64, t);
+        // (part0 / part1 carry no value into the next tile, whose first wgmma overwrites them,
+        // but their asm operands read them: defined here, after the half loop, they are not
+        // live through it, which would spill.)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) part0[i] = 0.0f;
+        if constexpr (Pipelined) {
+#pragma unroll
+          for (int i = 0; i < 64; ++i) part1[i] = 0.0f;
+        }
         continue;
       }
     }
-    k_loop(std::false_type{});
+    k_loop(std::bool_constant<Pipelined>{}, part0, part1);
 
     if constexpr (Cfg::kSmemStore) {
       ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);

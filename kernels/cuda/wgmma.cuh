@@ -9,8 +9,8 @@
 //   wgmma_m64n128k32_e4m3 D[64 x 128] (+)= A[64 x 32] * B[128 x 32]^T, FP8 E4M3 operands in
 //                         shared memory by descriptor (wgmma_layout.h), FP32 D in 64 registers
 //                         per thread; accumulate = false overwrites D.
-//   wgmma_m64n64k32_e4m3  the same with N = 64 into d[0..31] (d[32..63] untouched): the half
-//                         tiles of kWgmmaWsTmaGroupedScXH.
+//   wgmma_m64n64k32_e4m3  the same with N = 64 (32 registers): the half tiles of
+//                         kWgmmaWsTmaGroupedScXH.
 #pragma once
 
 #include <cstdint>
@@ -55,10 +55,12 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 
 // Keeps the compiler from moving reads or writes of the accumulators across the asynchronous
-// wgmma (the registers are in flight between issue and wgmma_wait).
-__device__ __forceinline__ void wgmma_hold(float (&d)[64]) {
+// wgmma (the registers are in flight between issue and wgmma_wait). N: 64 (m64n128) or 32
+// (m64n64).
+template <int N>
+__device__ __forceinline__ void wgmma_hold(float (&d)[N]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // --- mbarriers and register reallocation (the warp-specialised kernel) ---
@@ -244,7 +246,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t d
 #endif
 }
 
-__device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[64], uint64_t desc_a,
+__device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t desc_a,
                                                      uint64_t desc_b, bool accumulate) {
 #if defined(HYMOE_WGMMA_ENABLED)
   asm volatile(
