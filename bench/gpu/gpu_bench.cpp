@@ -665,7 +665,11 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmmaWs,
                                       GemmBackend::kWgmmaWsPipe,
                                       GemmBackend::kWgmmaWsTmaGrouped,
-                                      GemmBackend::kWgmmaWsTmaGroupedSt, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsTmaGroupedSt,
+                                      GemmBackend::kWgmmaWsTmaGroupedSc,
+                                      GemmBackend::kWgmmaWsTmaGroupedX,
+                                      GemmBackend::kWgmmaWsTmaGroupedScX,
+                                      GemmBackend::kWgmmaWsTmaGroupedScXH, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",

@@ -82,11 +82,46 @@ __device__ __forceinline__ void wg_issue(float (&part)[64], uint32_t ring_addr, 
   wgmma_commit();
 }
 
-// acc += part * scale of its row (registers with (i / 2) odd hold the thread's second row).
-__device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)[64], float s0,
+// The block scales of a thread's two accumulator rows, r0 = row0 + acc_row(t, 0) and r1 = row0 +
+// acc_row(t, 2) of the tile at (m0, n0) (row0: its warpgroup's first row in the tile): block
+// kb's are a_scale[kb][m0 + r] * b_scale[n0 / 128][kb], 0 for rows past m (their products are 0
+// anyway). Shared by the wgmma kernels (fp8_block_gemm_wgmma_ws.cuh too).
+struct WgRowScales {
+  const float* a_scale;  // row m0 of A's scales (block kb at + kb * a_ld)
+  const float* b_scale;  // the column tile's weight scales
+  int64_t a_ld;
+  int r0, r1;
+  bool r0_ok, r1_ok;
+  __device__ __forceinline__ WgRowScales(const Fp8BlockGemmParams& p, int m0, int n0, int row0,
+                                         int t)
+      : a_scale(p.a_scale + m0),
+        b_scale(p.b_scale + static_cast<int64_t>(n0 / kWgN) * p.b_scale_ld),
+        a_ld(p.a_scale_ld),
+        r0(row0 + wgmma::acc_row(t, 0)),
+        r1(row0 + wgmma::acc_row(t, 2)),
+        r0_ok(m0 + r0 < p.m),
+        r1_ok(m0 + r1 < p.m) {}
+  // Block kb's from global memory.
+  __device__ __forceinline__ void operator()(int kb, float& s0, float& s1) const {
+    const float ws = b_scale[kb];
+    const float* sa = a_scale + static_cast<int64_t>(kb) * a_ld;
+    s0 = r0_ok ? sa[r0] * ws : 0.0f;
+    s1 = r1_ok ? sa[r1] * ws : 0.0f;
+  }
+  // The same from a copy of one block's scales (sa: the tile's A scales in row order; ws: B's).
+  __device__ __forceinline__ void from(const float* sa, float ws, float& s0, float& s1) const {
+    s0 = r0_ok ? sa[r0] * ws : 0.0f;
+    s1 = r1_ok ? sa[r1] * ws : 0.0f;
+  }
+};
+
+// acc += part * scale of its row (registers with (i / 2) odd hold the thread's second row);
+// N = 32: an m64n64 partial into acc's first 32 registers.
+template <int N>
+__device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)[N], float s0,
                                            float s1) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
+  for (int i = 0; i < N; ++i) acc[i] += part[i] * (((i / 2) % 2) ? s1 : s0);
 }
 
 // One Cfg::kM x 128 output tile at (m0, n0); smem: Cfg::kSmemBytes of dynamic shared memory.
@@ -102,13 +137,15 @@ __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)
 //   flight across the loop's back edge).
 // A warpgroup's 64x128 accumulator tile (rows from row0, columns from n0; t: the thread's index
 // in its warpgroup) as masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one
-// row, stored as one 32-bit word where the row layout allows.
+// row, stored as one 32-bit word where the row layout allows. Regs = 32: a 64 x 64 tile (the
+// first 32 registers: an m64n64 accumulator).
+template <int Regs = 64>
 __device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const float (&acc)[64],
                                               int row0, int n0, int t) {
   auto* d = reinterpret_cast<uint16_t*>(p.d);
   const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
 #pragma unroll
-  for (int i = 0; i < 64; i += 2) {
+  for (int i = 0; i < Regs; i += 2) {
     const int row = row0 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
     if (row >= p.m || col >= p.n) continue;
     uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;
@@ -133,18 +170,8 @@ __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmPara
   uint8_t* ring = smem + pad;
   const uint32_t ring_addr = smem_base + pad;
 
-  // This thread's two output rows (tile-relative) and the tile's row of the weight scales.
-  const int r0 = wg * 64 + wgmma::acc_row(t, 0), r1 = wg * 64 + wgmma::acc_row(t, 2);
-  const bool r0_ok = m0 + r0 < p.m, r1_ok = m0 + r1 < p.m;
-  const float* b_scale = p.b_scale + static_cast<int64_t>(n0 / kWgN) * p.b_scale_ld;
-  const float* a_scale = p.a_scale + m0;
-  // Scales of block kb for this thread's rows (0 for rows past m: their products are 0 anyway).
-  auto scales = [&](int kb, float& s0, float& s1) {
-    const float ws = b_scale[kb];
-    const float* sa = a_scale + static_cast<int64_t>(kb) * p.a_scale_ld;
-    s0 = r0_ok ? sa[r0] * ws : 0.0f;
-    s1 = r1_ok ? sa[r1] * ws : 0.0f;
-  };
+  // Scales of block kb for this thread's two output rows.
+  const WgRowScales scales(p, m0, n0, wg * 64, t);
 
   float acc[64], part0[64], part1[64];
 #pragma unroll

@@ -23,9 +23,15 @@
 // the next block's wgmmas.
 // Rows past m or n and K past k are zero-filled by cp.async (grouped: rows past an expert's end
 // belong to the next expert, p.m stops them); stores are masked.
+// Round 4's opt-in switches of the grouped TMA kernel (kWgmmaWsTmaGroupedSc / X / ScX / ScXH):
+// WsCfg::kSmemScales (block scales through the ring, ws_produce_scales), WsGroupedTiles'
+// ExpertMajor (wgmma::grouped_expert_major's tile order), WsCfg::kSplit64 (<= 64-row tiles as
+// two 64 x 64 column halves).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
+
+#include <type_traits>
 
 #include "fp8_block_gemm_wgmma.cuh"
 
@@ -33,10 +39,21 @@ namespace hymoe::gpu::kernels {
 
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
-template <int Consumers, bool Tma = false, bool SmemStore = false>
+template <int Consumers, bool Tma = false, bool SmemStore = false, bool SmemScales = false,
+          bool Split64 = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
+  // Each K block's block scales in the ring beside its tiles (the producer's second warp copies
+  // them, ws_produce_scales), read by the consumers from shared memory instead of global loads
+  // in their loop (kWgmmaWsTmaGroupedSc / ScX).
+  static constexpr bool kSmemScales = SmemScales;
+  static_assert(!SmemScales || Tma, "the scale copies ride on the TMA producer's barriers");
+  // A tile of at most 64 rows (an expert's remainder) split by columns instead of rows: both
+  // consumers take rows 0..63, consumer cw columns 64cw..64cw+63 (m64n64 wgmmas: half a full
+  // tile's tensor work) (kWgmmaWsTmaGroupedScXH).
+  static constexpr bool kSplit64 = Split64;
+  static_assert(!Split64 || (Consumers == 2 && !SmemStore), "two consumers, register stores");
   // The output tile through shared memory (16 KB per consumer, wgmma::out_stage_offset) and
   // coalesced 16-byte stores, instead of 4-byte stores straight from the fragments.
   static constexpr bool kSmemStore = SmemStore;
@@ -46,8 +63,11 @@ struct WsCfg {
   static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
   static constexpr int kProducerThreads = 128;              // the producer warpgroup
   // Arrivals per full-barrier phase: every producer thread's cp.async.mbarrier.arrive, or the
-  // one arrive.expect_tx of the TMA thread (the bytes then complete the phase).
-  static constexpr int kFullArrivals = Tma ? 1 : kProducerThreads;
+  // one arrive.expect_tx of the TMA thread (the bytes then complete the phase), plus (kSmemScales)
+  // the cp.async.mbarrier.arrive of each lane of the scale warp.
+  static constexpr int kScaleWarpThreads = 32;
+  static constexpr int kFullArrivals =
+      Tma ? 1 + (SmemScales ? kScaleWarpThreads : 0) : kProducerThreads;
   // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
   // to the consumers.
   static constexpr int kProducerRegs = 40, kConsumerRegs = Consumers == 2 ? 232 : 216;
@@ -57,10 +77,17 @@ struct WsCfg {
   static constexpr int kRingBytes = kStages * kStageBytes;
   // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
   // the full and empty barriers (8 bytes each) after the ring, then (kSmemStore) the consumers'
-  // output staging (16-byte aligned: 2 * kStages * 8 is a multiple of 16).
+  // output staging (16-byte aligned: 2 * kStages * 8 is a multiple of 16), then (kSmemScales)
+  // one scale slot per ring slot: the tile's kM A scales of the K block (row order), then B's
+  // scale, padded to 16 bytes.
   static constexpr int kBarBytes = 2 * kStages * 8;
   static constexpr int kOutBytes = SmemStore ? kConsumers * wgmma::kOutStageBytes : 0;
-  static constexpr int kSmemBytes = kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes;
+  static constexpr int kScaleSlotFloats = kM + 4;
+  static constexpr int kScaleSlotBytes = kScaleSlotFloats * 4;
+  static constexpr int kScaleBytes = SmemScales ? kStages * kScaleSlotBytes : 0;
+  static constexpr int kSmemBytes =
+      kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes + kScaleBytes;
+  static_assert(kM % kScaleWarpThreads == 0, "the scale warp copies whole rows of 32 scales");
   static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
   static_assert(kSmemBytes <= 227 * 1024, "Hopper's largest dynamic shared memory per block");
   static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
@@ -94,7 +121,9 @@ struct WsDenseTiles {
 
 // Grouped tiles: row tile y of every expert's rows (experts in order), column tile x; each thread
 // keeps its own cursor (ids increase, so the scan over the experts happens once per block).
-template <class Cfg>
+// ExpertMajor (kWgmmaWsTmaGroupedX / ScX): wgmma::grouped_expert_major's order instead (an
+// expert's row tiles of one column tile consecutive: they share the weight tile through L2).
+template <class Cfg, bool ExpertMajor = false>
 struct WsGroupedTiles {
   const GroupedGemmParams* gp;
   int row_tiles, tiles_n;
@@ -102,6 +131,15 @@ struct WsGroupedTiles {
   __device__ __forceinline__ int count() const { return row_tiles * tiles_n; }
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
+    if constexpr (ExpertMajor) {
+      const wgmma::GroupedTile g = wgmma::grouped_expert_major(cursor, id, gp->offsets,
+                                                               gp->experts, Cfg::kM, tiles_n);
+      if (g.expert >= gp->experts) return false;  // (the host counts tiles exactly)
+      grouped_expert_params(*gp, g.expert, q);
+      m0 = g.m_tile * Cfg::kM;
+      n0 = g.n_tile * kWgN;
+      return true;
+    }
     const int y = id / tiles_n, x = id % tiles_n;
     wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, Cfg::kM);
     if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
@@ -118,13 +156,13 @@ struct WsGroupedTiles {
 // mask them at the store; a wgmma row reads only its own A row, so they touch nothing else).
 // B: the expert's own map, maps[expert] in global memory (written by a host copy before the
 // launch: the producer acquires it when its expert changes).
-template <class Cfg>
-struct WsGroupedTmaTiles : WsGroupedTiles<Cfg> {
+template <class Cfg, bool ExpertMajor = false>
+struct WsGroupedTmaTiles : WsGroupedTiles<Cfg, ExpertMajor> {
   const CUtensorMap* maps;
   int row0 = 0;  // first permuted row of the current tile's expert
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
-    if (!WsGroupedTiles<Cfg>::at(p, id, q, m0, n0)) return false;
+    if (!WsGroupedTiles<Cfg, ExpertMajor>::at(p, id, q, m0, n0)) return false;
     row0 = this->gp->offsets[this->cursor.expert];
     return true;
   }
@@ -245,6 +283,43 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
   }
 }
 
+// kSmemScales: the producer's second warp (lane l = 0..31) copies each K block's block scales
+// into the scale slot of the ring slot the TMA thread fills: the A scales of tile rows
+// l + 32 i (a_scale[kb][m0 + row]: 128 contiguous bytes per i, zero-filled past the expert's
+// rows, which keeps their products 0 as the consumers' check did), and (lane 0) B's scale of
+// the column tile; then each lane's cp.async arrival on the slot's full barrier (kFullArrivals
+// counts them). It waits on the same empty barriers as the TMA thread, so its arrivals always
+// belong to the phase the TMA thread is filling.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, Tiles tiles,
+                                                  uint32_t scale_addr, uint32_t bars, int lane) {
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const float* a_scale = q.a_scale + m0 + lane;
+    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
+    const int rows_left = q.m - m0 - lane;  // row lane + 32 i is the expert's iff 32 i < rows_left
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      const uint32_t slot = scale_addr + pos.stage * Cfg::kScaleSlotBytes;
+      const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
+#pragma unroll
+      for (int i = 0; i < Cfg::kM / Cfg::kScaleWarpThreads; ++i) {
+        const bool ok = Cfg::kScaleWarpThreads * i < rows_left;
+        cp_async4_shared(slot + 4 * (lane + Cfg::kScaleWarpThreads * i),
+                         ok ? sa + Cfg::kScaleWarpThreads * i : q.a_scale, ok);
+      }
+      if (lane == 0) cp_async4_shared(slot + 4 * Cfg::kM, b_scale + kb, true);
+      cp_async_arrive_noinc(bars + pos.stage * 8);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
+    }
+  }
+  cp_async_wait_all();  // (leave no copy in flight at exit)
+}
+
 // A consumer's view of the ring for one tile: waits for a slot, issues its 4 wgmmas, releases it.
 template <class Cfg>
 struct WsSlots {
@@ -253,24 +328,37 @@ struct WsSlots {
   bool lane0;
   wgmma::RingPos pos{0, 0};
   // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
-  // the group; the caller waits for it).
-  __device__ __forceinline__ void issue(float (&part)[64]) {
+  // the group; the caller waits for it). N = 32 (kSplit64's half tiles): A rows 0..63 and B rows
+  // 64cw..64cw+63 (8 KB apart: whole swizzle atoms) with m64n64 wgmmas.
+  template <int N>
+  __device__ __forceinline__ void issue(float (&part)[N]) {
+    constexpr bool Half = N == 32;
     mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
     // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
     // through it too: no fence then).
     if constexpr (!Cfg::kTma) fence_proxy_async();
     const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
-    const uint32_t a_addr = stage_addr + cw * 64 * wgmma::kSw128RowBytes;  // 1024-aligned
-    const uint32_t b_addr = stage_addr + Cfg::kATileBytes;
+    // (1024-aligned: whole swizzle atoms)
+    const uint32_t a_addr = stage_addr + (Half ? 0 : cw * 64 * wgmma::kSw128RowBytes);
+    const uint32_t b_addr =
+        stage_addr + Cfg::kATileBytes + (Half ? cw * 64 * wgmma::kSw128RowBytes : 0);
     wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < kWgK / 32; ++j)
-      wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
-                            wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+    for (int j = 0; j < kWgK / 32; ++j) {
+      if constexpr (Half) {
+        wgmma_m64n64k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                             wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+      } else {
+        wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
+                              wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+      }
+    }
     wgmma_commit();
   }
   // After wgmma_wait for the slot's wgmmas: one arrival per warp on its empty barrier.
+  // (kSmemScales: __syncwarp first, so every lane's reads of the scale slot precede the arrival.)
   __device__ __forceinline__ void release() {
+    if constexpr (Cfg::kSmemScales) __syncwarp();
     if (lane0) mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
     pos = wgmma::ring_next(pos, Cfg::kStages);
   }
@@ -331,10 +419,17 @@ __device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
 //          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
 //   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
 //   the wgmmas nor injects waits).
+// kSmemScales: a block's scales come from its scale slot (read after the full wait, before the
+// release) instead of global loads ahead of the wait.
+// kSplit64: a tile with at most 64 rows left runs as two 64 x 64 halves (rows 0..63, columns
+// 64cw..: the K loop on one 32-register partial of its own, promoted after each block's wait,
+// into acc's first 32 registers; with a second partial, or sharing part0's registers, ptxas
+// spilled or serialised the wgmmas).
 template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles tiles,
                                            uint32_t ring_addr, uint32_t bars, int cw, int t,
-                                           [[maybe_unused]] uint8_t* out_stage) {
+                                           [[maybe_unused]] uint8_t* out_stage,
+                                           [[maybe_unused]] const float* scale_ring) {
   WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
@@ -343,53 +438,76 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
-    const int r0 = cw * 64 + wgmma::acc_row(t, 0), r1 = cw * 64 + wgmma::acc_row(t, 2);
-    const bool r0_ok = m0 + r0 < q.m, r1_ok = m0 + r1 < q.m;
-    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
-    const float* a_scale = q.a_scale + m0;
-    // Scales of block kb for this thread's rows (0 past m: those products are 0 anyway).
-    auto scales = [&](int kb, float& s0, float& s1) {
-      const float ws = b_scale[kb];
-      const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
-      s0 = r0_ok ? sa[r0] * ws : 0.0f;
-      s1 = r1_ok ? sa[r1] * ws : 0.0f;
+    const bool half = Cfg::kSplit64 && q.m - m0 <= 64;
+    // Scales of block kb for this thread's two rows (0 past m: those products are 0 anyway).
+    const WgRowScales scales(q, m0, n0, half ? 0 : cw * 64, t);
+    // kSmemScales: the same from the scale slot of the slot just waited for (zero past m too).
+    [[maybe_unused]] auto slot_scales = [&](float& s0, float& s1) {
+      const float* sc = scale_ring + slots.pos.stage * Cfg::kScaleSlotFloats;
+      scales.from(sc, sc[Cfg::kM], s0, s1);
     };
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    if constexpr (!Pipelined) {
-      for (int kb = 0; kb < kblocks; ++kb) {
-        float s0, s1;
-        scales(kb, s0, s1);  // (global loads: their latency under the wait and the wgmmas)
-        slots.issue(part0);
-        wgmma_wait<0>();
-        wgmma_hold(part0);
-        slots.release();
-        wg_promote(acc, part0, s0, s1);
+    // The K loop into partial accumulators pa, pb (float[64]: full tiles; float[32]: kSplit64's
+    // half tiles, arrays of their own so that ptxas keeps each wgmma shape's registers apart),
+    // pipelined_c: std::bool_constant<Pipelined> (half tiles: std::false_type, one partial).
+    auto k_loop = [&](auto pipelined_c, auto& pa, [[maybe_unused]] auto& pb) {
+      if constexpr (!decltype(pipelined_c)::value) {
+        for (int kb = 0; kb < kblocks; ++kb) {
+          float s0, s1;
+          if constexpr (!Cfg::kSmemScales)
+            scales(kb, s0, s1);  // (global loads: their latency under the wait and the wgmmas)
+          slots.issue(pa);
+          if constexpr (Cfg::kSmemScales) slot_scales(s0, s1);
+          wgmma_wait<0>();
+          wgmma_hold(pa);
+          slots.release();
+          wg_promote(acc, pa, s0, s1);
+        }
+      } else {
+        // One K block into cur while prev (block kb - 1, complete) is promoted with the scales
+        // loaded one step earlier (ps0, ps1; block kb's are loaded before its wait).
+        float ps0 = 0.0f, ps1 = 0.0f;
+        auto step = [&](int kb, auto& cur, auto& prev) {
+          float s0, s1;
+          if constexpr (!Cfg::kSmemScales) scales(kb, s0, s1);
+          slots.issue(cur);
+          if constexpr (Cfg::kSmemScales) slot_scales(s0, s1);  // (under the wgmmas)
+          if (kb > 0) wg_promote(acc, prev, ps0, ps1);
+          wgmma_wait<0>();
+          wgmma_hold(cur);
+          slots.release();
+          ps0 = s0;
+          ps1 = s1;
+        };
+        // An odd count starts with one step into part1 (nothing to promote), then pairs.
+        int kb = 0;
+        if (kblocks % 2 == 1) step(kb++, pb, pa);
+        for (; kb < kblocks; kb += 2) {
+          step(kb, pa, pb);
+          step(kb + 1, pb, pa);
+        }
+        wg_promote(acc, pb, ps0, ps1);
       }
-    } else {
-      // One K block into cur while prev (block kb - 1, complete) is promoted with the scales
-      // loaded one step earlier (ps0, ps1; block kb's are loaded before its wait).
-      float ps0 = 0.0f, ps1 = 0.0f;
-      auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
-        float s0, s1;
-        scales(kb, s0, s1);
-        slots.issue(cur);
-        if (kb > 0) wg_promote(acc, prev, ps0, ps1);
-        wgmma_wait<0>();
-        wgmma_hold(cur);
-        slots.release();
-        ps0 = s0;
-        ps1 = s1;
-      };
-      // An odd count starts with one step into part1 (nothing to promote), then pairs.
-      int kb = 0;
-      if (kblocks % 2 == 1) step(kb++, part1, part0);
-      for (; kb < kblocks; kb += 2) {
-        step(kb, part0, part1);
-        step(kb + 1, part1, part0);
+    };
+    if constexpr (Cfg::kSplit64) {
+      if (half) {
+        float half0[32];
+        k_loop(std::false_type{}, half0, half0);
+        wg_store_tile<32>(q, acc, m0, n0 + cw * 64, t);
+        // (part0 / part1 carry no value into the next tile, whose first wgmma overwrites them,
+        // but their asm operands read them: defined here, after the half loop, they are not
+        // live through it, which would spill.)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) part0[i] = 0.0f;
+        if constexpr (Pipelined) {
+#pragma unroll
+          for (int i = 0; i < 64; ++i) part1[i] = 0.0f;
+        }
+        continue;
       }
-      wg_promote(acc, part1, ps0, ps1);
     }
+    k_loop(std::bool_constant<Pipelined>{}, part0, part1);
 
     if constexpr (Cfg::kSmemStore) {
       ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);
@@ -419,10 +537,15 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     }
   }
   __syncthreads();
+  // (kSmemScales: the scale slots after the barriers and the output staging.)
+  const uint32_t scale_off = Cfg::kRingBytes + Cfg::kBarBytes + Cfg::kOutBytes;
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if constexpr (Cfg::kTma) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
+      if constexpr (Cfg::kSmemScales) {
+        if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
+      }
     } else {
       ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
     }
@@ -431,7 +554,8 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     // (kSmemStore: consumer cw's staging after the barriers.)
     uint8_t* out_stage = smem + pad + Cfg::kRingBytes + Cfg::kBarBytes +
                          (wg - 1) * wgmma::kOutStageBytes;
-    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage);
+    const auto* scale_ring = reinterpret_cast<const float*>(smem + pad + scale_off);
+    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage, scale_ring);
   }
 }
 
@@ -477,14 +601,18 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // (moe.cpp, fp8_block_gemm_launch.cu).
 // SmemStore: kWgmmaWsTmaGroupedSt (the output through shared memory, ws_store_tile_smem; its
 // launcher pairs it with Pipelined = false: with two partial accumulators the store spills).
-template <bool Pipelined, bool SmemStore>
+// SmemScales: the block scales through the ring (kWgmmaWsTmaGroupedSc); ExpertMajor: the tile
+// order of wgmma::grouped_expert_major (kWgmmaWsTmaGroupedX; both: ScX); Split64: tiles of <= 64
+// rows as two 64 x 64 column halves (with both: ScXH).
+template <bool Pipelined, bool SmemStore, bool SmemScales = false, bool ExpertMajor = false,
+          bool Split64 = false>
 __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
     fp8_grouped_gemm_wgmma_tma_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
                                       const __grid_constant__ CUtensorMap map_a,
                                       const CUtensorMap* maps_b) {
-  using Cfg = WsCfg<2, true, SmemStore>;
+  using Cfg = WsCfg<2, true, SmemStore, SmemScales, Split64>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
-  WsGroupedTmaTiles<Cfg> tiles;
+  WsGroupedTmaTiles<Cfg, ExpertMajor> tiles;
   tiles.gp = &gp;
   tiles.row_tiles = row_tiles;
   tiles.tiles_n = (gp.n + kWgN - 1) / kWgN;

@@ -3,7 +3,8 @@
 //   ldmatrix_x4    four 8x8 BF16 matrices from shared memory (lane l: a row address of matrix
 //                  l / 8), .trans variant for token-major operands used as B with k = token
 //   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread);
-//                  cp_async16_shared: the same to a shared-state-space address
+//                  cp_async16_shared: the same to a shared-state-space address;
+//                  cp_async4_shared: 4 bytes
 //   pack_bf16x2, fast_exp2: one-instruction conversions for softmax weights
 // Fragment layouts (PTX ISA, m16n8k16), g = lane / 4, c = lane % 4:
 //   A (row g / g+8, k 2c.. / 2c+8..), B (k 2c.. / 2c+8.., col g), C (row g / g+8, col 2c, 2c+1).
@@ -60,6 +61,11 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 __device__ __forceinline__ void cp_async16_shared(uint32_t smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
                "r"(valid ? 16 : 0));
+}
+// 4 bytes (one float), zero-filled when !valid (the grouped kernel's block scales into its ring).
+__device__ __forceinline__ void cp_async4_shared(uint32_t smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem), "l"(gmem),
+               "r"(valid ? 4 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's committed groups are still in flight.

@@ -9,6 +9,8 @@
 //   wgmma_m64n128k32_e4m3 D[64 x 128] (+)= A[64 x 32] * B[128 x 32]^T, FP8 E4M3 operands in
 //                         shared memory by descriptor (wgmma_layout.h), FP32 D in 64 registers
 //                         per thread; accumulate = false overwrites D.
+//   wgmma_m64n64k32_e4m3  the same with N = 64 (32 registers): the half tiles of
+//                         kWgmmaWsTmaGroupedScXH.
 #pragma once
 
 #include <cstdint>
@@ -53,10 +55,12 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 
 // Keeps the compiler from moving reads or writes of the accumulators across the asynchronous
-// wgmma (the registers are in flight between issue and wgmma_wait).
-__device__ __forceinline__ void wgmma_hold(float (&d)[64]) {
+// wgmma (the registers are in flight between issue and wgmma_wait). N: 64 (m64n128) or 32
+// (m64n64).
+template <int N>
+__device__ __forceinline__ void wgmma_hold(float (&d)[N]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // --- mbarriers and register reallocation (the warp-specialised kernel) ---
@@ -393,6 +397,32 @@ template <int N>
 __device__ __forceinline__ void wgmma_hold_n(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t desc_a,
+                                                     uint64_t desc_b, bool accumulate) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, %32, %33, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)));
+#else
+  (void)d;
+  (void)desc_a;
+  (void)desc_b;
+  (void)accumulate;
+  __trap();
+#endif
 }
 
 }  // namespace hymoe::gpu::kernels

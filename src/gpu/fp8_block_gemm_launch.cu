@@ -142,13 +142,15 @@ cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int 
 }
 
 namespace {
-template <bool SmemStore>
+template <bool SmemStore, bool SmemScales = false, bool ExpertMajor = false, bool Split64 = false>
 cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
                               int row_tiles, cudaStream_t stream) {
-  using Cfg = kernels::WsCfg<2, true, SmemStore>;
+  using Cfg = kernels::WsCfg<2, true, SmemStore, SmemScales, Split64>;
   // SmemStore with kWgmmaWs's promotion (after each block's wgmmas): with the pipelined one's
   // second partial accumulator the staging store spills (20-92 bytes at 168 registers).
-  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_kernel<!SmemStore, SmemStore>;
+  const auto kernel =
+      kernels::fp8_grouped_gemm_wgmma_tma_kernel<!SmemStore, SmemStore, SmemScales, ExpertMajor,
+                                                 Split64>;
   CUtensorMap map_a{};
   cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, Cfg::kM);
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
@@ -163,9 +165,23 @@ cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* 
 }  // namespace
 
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
-                                 int rows, int row_tiles, bool smem_store, cudaStream_t stream) {
-  return smem_store ? wgmma_tma_grouped<true>(p, maps_b, rows, row_tiles, stream)
-                    : wgmma_tma_grouped<false>(p, maps_b, rows, row_tiles, stream);
+                                 int rows, int row_tiles, GroupedTmaVariant variant,
+                                 cudaStream_t stream) {
+  switch (variant) {
+    case GroupedTmaVariant::kPlain:
+      return wgmma_tma_grouped<false>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemStore:
+      return wgmma_tma_grouped<true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScales:
+      return wgmma_tma_grouped<false, true, false>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kExpertMajor:
+      return wgmma_tma_grouped<false, false, true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScalesExpertMajor:
+      return wgmma_tma_grouped<false, true, true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScalesExpertMajorSplit64:
+      return wgmma_tma_grouped<false, true, true, true>(p, maps_b, rows, row_tiles, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,

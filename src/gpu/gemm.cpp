@@ -32,6 +32,10 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsTma: return "wgmma_ws_tma";
     case GemmBackend::kWgmmaWsTmaGrouped: return "wgmma_ws_tma_grouped";
     case GemmBackend::kWgmmaWsTmaGroupedSt: return "wgmma_ws_tma_grouped_st";
+    case GemmBackend::kWgmmaWsTmaGroupedSc: return "wgmma_ws_tma_grouped_sc";
+    case GemmBackend::kWgmmaWsTmaGroupedX: return "wgmma_ws_tma_grouped_x";
+    case GemmBackend::kWgmmaWsTmaGroupedScX: return "wgmma_ws_tma_grouped_scx";
+    case GemmBackend::kWgmmaWsTmaGroupedScXH: return "wgmma_ws_tma_grouped_scxh";
   }
   return "unknown";
 }
@@ -114,9 +118,7 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
   const bool own = backend == GemmBackend::kHymoe || wgmma;
   HYMOE_CHECK(!own || kind == GemmKind::kFp8BlockScale, kInvalidArgument,
               "gemm {}: hymoe's own kernel is block-scaled FP8 only", gemm_kind_name(kind));
-  HYMOE_CHECK(backend != GemmBackend::kWgmmaWsTmaGrouped &&
-                  backend != GemmBackend::kWgmmaWsTmaGroupedSt,
-              kInvalidArgument,
+  HYMOE_CHECK(!is_grouped_tma_backend(backend), kInvalidArgument,
               "gemm: {} is the grouped expert GEMM's backend (GroupedFp8Gemm)",
               gemm_backend_name(backend));
   impl_ = new Impl;

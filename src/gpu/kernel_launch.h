@@ -38,10 +38,19 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
                              cudaStream_t stream);
 // kWgmmaWsTmaGrouped: expert e's weight map (n rows of k bytes, 128 x 128-byte boxes, 128-byte
 // swizzle) into map; the launch over rows permuted rows with maps_b[e] (device, 128-byte aligned)
-// for each expert with rows; smem_store: kWgmmaWsTmaGroupedSt (the output through shared memory).
+// for each expert with rows, in one of the variants of GemmBackend (kWgmmaWsTmaGrouped*).
+enum class GroupedTmaVariant {
+  kPlain,             // kWgmmaWsTmaGrouped
+  kSmemStore,         // kWgmmaWsTmaGroupedSt: the output through shared memory
+  kSmemScales,        // kWgmmaWsTmaGroupedSc: the block scales through the ring
+  kExpertMajor,       // kWgmmaWsTmaGroupedX: expert-major tile order
+  kSmemScalesExpertMajor,  // kWgmmaWsTmaGroupedScX: both
+  kSmemScalesExpertMajorSplit64,  // kWgmmaWsTmaGroupedScXH: and <= 64-row tiles split by columns
+};
 cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k);
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
-                                 int rows, int row_tiles, bool smem_store, cudaStream_t stream);
+                                 int rows, int row_tiles, GroupedTmaVariant variant,
+                                 cudaStream_t stream);
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);

@@ -97,10 +97,17 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
   // From pageable memory: the copy has read maps_host_ when it returns, so the next run may
   // re-encode slots while this launch is still queued.
   if (!stale.empty()) maps_dev_.copy_from_host(maps_host_.data(), bytes, stream);
+  const launch::GroupedTmaVariant variant =
+      backend_ == GemmBackend::kWgmmaWsTmaGroupedSt   ? launch::GroupedTmaVariant::kSmemStore
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedSc ? launch::GroupedTmaVariant::kSmemScales
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedX  ? launch::GroupedTmaVariant::kExpertMajor
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScX
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajor
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXH
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorSplit64
+          : launch::GroupedTmaVariant::kPlain;
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
-                                                host_offsets.back(), tiles,
-                                                backend_ == GemmBackend::kWgmmaWsTmaGroupedSt,
-                                                stream));
+                                                host_offsets.back(), tiles, variant, stream));
 }
 
 void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* device_offsets,
@@ -122,8 +129,7 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                                     : backend_ == GemmBackend::kWgmmaWs64
                                         ? Fp8BlockGemmKernel::kWgmmaWs64
                                                                         : Fp8BlockGemmKernel::kMmaSync;
-  const bool tma = backend_ == GemmBackend::kWgmmaWsTmaGrouped ||
-                   backend_ == GemmBackend::kWgmmaWsTmaGroupedSt;  // (kWgmmaWsPipe's tiles)
+  const bool tma = is_grouped_tma_backend(backend_);  // (kWgmmaWsPipe's tiles)
   const int tile_rows =
       launch::fp8_grouped_gemm_tile_rows(tma ? Fp8BlockGemmKernel::kWgmmaWsPipe : kernel);
   int64_t tiles = 0;

@@ -20,22 +20,34 @@ namespace {
 constexpr int kPipeK = 256, kPipeN = 320;  // n ragged (3 scale rows)
 
 // The pipeline on `tokens` tokens (top 4 of the first 11 of 16 experts, so experts 11..15 get no
-// tokens but one 1-row expert) through each of `backends` of the grouped GEMM.
-void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
+// tokens but one 1-row expert) through each of `backends` of the grouped GEMM; or, with
+// `counts`, top 1 routing with exactly counts[e] tokens for expert e (tokens: their sum).
+void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends,
+                    std::span<const int> counts = {}) {
   auto rng = test::make_rng();
   Stream stream;
   CublasLt lt;
-  const int top_k = 4, experts = 16, used = 11;
+  const bool exact = !counts.empty();
+  const int top_k = exact ? 1 : 4, experts = exact ? static_cast<int>(counts.size()) : 16;
+  const int used = 11;
   const int k = kPipeK, n = kPipeN;
+  if (exact) tokens = std::accumulate(counts.begin(), counts.end(), 0);
   // Routing: top_k distinct experts per token among the first `used`, with random weights.
   std::vector<int32_t> ids(tokens * top_k);
-  std::vector<int> pool(used);
-  std::iota(pool.begin(), pool.end(), 0);
-  for (int t = 0; t < tokens; ++t) {
-    std::shuffle(pool.begin(), pool.end(), rng);
-    std::copy(pool.begin(), pool.begin() + top_k, ids.begin() + t * top_k);
+  if (exact) {  // counts[e] tokens for expert e, in shuffled token order
+    size_t i = 0;
+    for (int e = 0; e < experts; ++e)
+      for (int c = 0; c < counts[e]; ++c) ids[i++] = e;
+    std::shuffle(ids.begin(), ids.end(), rng);
+  } else {
+    std::vector<int> pool(used);
+    std::iota(pool.begin(), pool.end(), 0);
+    for (int t = 0; t < tokens; ++t) {
+      std::shuffle(pool.begin(), pool.end(), rng);
+      std::copy(pool.begin(), pool.begin() + top_k, ids.begin() + t * top_k);
+    }
+    ids[0] = 13;  // one token reaches an otherwise unused expert (a 1-row GEMM)
   }
-  ids[0] = 13;  // one token reaches an otherwise unused expert (a 1-row GEMM)
   const auto weights = test::random_f32(ids.size(), rng, 0.1f, 1.0f);
   const auto x = test::random_bf16(size_t(tokens) * k, rng);
   const int kb = k / 128, nb = (n + 127) / 128;
@@ -86,12 +98,15 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
   const auto slots = test::to_host<int32_t>(dslot, ids.size(), stream);
 
   // Offsets are the exclusive scan of the counts; every row is used once, inside its expert.
-  std::vector<int> counts(experts, 0);
-  for (int id : ids) ++counts[id];
+  std::vector<int> routed(experts, 0);
+  for (int id : ids) ++routed[id];
   int run = 0;
   for (int e = 0; e <= experts; ++e) {
     EXPECT_EQ(offsets[e], run) << "expert " << e;
-    if (e < experts) run += counts[e];
+    if (e < experts) run += routed[e];
+  }
+  if (exact) {
+    EXPECT_TRUE(std::equal(routed.begin(), routed.end(), counts.begin()));
   }
   std::vector<int> seen(rows, 0);
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -131,9 +146,7 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends) {
     if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
     GroupedFp8Gemm gemm(lt, n, k, backend);
     check(gemm, expert_weights, "");
-    if (backend != GemmBackend::kWgmmaWsTmaGrouped &&
-        backend != GemmBackend::kWgmmaWsTmaGroupedSt)
-      continue;
+    if (!is_grouped_tma_backend(backend)) continue;
     // The per-expert tensor maps: a second run reuses them; a third, with the same weights at
     // new addresses, must re-encode every used expert's map (stale maps would read freed or
     // wrong memory).
@@ -172,17 +185,39 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
   // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);
   // kWgmmaWsTmaGroupedSt: the same storing through shared memory (n = 320: a partial column tile).
+  // Round 4's opt-in variants: kWgmmaWsTmaGroupedSc (scales through the ring), X (expert-major
+  // tile order), ScX (both), ScXH (and tiles of <= 64 rows as two 64 x 64 column halves).
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                        GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
-                       GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt});
+                       GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
+                       GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
+                       GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH});
   // The TMA variant needs one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
   // ... and the grouped TMA variant is the grouped GEMM's only.
   for (const GemmBackend grouped_only :
-       {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt})
+       {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
+        GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
+        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH})
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
                           {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
                  Error);
+}
+
+// The grouped TMA kernels on chosen expert sizes: empty experts, 1-row experts, remainders past
+// whole 128-row tiles of 1, 63, 64, 65 and 127 rows, ~128 and ~512 rows per expert (top 1
+// routing, so each expert gets exactly its count).
+TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
+  HYMOE_REQUIRE_GPU();
+  if (!fp8_block_gemm_wgmma_supported())
+    GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
+  const std::vector<int> counts = {0,  1,   129, 0,   191, 192, 193, 255, 1,  128,
+                                   63, 512, 64,  65,  127, 0,   509, 130, 126, 0};
+  check_pipeline(0,
+                 {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
+                  GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
+                  GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH},
+                 counts);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

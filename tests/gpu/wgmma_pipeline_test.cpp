@@ -127,9 +127,11 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
 
 TEST(GpuHost, WgmmaWsRingProtocolDeliversEveryBlockInOrder) {
   auto rng = test::make_rng();
+  // producers 33: kWgmmaWsTmaGroupedSc's full barrier (the TMA thread and the 32 lanes of the
+  // scale warp, each walking the ring and arriving on its own)
   for (const int stages : {1, 2, 3, 6})
-    for (const int producers : {1, 4})
-      for (int run = 0; run < 200; ++run) {
+    for (const int producers : {1, 4, 33})
+      for (int run = 0; run < (producers > 4 ? 40 : 200); ++run) {
         RingModel m;
         m.stages = stages;
         m.producers = producers;
@@ -234,6 +236,62 @@ TEST(GpuHost, WgmmaWsGroupedScheduleMatchesAScanAndCoversEveryTile) {
         for (int r = 0; r < tile_m && m0 + r < rows; ++r)
           ++stored[size_t(a_row + r) * tiles_n + id % tiles_n];
       }
+    }
+    for (int h : hits) ASSERT_EQ(h, 1);
+    for (int h : stored) ASSERT_EQ(h, 1);
+  }
+}
+
+// kWgmmaWsTmaGroupedX / ScX: grouped_expert_major visits every (expert, row tile, column tile)
+// once from any grid's grid-stride walk, only experts with rows, each tile starting inside its
+// expert; every permuted row is stored once per column tile; the row tiles of one expert and
+// column tile have consecutive ids (the order that shares the weight tile); ids past the last
+// tile find no expert.
+TEST(GpuHost, WgmmaWsGroupedExpertMajorOrderCoversEveryTileOnce) {
+  auto rng = test::make_rng();
+  for (int run = 0; run < 50; ++run) {
+    const int experts = 1 + static_cast<int>(rng() % 300), tile_m = 128;
+    const int tiles_n = 1 + static_cast<int>(rng() % 60);
+    std::vector<int32_t> offsets(experts + 1, 0);
+    std::vector<int> first_tile(experts, 0);  // the expert's first row tile
+    int row_tiles = 0;
+    for (int e = 0; e < experts; ++e) {
+      // many empty experts; sizes around the 128-row tile (remainders 1..127) and ~512
+      const int r = static_cast<int>(rng() % 4);
+      const int rows = r == 0 ? 0 : r == 1 ? static_cast<int>(rng() % 140)
+                                : r == 2 ? 110 + static_cast<int>(rng() % 40)
+                                         : 480 + static_cast<int>(rng() % 64);
+      offsets[e + 1] = offsets[e] + rows;
+      first_tile[e] = row_tiles;
+      row_tiles += (rows + tile_m - 1) / tile_m;
+    }
+    const int tiles = row_tiles * tiles_n;
+    const int grid = 1 + static_cast<int>(rng() % 140);
+    std::vector<int> hits(size_t(row_tiles) * tiles_n, 0);
+    std::vector<int> stored(static_cast<size_t>(offsets[experts]) * tiles_n, 0);
+    for (int b = 0; b < grid; ++b) {
+      GroupedCursor cursor;
+      for (int id = b; id < tiles; id += grid) {
+        const GroupedTile g = grouped_expert_major(cursor, id, offsets.data(), experts, tile_m,
+                                                   tiles_n);
+        ASSERT_LT(g.expert, experts) << "id " << id;
+        const int rows = offsets[g.expert + 1] - offsets[g.expert];
+        const int r_tiles = (rows + tile_m - 1) / tile_m;
+        ASSERT_GT(rows, 0) << "map slot " << g.expert << " is never encoded";
+        ASSERT_GE(g.m_tile, 0);
+        ASSERT_LT(g.m_tile * tile_m, rows);
+        ASSERT_GE(g.n_tile, 0);
+        ASSERT_LT(g.n_tile, tiles_n);
+        // consecutive ids for one expert's row tiles of one column tile
+        ASSERT_EQ(id, first_tile[g.expert] * tiles_n + g.n_tile * r_tiles + g.m_tile);
+        ++hits[size_t(first_tile[g.expert] + g.m_tile) * tiles_n + g.n_tile];
+        const int m0 = g.m_tile * tile_m;
+        for (int r = 0; r < tile_m && m0 + r < rows; ++r)
+          ++stored[size_t(offsets[g.expert] + m0 + r) * tiles_n + g.n_tile];
+      }
+      EXPECT_EQ(grouped_expert_major(cursor, tiles + b, offsets.data(), experts, tile_m, tiles_n)
+                    .expert,
+                experts);
     }
     for (int h : hits) ASSERT_EQ(h, 1);
     for (int h : stored) ASSERT_EQ(h, 1);

@@ -37,17 +37,31 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // same for the grouped expert GEMM: one tensor map per expert weight; GroupedFp8Gemm only),
 // kWgmmaWsTmaGroupedSt (that one storing its output tile through shared memory, 16-byte stores,
 // with kWgmmaWs's promotion after each block's wgmmas: the pipelined one then spills).
+// Round 4, opt-in until measured (GroupedFp8Gemm only): kWgmmaWsTmaGroupedSc (kWgmmaWsTmaGrouped
+// with each K block's block scales copied into the ring by the producer, read from shared memory
+// by the consumers), kWgmmaWsTmaGroupedX (kWgmmaWsTmaGrouped in expert-major tile order: an
+// expert's row tiles of one column tile consecutive, sharing the weight tile through L2),
+// kWgmmaWsTmaGroupedScX (both), kWgmmaWsTmaGroupedScXH (ScX, and a tile of <= 64 rows, an
+// expert's remainder, split by columns between the two consumers: 64 x 64 each, half the tensor
+// work of a 128-row tile).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
-  kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt
+  kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
+  kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH
 };
+
+// Whether the backend is one of the grouped expert GEMM's TMA kernels (GroupedFp8Gemm only).
+inline bool is_grouped_tma_backend(GemmBackend b) {
+  return b == GemmBackend::kWgmmaWsTmaGrouped || b == GemmBackend::kWgmmaWsTmaGroupedSt ||
+         b == GemmBackend::kWgmmaWsTmaGroupedSc || b == GemmBackend::kWgmmaWsTmaGroupedX ||
+         b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH;
+}
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).
 inline bool is_wgmma_backend(GemmBackend b) {
   return b == GemmBackend::kWgmma || b == GemmBackend::kWgmma64 || b == GemmBackend::kWgmmaWs ||
          b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64 ||
-         b == GemmBackend::kWgmmaWsTma || b == GemmBackend::kWgmmaWsTmaGrouped ||
-         b == GemmBackend::kWgmmaWsTmaGroupedSt;
+         b == GemmBackend::kWgmmaWsTma || is_grouped_tma_backend(b);
 }
 
 const char* gemm_kind_name(GemmKind kind);

@@ -171,4 +171,27 @@ HYMOE_WGMMA_HD uint32_t sw128_mn_desc_address(uint64_t desc, int k, int n) {
   return linear ^ (((linear >> 7) & 7u) << 4);
 }
 
+// Expert-major order of the same tiles (kWgmmaWsTmaGroupedX / ScX): the ids of expert e are
+// first_e * tiles_n .. (first_e + R_e) * tiles_n - 1 (R_e its row tiles), column tile slowest:
+// the R_e row tiles of one column tile (one weight tile) get consecutive ids, so a persistent
+// grid runs them at the same time on neighbouring blocks and the weight tile is read from DRAM
+// once, then from L2. Each thread calls this with increasing ids (the cursor only moves
+// forward); expert == experts when id is past the last tile.
+struct GroupedTile {
+  int expert;  // experts: none
+  int m_tile;  // row tile inside the expert (rows m_tile * tile_m..)
+  int n_tile;  // column tile
+};
+HYMOE_WGMMA_HD GroupedTile grouped_expert_major(GroupedCursor& c, int id, const int32_t* offsets,
+                                                int experts, int tile_m, int tiles_n) {
+  while (c.expert < experts) {
+    const int tiles = (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+    const int local = id - c.first * tiles_n;  // (>= 0: ids increase)
+    if (local < tiles * tiles_n) return {c.expert, local % tiles, local / tiles};
+    c.first += tiles;
+    ++c.expert;
+  }
+  return {experts, 0, 0};
+}
+
 }  // namespace hymoe::gpu::wgmma
