@@ -171,10 +171,14 @@ struct Linear {
   int n, k;  // weight [n, k]
 };
 
-// The FP8 projections of a DeepSeek-V3 layer.
+// The FP8 projections of a DeepSeek-V3 layer. q_a and kv_a read the same hidden states, so a
+// prefill pipeline runs them as one GEMM over the two weights stacked along N (q_a's 1536 rows
+// are 12 whole scale blocks, so the stacked block scales are the two tensors' scales one after
+// the other); kv_a alone (4.5 column tiles of 128) fills a 132-SM GPU's waves poorly.
 constexpr Linear kLinears[] = {
     {"q_a 1536x7168", 1536, 7168},       {"q_b 24576x1536", 24576, 1536},
-    {"kv_a 576x7168", 576, 7168},        {"o 7168x16384", 7168, 16384},
+    {"kv_a 576x7168", 576, 7168},        {"q_a+kv_a stacked 2112x7168", 2112, 7168},
+    {"o 7168x16384", 7168, 16384},
     {"dense_gate 18432x7168", 18432, 7168}, {"dense_down 7168x18432", 7168, 18432},
 };
 
