@@ -31,6 +31,10 @@ std::vector<Variant> variants() {
   return v;
 }
 
+void PrintTo(const Variant& v, std::ostream* os) {
+  *os << isa_name(v.isa) << (v.decode == GemvDecode::kShift ? " (shift decode)" : "");
+}
+
 class PerIsa : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override { set_gemv_decode(GetParam().decode); }
