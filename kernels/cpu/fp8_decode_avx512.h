@@ -4,7 +4,8 @@
 // value times 2^-120; adding 120 to the exponent field makes normal codes exact. Exponent-0 codes
 // (subnormals) and the NaN magnitude 0x7F are "special": a permute looks them up in a small table
 // indexed by the magnitude's low bits. Special <=> (mag - 8) mod 2^32 >= 119: one subtract, one
-// compare. BF16 (Fp8Bf16Decoder, needs AVX512-VBMI): a full table lookup, see below.
+// compare. BF16 (Fp8Bf16Decoder, needs AVX512-VBMI): a full table lookup, see below; or
+// (Fp8Bf16ShiftDecoder, GemvDecode::kShift) shifts and adds with a lookup only for special codes.
 #pragma once
 
 #include <immintrin.h>
