@@ -31,9 +31,14 @@ BenchContext::BenchContext() : topology_(cpu::Topology::detect()) {
   l3_bytes_ = l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
 }
 
-cpu::ThreadPool& BenchContext::pool(int threads) {
-  auto& p = pools_[threads];
-  if (!p) p = std::make_unique<cpu::ThreadPool>(topology_, cpu::ThreadPoolOptions{.threads = threads});
+cpu::ThreadPool& BenchContext::pool(int threads, cpu::CallerWait wait) {
+  auto& p = pools_[{threads, wait}];
+  if (!p) {
+    cpu::ThreadPoolOptions o;
+    o.threads = threads;
+    o.caller_wait = wait;
+    p = std::make_unique<cpu::ThreadPool>(topology_, o);
+  }
   return *p;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hymoe/cpu/thread_pool.h"
@@ -48,7 +49,9 @@ class BenchContext {
   // 1, 2, 4, 8, 16 up to the number of cores (and the core count itself when not a power of 2).
   const std::vector<int>& thread_counts() const { return thread_counts_; }
   int max_threads() const { return thread_counts_.back(); }
-  cpu::ThreadPool& pool(int threads);
+  // The pool of `threads` workers whose run() caller waits as `wait` says (kAuto: the default
+  // pool every case uses; others only for the caller-wait variants, built on first use).
+  cpu::ThreadPool& pool(int threads, cpu::CallerWait wait = cpu::CallerWait::kAuto);
 
   // Set by the probe benchmark, read by the others (GB/s; 0 when the probe has not run).
   void set_probe_gbps(int threads, double gbps) { probe_[threads] = gbps; }
@@ -79,7 +82,7 @@ class BenchContext {
  private:
   cpu::Topology topology_;
   std::vector<int> thread_counts_;
-  std::map<int, std::unique_ptr<cpu::ThreadPool>> pools_;
+  std::map<std::pair<int, cpu::CallerWait>, std::unique_ptr<cpu::ThreadPool>> pools_;
   std::map<int, double> probe_;
   size_t l3_bytes_ = 0;
   std::vector<Record> records_;
