@@ -473,6 +473,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
         p.impl = impl;
         const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
                           : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
+                          : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
                           : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                                 : "cuda-cores";
         const double ms = bench.time_ms([&] { mla_decode(p, s); });
@@ -643,7 +644,9 @@ int run(int argc, char** argv) {
       fmt::print("mla_decode_wgmma: skipped (needs compute capability 9.0 and an sm_90a build)\n");
       return;
     }
-    bench_mla_decode(bench, c, info, {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS});
+    bench_mla_decode(bench, c, info,
+                     {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
+                      MlaDecodeImpl::kWgmmaPingPong});
   });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

@@ -38,7 +38,7 @@ void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
               p.heads);
-  const bool wgmma = p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS;
+  const bool wgmma = mla_decode_is_wgmma(p.impl);
   HYMOE_CHECK(!wgmma || p.heads % 64 == 0, kInvalidArgument,
               "mla_decode (wgmma): heads {} must be a multiple of 64 (64-head blocks)", p.heads);
   HYMOE_CHECK(p.block_size >= 1 && p.max_seq_len >= 1 && p.num_splits >= 1 &&

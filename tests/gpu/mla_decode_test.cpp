@@ -121,7 +121,8 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
   if (!mla_decode_wgmma_supported())
     GTEST_SKIP() << "wgmma needs compute capability 9.0 and an sm_90a build";
   check_case(GetParam(), {{MlaDecodeImpl::kWgmma, "wgmma"},
-                          {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"}});
+                          {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"},
+                          {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -145,7 +146,8 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   p.block_size = 64;
   p.max_blocks = 1;
   p.max_seq_len = 64;
-  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS}) {
+  for (const MlaDecodeImpl impl :
+       {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS, MlaDecodeImpl::kWgmmaPingPong}) {
     p.impl = impl;
     EXPECT_ANY_THROW(mla_decode(p, nullptr));
   }
