@@ -156,6 +156,29 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   EXPECT_NO_THROW(mla_decode(p, nullptr));
 }
 
+TEST(GpuHost, MlaWgmmaSplitHeuristic) {
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 100), 1);      // short: one chunk
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 65536), 66);   // 2 head groups x 66 = 132 SMs
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 8, 128, 65536), 8);    // 16 x 8 = 128 blocks
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 3, 128, 65536), 22);   // 6 x 22 = 132
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1024), 8);     // chunks of >= 128 tokens
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1151), 8);     // not 9 chunks of 128 - 0
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1152), 9);
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 66, 128, 65536), 1);   // the head groups fill the GPU
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 200, 128, 65536), 1);  // more than one wave anyway
+  EXPECT_EQ(mla_decode_wgmma_splits(8, 1, 64, 1 << 30), 8);
+  // Never more blocks than SMs where more than one split is chosen; chunks >= 128 tokens.
+  for (int batch = 1; batch <= 70; ++batch)
+    for (int len : {1, 127, 128, 129, 1000, 4096, 65536}) {
+      const int splits = mla_decode_wgmma_splits(132, batch, 128, len);
+      EXPECT_GE(splits, 1);
+      if (splits > 1) {
+        EXPECT_LE(splits * batch * 2, 132) << batch << " " << len;
+        EXPECT_GE((len + splits - 1) / splits, 128) << batch << " " << len;
+      }
+    }
+}
+
 TEST(GpuHost, MlaSplitHeuristic) {
   EXPECT_EQ(mla_decode_splits(132, 1, 128, 100), 1);        // short: one chunk
   EXPECT_EQ(mla_decode_splits(132, 1, 128, 65536), 132);    // ~2 waves of 2 head groups

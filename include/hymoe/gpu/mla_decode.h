@@ -62,6 +62,14 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 // Pure function (testable without a GPU).
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
 
+// Splits for the wgmma kernels (one 64-head block per SM at a time): the most that keep the
+// batch x head groups x splits blocks in one wave on `multiprocessors` SMs (each SM one block
+// from start to end: no second wave's prologue, half the split-K partials of
+// mla_decode_splits' ~2 waves), without chunks under 128 tokens (one 64-token tile per
+// warpgroup); 1 where the head groups alone fill the GPU.
+// Pure function (testable without a GPU).
+int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_seq_len);
+
 // Whether the wgmma implementations (kWgmma, kWgmmaSplitS, kWgmmaPingPong) can run here (compute capability 9.0, sm_90a
 // code in the build).
 bool mla_decode_wgmma_supported();
