@@ -12,21 +12,26 @@
 //     row maxima m_j, arrives on p_full[wg] (128 per phase), and runs its P V with P from
 //     registers (rs wgmma);
 //   the other warpgroup waits on p_full, rescales its O by 2^(m_{j-1} - m_j) and runs P V with P
-//     from shared memory (ss wgmma), then, once that is done, arrives on empty[j % 2] (one per
-//     warp: 4 per phase), which the owner waits for before loading tile j + 2 into the stage.
+//     from shared memory (ss wgmma). Once a warp's part of a warpgroup's wgmmas on tile j is done
+//     (wgmma.wait_group covers the warp's own part; every part reads the whole tile as B), the
+//     warp arrives on empty[j % 2] (8 per phase: every warp of both warpgroups), which the owner
+//     waits for before loading tile j + 2 into the stage.
 // While one warpgroup does a softmax, the other's P V (and its loads) run. Per tile j, in warpgroup
 // wg (in flight before it: wg's P V of tile j - 1):
 //   owner:  wait full[wg]; issue S_j; wait<1> (P V_{j-1} done: release stage (j-1) % 2, and the
 //           P buffer that P V_{j-1} read is free); wait<0>; softmax; store P_j and m_j; arrive on
 //           p_full[wg]; O *= alpha; issue P V_j (rs).
-//   other:  wait<0> (own P V_{j-1} done); if tile j + 1 exists (and j >= 1): wait empty[wg] (the
-//           other's P V_{j-1} done), load tile j + 1 into stage wg; wait p_full[wg ^ 1]; read
+//   other:  wait<0> (own P V_{j-1} done: release stage wg); if tile j + 1 exists (and j >= 1):
+//           wait empty[wg] (every warp done with tile j - 1), load tile j + 1 into stage wg;
+//           wait p_full[wg ^ 1]; read
 //           m_j; O *= alpha, l *= alpha; issue P V_j (ss).
 // The P buffer alternates between the warpgroups' tiles: a warpgroup stores P_j only after its
 // own P V_{j-1} (which read P_{j-1}) completed, and the other stored P_{j-1} only after its
-// P V_{j-2} read P_{j-2}. m_j goes to slot j % 2 of a [2][64] exchange for the same reason. Each
-// barrier is completed by one warpgroup and waited for by the other, or by its own threads only
-// in program order (full), so a parity wait never sees the phase before last. Each warpgroup
+// P V_{j-2} read P_{j-2} (per warp: the part of a wgmma in warp w reads P's rows 16 w.., the
+// rows warp w of either warpgroup stores). m_j goes to slot j % 2 of a [2][64] exchange for the
+// same reason. The P barriers are each completed by one warpgroup and waited for by the other;
+// full and empty are waited for by warps that saw their previous phase complete: so a parity
+// wait never sees the phase before last. Each warpgroup
 // keeps the row sums of its own tiles' P, both rescaled by every alpha (the same maxima in
 // both), added at the end.
 #pragma once
@@ -102,7 +107,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   if (tid == 0) {
     for (int w = 0; w < 2; ++w) {
       mbarrier_init(full(w), 128);
-      mbarrier_init(empty(w), 4);
+      mbarrier_init(empty(w), 8);
       mbarrier_init(p_full(w), 128);
     }
   }
@@ -153,7 +158,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
     const int tile = start + j * kWgmmaMlaTile;
     const int owner = j % 2;
     const uint32_t stage = k_s + owner * wgmma::kMlaTileBytes;
-    const uint32_t use = static_cast<uint32_t>((j / 2) & 1);  // parity of this tile's phases
+    const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
     const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
     if (owner == wg) {
       const bool timed_out = mla_pp_wait_timed_out(full(wg), use);
@@ -233,9 +238,12 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       wgmma_wait<0>();  // own P V of tile j - 1 (rs: a) done
       wgmma_hold_n(o);
       hold_a();
+      // This warp's part of the warpgroup's wgmmas on tile j - 1 is done; the other warps' parts
+      // (which read the whole tile as B) may not be: the refill waits for all 8 warps.
+      if (j > 0 && lane0) mbarrier_arrive(empty(wg));
       if (j >= 1 && j + 1 < tiles) {
         // Tile j + 1 (own) into stage wg once the other warpgroup's P V of tile j - 1 read it.
-        mbarrier_wait(empty(wg), static_cast<uint32_t>(((j - 1) / 2) & 1));
+        mbarrier_wait(empty(wg), wgmma::mla_pp_tile_parity(j - 1));
         load_tile(j + 1);
       }
       mbarrier_wait(p_full(owner), use);
