@@ -593,22 +593,22 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
       p.block_size = block_size;
       p.max_blocks = max_blocks;
       p.max_seq_len = len;
-      p.num_splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
+      // The kernels' common splits (~2 waves), and for kWgmmaPingPong also one wave
+      // (mla_decode_wgmma_splits: rows tagged "-1wave").
+      const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
+      const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
       p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
       DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
-      DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, p.num_splits));
+      DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, std::max(splits, splits_1wave)));
       p.q = q.as<Bf16>();
       p.kv_cache = cache.as<Bf16>();
       p.block_table = table.as<int32_t>();
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      for (const MlaDecodeImpl impl : impls) {
+      auto run = [&](MlaDecodeImpl impl, int num_splits, const char* tag) {
         p.impl = impl;
-        const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
-                          : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
-                          : impl == MlaDecodeImpl::kTensorCores ? "mma"
-                                                                : "cuda-cores";
+        p.num_splits = num_splits;
         const double ms = bench.time_ms([&] { mla_decode(p, s); });
         const double bytes = double(batch) * len * kMlaHeadDim * 2;
         bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", tag, len, batch),
@@ -616,6 +616,16 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
         const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
         bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (compute)", tag, len, batch),
                    flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+      };
+      for (const MlaDecodeImpl impl : impls) {
+        const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
+                          : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
+                          : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
+                          : impl == MlaDecodeImpl::kTensorCores ? "mma"
+                                                                : "cuda-cores";
+        run(impl, splits, tag);
+        if (impl == MlaDecodeImpl::kWgmmaPingPong)
+          run(impl, splits_1wave, "wgmma-pingpong-1wave");
       }
     }
   }
@@ -784,7 +794,9 @@ int run(int argc, char** argv) {
       fmt::print("mla_decode_wgmma: skipped (needs compute capability 9.0 and an sm_90a build)\n");
       return;
     }
-    bench_mla_decode(bench, c, info, {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS});
+    bench_mla_decode(bench, c, info,
+                     {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
+                      MlaDecodeImpl::kWgmmaPingPong});
   });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

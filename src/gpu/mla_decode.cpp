@@ -20,6 +20,13 @@ int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len
   return std::clamp(want, 1, std::min(most, 1024));
 }
 
+int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_seq_len) {
+  const int blocks_per_split = std::max(1, batch * ((heads + 63) / 64));
+  const int want = std::max(1, multiprocessors / blocks_per_split);  // one wave
+  const int most = std::max(1, max_seq_len / 128);  // >= 128 tokens a chunk (round down)
+  return std::clamp(want, 1, std::min(most, 1024));
+}
+
 bool mla_decode_wgmma_supported() {
 #if defined(HYMOE_HAVE_SM90A)
   int device = 0, major = 0, minor = 0;
@@ -38,7 +45,7 @@ void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
               p.heads);
-  const bool wgmma = p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS;
+  const bool wgmma = mla_decode_is_wgmma(p.impl);
   HYMOE_CHECK(!wgmma || p.heads % 64 == 0, kInvalidArgument,
               "mla_decode (wgmma): heads {} must be a multiple of 64 (64-head blocks)", p.heads);
   HYMOE_CHECK(p.block_size >= 1 && p.max_seq_len >= 1 && p.num_splits >= 1 &&

@@ -3,10 +3,25 @@
 #include "mla_decode.cuh"
 #include "mla_decode_mma.cuh"
 #include "mla_decode_wgmma.cuh"
+#include "mla_decode_wgmma_pp.cuh"
 
 namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
+    // Checked by the caller, as below. 384 threads: two consumer warpgroups and a producer.
+    const auto kernel = kernels::mla_decode_wgmma_pp_kernel;
+    const cudaError_t attr =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kernels::kWgmmaPpSmemBytes));
+    if (attr != cudaSuccess) return attr;
+    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
+    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
+    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
+    kernel<<<grid, kernels::kWgmmaPpThreads, kernels::kWgmmaPpSmemBytes, stream>>>(p, chunk);
+    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+    return cudaGetLastError();
+  }
   if (p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS) {
     // Checked by the caller: heads a multiple of 64, compute capability 9.0 and sm_90a built.
     const auto kernel = p.impl == MlaDecodeImpl::kWgmma ? kernels::mla_decode_wgmma_kernel<false>

@@ -121,7 +121,8 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
   if (!mla_decode_wgmma_supported())
     GTEST_SKIP() << "wgmma needs compute capability 9.0 and an sm_90a build";
   check_case(GetParam(), {{MlaDecodeImpl::kWgmma, "wgmma"},
-                          {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"}});
+                          {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"},
+                          {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -145,13 +146,37 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   p.block_size = 64;
   p.max_blocks = 1;
   p.max_seq_len = 64;
-  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS}) {
+  for (const MlaDecodeImpl impl :
+       {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS, MlaDecodeImpl::kWgmmaPingPong}) {
     p.impl = impl;
     EXPECT_ANY_THROW(mla_decode(p, nullptr));
   }
   p.heads = 128;
   p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
   EXPECT_NO_THROW(mla_decode(p, nullptr));
+}
+
+TEST(GpuHost, MlaWgmmaSplitHeuristic) {
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 100), 1);      // short: one chunk
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 65536), 66);   // 2 head groups x 66 = 132 SMs
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 8, 128, 65536), 8);    // 16 x 8 = 128 blocks
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 3, 128, 65536), 22);   // 6 x 22 = 132
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1024), 8);     // chunks of >= 128 tokens
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1151), 8);     // not 9 chunks of 128 - 0
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1152), 9);
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 66, 128, 65536), 1);   // the head groups fill the GPU
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 200, 128, 65536), 1);  // more than one wave anyway
+  EXPECT_EQ(mla_decode_wgmma_splits(8, 1, 64, 1 << 30), 8);
+  // Never more blocks than SMs where more than one split is chosen; chunks >= 128 tokens.
+  for (int batch = 1; batch <= 70; ++batch)
+    for (int len : {1, 127, 128, 129, 1000, 4096, 65536}) {
+      const int splits = mla_decode_wgmma_splits(132, batch, 128, len);
+      EXPECT_GE(splits, 1);
+      if (splits > 1) {
+        EXPECT_LE(splits * batch * 2, 132) << batch << " " << len;
+        EXPECT_GE((len + splits - 1) / splits, 128) << batch << " " << len;
+      }
+    }
 }
 
 TEST(GpuHost, MlaSplitHeuristic) {

@@ -26,8 +26,16 @@ inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
 // (opt-in until measured: heads a multiple of 64, compute capability 9.0 and a build with
 // architecture 90a; mla_decode throws otherwise): kWgmma computes the scores in both warpgroups
 // and keeps P in registers, kWgmmaSplitS splits the scores' tokens between them and shares P
-// through shared memory.
-enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores, kWgmma, kWgmmaSplitS };
+// through shared memory; kWgmmaPingPong (round 2) has a producer warpgroup and gives each 64-token
+// tile's scores and softmax to one of the two consumer warpgroups in turn, P shared through shared
+// memory, so that one warpgroup's softmax runs under the other's P V.
+enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores, kWgmma, kWgmmaSplitS, kWgmmaPingPong };
+
+// Whether impl is one of the wgmma kernels (64-head groups, sm_90a).
+constexpr bool mla_decode_is_wgmma(MlaDecodeImpl impl) {
+  return impl == MlaDecodeImpl::kWgmma || impl == MlaDecodeImpl::kWgmmaSplitS ||
+         impl == MlaDecodeImpl::kWgmmaPingPong;
+}
 
 struct MlaDecodeParams {
   const Bf16* q = nullptr;              // [batch, heads, 576]
@@ -54,7 +62,15 @@ size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 // Pure function (testable without a GPU).
 int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len);
 
-// Whether MlaDecodeImpl::kWgmma and kWgmmaSplitS can run here (compute capability 9.0, sm_90a
+// Splits for the wgmma kernels (one 64-head block per SM at a time): the most that keep the
+// batch x head groups x splits blocks in one wave on `multiprocessors` SMs (each SM one block
+// from start to end: no second wave's prologue, half the split-K partials of
+// mla_decode_splits' ~2 waves), without chunks under 128 tokens (one 64-token tile per
+// warpgroup); 1 where the head groups alone fill the GPU.
+// Pure function (testable without a GPU).
+int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_seq_len);
+
+// Whether the wgmma implementations (kWgmma, kWgmmaSplitS, kWgmmaPingPong) can run here (compute capability 9.0, sm_90a
 // code in the build).
 bool mla_decode_wgmma_supported();
 

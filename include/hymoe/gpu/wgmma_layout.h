@@ -157,6 +157,14 @@ HYMOE_WGMMA_HD uint64_t mla_v_desc(uint32_t smem_addr) {
   return smem_desc(smem_addr, kMlaBlockBytes, kSw128AtomBytes, 1);
 }
 
+// kWgmmaPingPong (kernels/cuda/mla_decode_wgmma_pp.cuh): tile j belongs to warpgroup j % 2 and
+// its stage; the waits on tile j's full and P barriers (the (j / 2)-th phase of the owner's
+// barriers) use parity mla_pp_tile_parity(j); before loading tile j + 1 at its step j (j >= 1)
+// the loader waits for the other warpgroup's release of tile j - 1 (the ((j - 1) / 2)-th phase of
+// its empty barrier): parity mla_pp_tile_parity(j - 1). tests/gpu/mla_pingpong_protocol_test.cpp
+// runs the protocol on a CPU model of mbarriers.
+HYMOE_WGMMA_HD uint32_t mla_pp_tile_parity(int j) { return static_cast<uint32_t>((j / 2) & 1); }
+
 // Model of the hardware's side of an MN-major 128-byte-swizzled 16-bit operand (the PTX ISA's
 // canonical layout ((8 x 16 bytes, m), (8 rows, k)) : ((16 bytes, LBO), (128 bytes, SBO))):
 // the shared address read for element (k, n) (k: 0..15 of a k16 step, n: 0..N-1).
