@@ -593,8 +593,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
       p.block_size = block_size;
       p.max_blocks = max_blocks;
       p.max_seq_len = len;
-      // The kernels' common splits (~2 waves), and for kWgmmaPingPong also one wave
-      // (mla_decode_wgmma_splits: rows tagged "-1wave").
+      // The kernels' common splits (~2 waves), and for kWgmmaPingPong and kWgmmaSplitS also one
+      // wave (mla_decode_wgmma_splits: rows tagged "-1wave").
       const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
       const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
       p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
@@ -626,6 +626,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
         run(impl, splits, tag);
         if (impl == MlaDecodeImpl::kWgmmaPingPong)
           run(impl, splits_1wave, "wgmma-pingpong-1wave");
+        if (impl == MlaDecodeImpl::kWgmmaSplitS)
+          run(impl, splits_1wave, "wgmma-split-s-1wave");
       }
     }
   }
