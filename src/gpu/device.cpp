@@ -7,6 +7,23 @@
 
 namespace hymoe::gpu {
 
+int current_device_sm() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return 0;
+  return major * 10 + minor;
+}
+
+bool hopper_kernels_usable() {
+#if defined(HYMOE_HAVE_SM90A)
+  return current_device_sm() == 90;
+#else
+  return false;  // no sm_90a code in this build (CMAKE_CUDA_ARCHITECTURES lacks 90a)
+#endif
+}
+
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -4,31 +4,14 @@
 #include <cstdint>
 
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/device.h"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu {
 
-bool fp8_block_gemm_supported() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return false;
-  return major * 10 + minor >= 89;
-}
+bool fp8_block_gemm_supported() { return current_device_sm() >= 89; }
 
-bool fp8_block_gemm_wgmma_supported() {
-#if defined(HYMOE_HAVE_SM90A)
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return false;
-  return major == 9 && minor == 0;
-#else
-  return false;  // no sm_90a code in this build (CMAKE_CUDA_ARCHITECTURES lacks 90a)
-#endif
-}
+bool fp8_block_gemm_wgmma_supported() { return hopper_kernels_usable(); }
 
 void fp8_block_gemm(const Fp8BlockGemmParams& p, cudaStream_t stream, Fp8BlockGemmKernel kernel) {
   const int kb = (p.k + 127) / 128;

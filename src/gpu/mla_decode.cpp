@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/device.h"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu {
@@ -27,18 +28,7 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
   return std::clamp(want, 1, std::min(most, 1024));
 }
 
-bool mla_decode_wgmma_supported() {
-#if defined(HYMOE_HAVE_SM90A)
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return false;
-  return major == 9 && minor == 0;
-#else
-  return false;  // no sm_90a code in this build (CMAKE_CUDA_ARCHITECTURES lacks 90a)
-#endif
-}
+bool mla_decode_wgmma_supported() { return hopper_kernels_usable(); }
 
 void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&

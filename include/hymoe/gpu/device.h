@@ -30,6 +30,14 @@ struct DeviceInfo {
 // Number of CUDA devices; 0 when there is no device or no (usable) driver.
 int device_count();
 
+// Compute capability (major * 10 + minor) of the calling thread's current device; 0 when there is
+// none or the driver cannot tell.
+int current_device_sm();
+
+// Whether this build carries sm_90a kernels (Hopper's wgmma and TMA) and the current device can
+// run them: sm_90a code runs on compute capability 9.0 only.
+bool hopper_kernels_usable();
+
 // Properties of device `index`. Throws hymoe::Error (kInvalidArgument) for a bad index.
 DeviceInfo query_device(int index);
 std::vector<DeviceInfo> query_devices();
