@@ -1,9 +1,9 @@
 // FP8 GEMV for 1..8 tokens that streams its weights like the read probe (Fp8GemvImpl::kStream and
 // fp8_gemv_fused). The tile kernel (fp8_gemv_mma.cuh) holds its weight loads in registers (4
 // chunks a warp, then the math): few bytes in flight per SM, a second wave of blocks, and DRAM
-// idle while each block's last loads return. Here each block owns a ring of kStreamStages
-// shared-memory stages, each one 16 rows x 512 columns (8 KB) of weight, filled by cp.async (2
-// 16-byte copies a thread, no registers held), and keeps kStreamStages - 1 stages in flight while
+// idle while each block's last loads return. Here each block owns a ring of kStages
+// dynamic shared-memory stages, each one 16 rows x 512 columns (8 KB) of weight, filled by cp.async (2
+// 16-byte copies a thread, no registers held), and keeps kStages - 1 stages in flight while
 // its 8 warps compute the oldest: warp w takes the stage's 64-column chunk w, reads its fragments
 // from shared memory (row pitch 576 bytes: a quarter-warp's 16-byte reads hit distinct banks) and
 // runs the tile kernel's gemv_mma_chunk64 and block-scale step. The grid is at most one wave
@@ -31,7 +31,11 @@ inline constexpr int kStreamThreads = kStreamWarps * kWarpSize;
 inline constexpr int kStreamRows = 16;       // rows of a tile (the mma's M)
 inline constexpr int kStreamSlab = 512;      // weight columns (bytes) of a stage: 8 chunks of 64
 inline constexpr int kStreamPitch = kStreamSlab + 64;
-inline constexpr int kStreamStages = 4;
+// Ring depths: kStreamStagesShallow (36 KB, 5 blocks an SM) when the tiles fill the SMs, and
+// kStreamStagesDeep (99 KB, 2 blocks an SM) when there are too few tiles for that (2048x7168 has
+// 128, fewer than the H200's 132 SMs): then each block keeps 10 stages (80 KB) in flight.
+inline constexpr int kStreamStagesShallow = 4;
+inline constexpr int kStreamStagesDeep = 11;
 inline constexpr int kStreamStageBytes = kStreamRows * kStreamPitch;
 // 16-byte copies a thread issues per stage.
 inline constexpr int kStreamCopies = kStreamRows * kStreamSlab / 16 / kStreamThreads;
@@ -52,10 +56,13 @@ __device__ __forceinline__ int stream_locate(const GemvStreamArgs& a, int tile, 
   return i;
 }
 
-template <bool kPdl>
-__global__ void __launch_bounds__(kStreamThreads, 4) fp8_gemv_stream_kernel(const GemvStreamArgs a) {
+// Dynamic shared memory: kStages * kStreamStageBytes (the ring).
+template <bool kPdl, int kStages>
+__global__ void __launch_bounds__(kStreamThreads, kStages <= kStreamStagesShallow ? 4 : 2)
+    fp8_gemv_stream_kernel(const GemvStreamArgs a) {
   if constexpr (kPdl) pdl_launch_dependents();
-  __shared__ __align__(16) uint8_t ring[kStreamStages][kStreamStageBytes];
+  extern __shared__ __align__(16) uint8_t ring_bytes[];
+  auto* ring = reinterpret_cast<uint8_t(*)[kStreamStageBytes]>(ring_bytes);
   __shared__ float red[kStreamWarps][16][8];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(kStreamThreads, 4) fp8_gemv_stream_kernel(cons
   };
 
 #pragma unroll
-  for (int s = 0; s < kStreamStages - 1; ++s) {
+  for (int s = 0; s < kStages - 1; ++s) {
     if (s < items) issue(s, s);
     cp_async_commit();  // empty groups keep the count uniform
   }
@@ -92,9 +99,9 @@ __global__ void __launch_bounds__(kStreamThreads, 4) fp8_gemv_stream_kernel(cons
 
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int it = 0; it < items; ++it) {
-    cp_async_wait<kStreamStages - 2>();  // item it has landed (this thread's copies)
+    cp_async_wait<kStages - 2>();  // item it has landed (this thread's copies)
     __syncthreads();                     // everyone's copies; slot (it - 1) % S is free again
-    if (it + kStreamStages - 1 < items) issue(it + kStreamStages - 1, (it + kStreamStages - 1) % kStreamStages);
+    if (it + kStages - 1 < items) issue(it + kStages - 1, (it + kStages - 1) % kStages);
     cp_async_commit();
 
     const int slab = it % slabs;
@@ -103,7 +110,7 @@ __global__ void __launch_bounds__(kStreamThreads, 4) fp8_gemv_stream_kernel(cons
     if (slab == 0) acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     const int col0 = slab * kStreamSlab + warp * 64;  // this warp's chunk (warp-uniform test)
     if (col0 < k) {
-      const uint8_t* st = ring[it % kStreamStages] + warp * 64 + c * 16;
+      const uint8_t* st = ring[it % kStages] + warp * 64 + c * 16;
       const uint4 wl = *reinterpret_cast<const uint4*>(st + g * kStreamPitch);
       const uint4 wh = *reinterpret_cast<const uint4*>(st + (g + 8) * kStreamPitch);
       uint4 xa = make_uint4(0, 0, 0, 0), xb = make_uint4(0, 0, 0, 0);

@@ -51,26 +51,46 @@ cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   }
 }
 
-// Blocks of `kernel` resident on the current device (SMs x blocks an SM), asked once per device.
-template <bool kPdl>
-cudaError_t stream_wave(int& blocks) {
+// The streaming kernel's variant, its dynamic shared memory (the ring) and its wave (SMs x
+// resident blocks) on the current device; the attribute set and the occupancy asked once per
+// device.
+struct StreamKernel {
+  void (*kernel)(kernels::GemvStreamArgs);
+  int smem;
+  int sms;
+  int wave;
+};
+
+template <bool kPdl, int kStages>
+cudaError_t stream_kernel(StreamKernel& out) {
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached[kMaxDevices];
+  static std::atomic<int> cached_wave[kMaxDevices], cached_sms[kMaxDevices];
+  out.kernel = kernels::fp8_gemv_stream_kernel<kPdl, kStages>;
+  out.smem = kStages * kernels::kStreamStageBytes;
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
-  if (device < kMaxDevices && (blocks = cached[device].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
-  int sms = 0, per_sm = 0;
-  err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (device < kMaxDevices && (out.wave = cached_wave[device].load(std::memory_order_acquire)) > 0) {
+    out.sms = cached_sms[device].load(std::memory_order_relaxed);
+    return cudaSuccess;
+  }
+  int per_sm = 0;
+  err = cudaDeviceGetAttribute(&out.sms, cudaDevAttrMultiProcessorCount, device);
   if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::fp8_gemv_stream_kernel<kPdl>,
-                                                        kernels::kStreamThreads, 0);
+    err = cudaFuncSetAttribute(out.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, out.smem);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out.kernel, kernels::kStreamThreads, out.smem);
   if (err != cudaSuccess) return err;
-  blocks = std::max(1, sms * per_sm);
-  if (device < kMaxDevices) cached[device].store(blocks, std::memory_order_relaxed);
+  out.wave = std::max(1, out.sms * per_sm);
+  if (device < kMaxDevices) {
+    cached_sms[device].store(out.sms, std::memory_order_relaxed);
+    cached_wave[device].store(out.wave, std::memory_order_release);
+  }
   return cudaSuccess;
 }
 
+// The deep ring where the tiles are too few to give every SM two shallow blocks (each SM then
+// keeps more bytes in flight with fewer blocks), the shallow one otherwise.
 template <bool kPdl>
 cudaError_t launch_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
   kernels::GemvStreamArgs a{};
@@ -81,14 +101,15 @@ cudaError_t launch_stream(const Fp8GemvParams* parts, int count, cudaStream_t st
     a.tile_end[i] = tiles;
   }
   a.parts = count;
-  int wave = 0;
-  const cudaError_t err = stream_wave<kPdl>(wave);
+  StreamKernel k{};
+  cudaError_t err = stream_kernel<kPdl, kernels::kStreamStagesShallow>(k);
+  if (err == cudaSuccess && tiles < 2 * k.sms) err = stream_kernel<kPdl, kernels::kStreamStagesDeep>(k);
   if (err != cudaSuccess) return err;
   // Rounds of tiles a block runs, then as few blocks as give every block that many (or one less):
   // no block is left with a round more than most.
-  const int rounds = (tiles + wave - 1) / wave;
-  return launch_kernel(kernels::fp8_gemv_stream_kernel<kPdl>, dim3((tiles + rounds - 1) / rounds),
-                       dim3(kernels::kStreamThreads), kPdl, stream, a);
+  const int rounds = (tiles + k.wave - 1) / k.wave;
+  return launch_kernel_smem(k.kernel, dim3((tiles + rounds - 1) / rounds), dim3(kernels::kStreamThreads),
+                            size_t(k.smem), kPdl, stream, a);
 }
 
 }  // namespace

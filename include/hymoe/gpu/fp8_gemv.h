@@ -20,10 +20,10 @@ inline constexpr int kGemvMaxTokens = 8;
 // cores (FP32 FMAs; any GPU, and the cross-check). kAuto: tensor cores for 2..8 tokens where the
 // GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
 // (measured faster there on the H200). kStream, opt-in until measured (sm_89 and newer): the
-// tensor-core arithmetic fed from a 4-stage shared-memory ring that each block fills with
-// cp.async (16 rows x 512 columns a stage, 3 stages in flight), over a grid of at most one wave
-// of blocks, each looping over 16-row tiles with the next tile's bytes already in flight; results
-// bitwise those of kTensorCores. The one kernel behind fp8_gemv_fused.
+// tensor-core arithmetic fed from a shared-memory ring that each block fills with cp.async (16
+// rows x 512 columns a stage; 4 stages, or 11 when the tiles are fewer than 2 x SMs), over a grid
+// of at most one wave of blocks, each looping over 16-row tiles with the next tile's bytes already
+// in flight; results bitwise those of kTensorCores. The one kernel behind fp8_gemv_fused.
 enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores, kStream };
 
 struct Fp8GemvParams {
