@@ -31,11 +31,12 @@ inline constexpr int kStreamThreads = kStreamWarps * kWarpSize;
 inline constexpr int kStreamRows = 16;       // rows of a tile (the mma's M)
 inline constexpr int kStreamSlab = 512;      // weight columns (bytes) of a stage: 8 chunks of 64
 inline constexpr int kStreamPitch = kStreamSlab + 64;
-// Ring depths: kStreamStagesShallow (36 KB, 5 blocks an SM) when the tiles fill the SMs, and
-// kStreamStagesDeep (99 KB, 2 blocks an SM) when there are too few tiles for that (2048x7168 has
-// 128, fewer than the H200's 132 SMs): then each block keeps 10 stages (80 KB) in flight.
+// Ring depths: kStreamStagesShallow (36 KB, 5 blocks an SM on the H200) when the tiles fill the
+// SMs, and kStreamStagesDeep (90 KB, 2 blocks an SM; with red 94 KB, under the 99 KB a block may
+// have on sm_89 and sm_120) when there are too few tiles for that (2048x7168 has 128, fewer than
+// the H200's 132 SMs): then each block keeps 9 stages (72 KB) in flight.
 inline constexpr int kStreamStagesShallow = 4;
-inline constexpr int kStreamStagesDeep = 11;
+inline constexpr int kStreamStagesDeep = 10;
 inline constexpr int kStreamStageBytes = kStreamRows * kStreamPitch;
 // 16-byte copies a thread issues per stage.
 inline constexpr int kStreamCopies = kStreamRows * kStreamSlab / 16 / kStreamThreads;

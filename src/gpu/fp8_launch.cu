@@ -81,7 +81,8 @@ cudaError_t stream_kernel(StreamKernel& out) {
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out.kernel, kernels::kStreamThreads, out.smem);
   if (err != cudaSuccess) return err;
-  out.wave = std::max(1, out.sms * per_sm);
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;  // the ring does not fit this GPU
+  out.wave = out.sms * per_sm;
   if (device < kMaxDevices) {
     cached_sms[device].store(out.sms, std::memory_order_relaxed);
     cached_wave[device].store(out.wave, std::memory_order_release);

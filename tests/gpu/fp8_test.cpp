@@ -310,9 +310,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                                            GemvCase{1, 300, 16384}, GemvCase{7, 131, 4096},
                                            GemvCase{1, 256, 2048, true},
                                            GemvCase{8, 130, 1024, true},
-                                           // Tiles enough for the stream kernel's shallow ring
-                                           // (2 x SMs of 16-row tiles on an H200), looping blocks.
-                                           GemvCase{1, 8192, 512}, GemvCase{8, 6000, 256}));
+                                           // The stream kernel's shallow ring (>= 2 x SMs
+                                           // 16-row tiles), with blocks looping over 2 tiles
+                                           // (750 tiles > the H200's wave of 660) and without.
+                                           GemvCase{1, 12000, 512}, GemvCase{8, 6000, 256}));
 
 // A chain of dependent GEMVs launched with PDL equals the same chain launched plainly, bit for
 // bit. Built so that a missing or misplaced griddepcontrol.wait shows: a long producer (2048 x
@@ -504,7 +505,8 @@ INSTANTIATE_TEST_SUITE_P(Parts, GemvFusedTest,
                                            GemvFusedCase{2, 7168, {2048, 2048}},
                                            GemvFusedCase{5, 2048, {7, 300, 16, 129}},
                                            GemvFusedCase{1, 1040, {33}},
-                                           GemvFusedCase{3, 512, {4096, 4000, 100}}));
+                                           // 769 tiles: blocks loop across parts.
+                                           GemvFusedCase{3, 512, {8192, 4000, 100}}));
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;

@@ -21,7 +21,7 @@ inline constexpr int kGemvMaxTokens = 8;
 // GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
 // (measured faster there on the H200). kStream, opt-in until measured (sm_89 and newer): the
 // tensor-core arithmetic fed from a shared-memory ring that each block fills with cp.async (16
-// rows x 512 columns a stage; 4 stages, or 11 when the tiles are fewer than 2 x SMs), over a grid
+// rows x 512 columns a stage; 4 stages, or 10 when the tiles are fewer than 2 x SMs), over a grid
 // of at most one wave of blocks, each looping over 16-row tiles with the next tile's bytes already
 // in flight; results bitwise those of kTensorCores. The one kernel behind fp8_gemv_fused.
 enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores, kStream };
