@@ -77,7 +77,14 @@ cudaError_t fill_i32(int32_t* dst, size_t count, int32_t bound, uint64_t seed, c
 namespace hymoe::gpu::bench {
 namespace {
 
+// kPdl: launched as a programmatic dependent (PDL): lets the next launch start at once, reads its
+// bytes, then waits for the previous kernel (griddepcontrol.wait) before writing out, as a PDL
+// GEMV streams its weights early but writes its output after the wait.
+template <bool kPdl>
 __global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint32_t* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kPdl) asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
   uint32_t acc = 0;
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   size_t i = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -92,15 +99,31 @@ __global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint3
     acc ^= a.x ^ a.y ^ a.z ^ a.w;
   }
   for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kPdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   if (threadIdx.x % 32 == 0) atomicXor(out + blockIdx.x, acc);
 }
 
 }  // namespace
 
 cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
-                       cudaStream_t stream) {
-  read_probe_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), bytes / 16, out);
-  return cudaGetLastError();
+                       cudaStream_t stream, bool pdl) {
+  if (!pdl) {
+    read_probe_kernel<false><<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), bytes / 16, out);
+    return cudaGetLastError();
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(256);
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, read_probe_kernel<true>, static_cast<const uint4*>(src),
+                            bytes / 16, out);
 }
 
 }  // namespace hymoe::gpu::bench

@@ -26,8 +26,10 @@ namespace hymoe::gpu::bench {
 // The read-only ceiling of a kernel that streams `bytes` (a multiple of 16, 16-byte aligned)
 // once: 16-byte streaming loads over a grid of `blocks` x 256 threads, XOR-folded into out[block]
 // so nothing is optimised away. Timed like the kernel it bounds, it gives the bandwidth a
-// launch of that size can reach (launch, ramp-up and tail included).
+// launch of that size can reach (launch, ramp-up and tail included). pdl (sm_90 and newer; the
+// caller checks): a programmatic dependent launch that reads first and waits for the previous
+// kernel only before its write, the ceiling of a chain of PDL launches of that size.
 cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
-                       cudaStream_t stream);
+                       cudaStream_t stream, bool pdl = false);
 
 }  // namespace hymoe::gpu::bench

@@ -237,6 +237,15 @@ void bench_quant(Bench& bench, const Ceilings& c) {
   bench.add({"fp8_quant 16384x7168", bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
 }
 
+const char* gemv_impl_name(Fp8GemvImpl impl) {
+  switch (impl) {
+    case Fp8GemvImpl::kTensorCores: return "mma";
+    case Fp8GemvImpl::kCudaCores: return "cuda-cores";
+    case Fp8GemvImpl::kStream: return "stream";
+    default: return "auto";
+  }
+}
+
 void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
   cudaStream_t s = bench.stream();
   const Linear shapes[] = {{"7168x2048", 7168, 2048}, {"2048x7168", 2048, 7168},
@@ -262,29 +271,20 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       bench.add({fmt::format("ceiling/read_probe same bytes as {} ({:.1f} MB)", l.name, wbytes / 1e6),
                  wbytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
     }
-    for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
-      for (const bool persistent : {false, true}) {  // Fp8GemvParams::persistent (tensor cores)
-        if (impl == Fp8GemvImpl::kCudaCores && persistent) continue;
-        for (int tokens : {1, 2, 4, 8}) {
-          if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
-          if (persistent && tokens != 1 && tokens != 8) continue;
-          int next = 0;
-          const double ms = bench.time_ms([&] {
-            const int i = next++ % copies;
-            Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
-                            x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
-            p.impl = impl;
-            p.persistent = persistent;
-            fp8_gemv(p, s);
-          });
-          const double bytes = double(wbytes) + nb * kb * 4.0;
-          bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}",
-                                 impl == Fp8GemvImpl::kCudaCores ? "cuda-cores"
-                                 : persistent                    ? "mma-persistent"
-                                                                 : "mma",
-                                 l.name, tokens),
-                     bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
-        }
+    for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kStream}) {
+      for (int tokens : {1, 2, 4, 8}) {
+        if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
+        int next = 0;
+        const double ms = bench.time_ms([&] {
+          const int i = next++ % copies;
+          Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
+                          x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
+          p.impl = impl;
+          fp8_gemv(p, s);
+        });
+        const double bytes = double(wbytes) + nb * kb * 4.0;
+        bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}", gemv_impl_name(impl), l.name, tokens),
+                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
       }
     }
   }
@@ -292,14 +292,19 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
 
 // Chains of dependent FP8 GEMVs, as a decode step runs them: each link has its own weight (the
 // chain's weights far exceed L2, so a repeat finds nothing cached) and reads its activations from
-// act[x], writing act[y]; a link whose x is an earlier link's y depends on it. Timed as a whole
-// (one enqueue = the whole chain): GB/s of weight + scale bytes, plain launches, PDL launches
-// (Fp8GemvParams::pdl) and PDL with the L2 prefetch (pdl_prefetch_l2), each from the stream (host
-// launch rate included) and replayed as one captured CUDA graph, beside a chain of read probes
-// over the same weights (plain launches from the stream).
+// act[x], writing act[y]; a link whose x is an earlier link's y depends on it. A link with n2 > 0
+// is two GEMVs over the same x (q_a + kv_a, gate + up; the second writes act[y2], its weight
+// follows the first's in one buffer): one fp8_gemv_fused launch for the stream kernel, two
+// launches for the others. Timed as a whole (one enqueue = the whole chain): GB/s of weight +
+// scale bytes, plain launches, PDL launches (Fp8GemvParams::pdl) and PDL with the L2 prefetch
+// (pdl_prefetch_l2, not the stream kernel's), each from the stream (host launch rate included)
+// and replayed as one captured CUDA graph, beside two chains of read probes over the same
+// weights, one probe a link (plain launches, and PDL launches that read first and wait before
+// their write: the best a chain of launches of these sizes can do).
 struct GemvLink {
   int n, k;
   int x, y;  // indices into the chain's activation buffers
+  int n2 = 0, y2 = 0;
 };
 
 void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, const std::string& name,
@@ -308,53 +313,64 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
   std::vector<DeviceBuffer> w, sc, act;
   double bytes = 0;
   for (const GemvLink& l : links) {
-    const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128;
-    w.push_back(random_fp8(size_t(l.n) * l.k, s));
+    const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128, nb2 = (l.n2 + 127) / 128;
+    w.push_back(random_fp8(size_t(l.n + l.n2) * l.k, s));
     // Scales near 1 / (sqrt(k) x rms code) keep activations O(1) along the chain (timing does not
     // depend on the values; this only keeps them finite).
-    sc.push_back(random_f32(size_t(nb) * kb, 0.0001f, 0.0002f, s));
-    bytes += double(l.n) * l.k + nb * kb * 4.0;
+    sc.push_back(random_f32(size_t(nb + nb2) * kb, 0.0001f, 0.0002f, s));
+    bytes += double(l.n + l.n2) * l.k + (nb + nb2) * kb * 4.0;
   }
   for (const int width : widths) act.push_back(random_bf16(size_t(kGemvMaxTokens) * width, s));
-  {
+  for (const bool pdl : {false, true}) {
+    if (pdl && info.sm() < 90) continue;
     const int blocks = 8 * info.multiprocessors;
     DeviceBuffer fold(size_t(blocks) * 4);
     const double ms = bench.time_ms([&] {
       for (size_t i = 0; i < links.size(); ++i)
-        HYMOE_CUDA_CHECK(bench::read_probe(w[i].data(), size_t(links[i].n) * links[i].k,
-                                           fold.as<uint32_t>(), blocks, s));
+        HYMOE_CUDA_CHECK(bench::read_probe(w[i].data(), size_t(links[i].n + links[i].n2) * links[i].k,
+                                           fold.as<uint32_t>(), blocks, s, pdl));
     });
-    bench.add({fmt::format("ceiling/read_probe chain {} ({} launches, {:.0f} MB)", name, links.size(),
-                           bytes / 1e6),
+    bench.add({fmt::format("ceiling/read_probe chain{} {} ({} launches, {:.0f} MB)", pdl ? "[pdl]" : "",
+                           name, links.size(), bytes / 1e6),
                bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
   }
-  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kAuto}) {
+  for (const Fp8GemvImpl impl :
+       {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kAuto, Fp8GemvImpl::kStream}) {
     for (const int tokens : {1, 8}) {
-      if (impl != Fp8GemvImpl::kTensorCores && tokens > 1) continue;
+      if ((impl == Fp8GemvImpl::kCudaCores || impl == Fp8GemvImpl::kAuto) && tokens > 1) continue;
       for (const bool graph : {false, true}) {
-        // plain, pdl, pdl + L2 prefetch, persistent, persistent + pdl (the last two mma only)
-        for (const int mode : {0, 1, 2, 3, 4}) {
-          if (mode >= 3 && impl != Fp8GemvImpl::kTensorCores) continue;
+        for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
+          if (mode == 2 && impl == Fp8GemvImpl::kStream) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
               const GemvLink& l = links[i];
-              Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
-                              act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, (l.k + 127) / 128,
-                              widths[l.x], widths[l.y]};
-              p.impl = impl;
-              p.pdl = mode == 1 || mode == 2 || mode == 4;
-              p.pdl_prefetch_l2 = mode == 2;
-              p.persistent = mode >= 3;
-              fp8_gemv(p, s);
+              const int kb = (l.k + 127) / 128;
+              Fp8GemvParams p[2];
+              p[0] = Fp8GemvParams{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[l.x].as<Bf16>(),
+                                   act[l.y].as<Bf16>(), tokens, l.n, l.k, l.k, kb,
+                                   widths[l.x], widths[l.y]};
+              p[0].impl = impl;
+              p[0].pdl = mode >= 1;
+              p[0].pdl_prefetch_l2 = mode == 2;
+              const int parts = l.n2 > 0 ? 2 : 1;
+              if (parts == 2) {
+                p[1] = p[0];
+                p[1].w = w[i].as<Fp8E4M3>() + size_t(l.n) * l.k;
+                p[1].w_scales = sc[i].as<float>() + size_t((l.n + 127) / 128) * kb;
+                p[1].y = act[l.y2].as<Bf16>();
+                p[1].n = l.n2;
+                p[1].ldy = widths[l.y2];
+              }
+              if (impl == Fp8GemvImpl::kStream) {
+                fp8_gemv_fused(p, parts, s);
+              } else {
+                for (int j = 0; j < parts; ++j) fp8_gemv(p[j], s);
+              }
             }
           };
-          const std::string label = fmt::format(
-              "fp8_gemv_chain[{}{}{}]/{} tokens={}",
-              impl == Fp8GemvImpl::kCudaCores     ? "cuda-cores"
-              : impl == Fp8GemvImpl::kTensorCores ? "mma"
-                                                  : "auto",
-              std::array{"", ",pdl", ",pdl+l2", ",persistent", ",persistent+pdl"}[mode],
-              graph ? ",graph" : "", name, tokens);
+          const std::string label =
+              fmt::format("fp8_gemv_chain[{}{}{}]/{} tokens={}", gemv_impl_name(impl),
+                          std::array{"", ",pdl", ",pdl+l2"}[mode], graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {
             try {
@@ -406,6 +422,19 @@ void bench_gemv_chains(Bench& bench, const Ceilings& c, const DeviceInfo& info) 
       links.insert(links.end(), std::begin(layer_links), std::end(layer_links));
     }
     bench_gemv_chain(bench, c, info, "dsv3 layer (q_a kv_a q_b o gate up down) x4", links,
+                     {7168, 1536, 576, 24576, 16384, 7168, 2048, 2048});
+  }
+  {  // The same layers with the GEMVs over one input fused (5 links a layer): q_a|kv_a, q_b, o,
+     // gate|up, down. One launch each for the stream kernel (fp8_gemv_fused), two for the others.
+    enum { kHidden, kQa, kKva, kQ, kAttn, kO, kGate, kUp };
+    std::vector<GemvLink> links;
+    for (int layer = 0; layer < 4; ++layer) {
+      const GemvLink layer_links[] = {{1536, 7168, kHidden, kQa, 576, kKva}, {24576, 1536, kQa, kQ},
+                                      {7168, 16384, kAttn, kO},            {2048, 7168, kO, kGate, 2048, kUp},
+                                      {7168, 2048, kUp, kHidden}};
+      links.insert(links.end(), std::begin(layer_links), std::end(layer_links));
+    }
+    bench_gemv_chain(bench, c, info, "dsv3 layer fused (q_a|kv_a q_b o gate|up down) x4", links,
                      {7168, 1536, 576, 24576, 16384, 7168, 2048, 2048});
   }
 }

@@ -43,6 +43,27 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2_m120(uint32_t w) {
 // unscaled), far below anything a product with a weight (<= 448) can register in the sum.
 __device__ __forceinline__ uint32_t bf16x2_times_2p100(uint32_t w) { return w + 0x32003200u; }
 
+// One 64-column chunk of a 16-row tile: lane (g, c) holds 16 weight bytes of rows g (lo) and
+// g + 8 (hi) at columns 16c.. of the chunk and token g's 16 activations there (xa, xb); part
+// receives the chunk's unscaled dot products (C fragment) through four k16 mma steps under the
+// permutation of the header comment. Shared by the tile kernel and the streaming one
+// (fp8_gemv_stream.cuh), so both sum in the same order.
+__device__ __forceinline__ void gemv_mma_chunk64(uint4 wl, uint4 wh, uint4 xa, uint4 xb, float (&part)[4]) {
+  const uint32_t lo[4] = {wl.x, wl.y, wl.z, wl.w};
+  const uint32_t hi[4] = {wh.x, wh.y, wh.z, wh.w};
+  const uint32_t xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+  part[0] = part[1] = part[2] = part[3] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t a0 = e4m3x2_to_bf16x2_m120<0x1404>(lo[j]);
+    const uint32_t a2 = e4m3x2_to_bf16x2_m120<0x3424>(lo[j]);
+    const uint32_t a1 = e4m3x2_to_bf16x2_m120<0x1404>(hi[j]);
+    const uint32_t a3 = e4m3x2_to_bf16x2_m120<0x3424>(hi[j]);
+    const uint32_t b0 = bf16x2_times_2p100(xs[2 * j]), b1 = bf16x2_times_2p100(xs[2 * j + 1]);
+    mma_16816(part, a0, a1, a2, a3, b0, b1);
+  }
+}
+
 // Rows row0..row0 + 15 of y: the block's whole K loop and its reduction through red.
 template <bool kPdl>
 __device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int row0,
@@ -99,19 +120,8 @@ __device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int ro
     for (int u = 0; u < kGemvMmaUnroll; ++u) {
       const int chunk = c0 + u * kGemvMmaWarps;
       if (chunk >= chunks) break;
-      const uint32_t lo[4] = {wl[u].x, wl[u].y, wl[u].z, wl[u].w};
-      const uint32_t hi[4] = {wh[u].x, wh[u].y, wh[u].z, wh[u].w};
-      const uint32_t xs[8] = {xa[u].x, xa[u].y, xa[u].z, xa[u].w, xb[u].x, xb[u].y, xb[u].z, xb[u].w};
-      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t a0 = e4m3x2_to_bf16x2_m120<0x1404>(lo[j]);
-        const uint32_t a2 = e4m3x2_to_bf16x2_m120<0x3424>(lo[j]);
-        const uint32_t a1 = e4m3x2_to_bf16x2_m120<0x1404>(hi[j]);
-        const uint32_t a3 = e4m3x2_to_bf16x2_m120<0x3424>(hi[j]);
-        const uint32_t b0 = bf16x2_times_2p100(xs[2 * j]), b1 = bf16x2_times_2p100(xs[2 * j + 1]);
-        mma_16816(part, a0, a1, a2, a3, b0, b1);
-      }
+      float part[4];
+      gemv_mma_chunk64(wl[u], wh[u], xa[u], xb[u], part);
       const float s = __ldg(scales + chunk / 2) * 0x1p20f;  // two 64-column chunks per scale block
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[r] = fmaf(part[r], s, acc[r]);
@@ -141,25 +151,6 @@ __global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_kernel(Fp8GemvPa
   if constexpr (kPdl) pdl_launch_dependents();
   __shared__ float red[kGemvMmaWarps][16][8];
   fp8_gemv_mma_tile<kPdl>(p, blockIdx.x * 16, red);
-}
-
-// Fp8GemvParams::persistent: a grid of whole waves (the launcher sizes it to the resident
-// blocks); block b takes tiles b, b + gridDim.x, ... and, as each tile starts, asks L2 for its
-// next tile's first round (16 rows x up to 2048 bytes: what the tile's first loads read), so those
-// loads wait on L2 rather than DRAM and no second wave ramps up.
-template <bool kPdl>
-__global__ void __launch_bounds__(kGemvMmaThreads) fp8_gemv_mma_persistent_kernel(Fp8GemvParams p) {
-  if constexpr (kPdl) pdl_launch_dependents();
-  __shared__ float red[kGemvMmaWarps][16][8];
-  const int tiles = (p.n + 15) / 16;
-  const auto* w = reinterpret_cast<const uint8_t*>(p.w);
-  const uint32_t first_round = static_cast<uint32_t>(min(p.k, kGemvMmaWarps * kGemvMmaUnroll * 64));
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int next_row = (tile + static_cast<int>(gridDim.x)) * 16 + static_cast<int>(threadIdx.x);
-    if (threadIdx.x < 16 && next_row < p.n) prefetch_l2_bulk(w + int64_t{next_row} * p.ldw, first_round);
-    fp8_gemv_mma_tile<kPdl>(p, tile * 16, red);
-    __syncthreads();  // the next tile rewrites red
-  }
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -36,7 +36,9 @@ void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) 
   HYMOE_CUDA_CHECK(launch::quantize_fp8(p, vec, stream));
 }
 
-void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+namespace {
+
+void check_gemv(const Fp8GemvParams& p) {
   HYMOE_CHECK(p.tokens >= 1 && p.tokens <= kGemvMaxTokens, kInvalidArgument,
               "fp8 gemv: {} tokens (1..{})", p.tokens, kGemvMaxTokens);
   HYMOE_CHECK(p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.ldw >= p.k && p.ldw % 16 == 0 &&
@@ -48,17 +50,44 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.w) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.x) & 15u) == 0,
               kInvalidArgument, "fp8 gemv: weight and activations must be 16-byte aligned");
+}
+
+}  // namespace
+
+void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
+  check_gemv(p);
   const bool mma_ok = fp8_block_gemm_supported();  // the same requirement: FP8 conversions, sm_89+
-  HYMOE_CHECK(p.impl != Fp8GemvImpl::kTensorCores || mma_ok, kUnsupported,
-              "fp8 gemv: the tensor-core kernel needs compute capability 8.9 or newer");
+  HYMOE_CHECK((p.impl != Fp8GemvImpl::kTensorCores && p.impl != Fp8GemvImpl::kStream) || mma_ok,
+              kUnsupported, "fp8 gemv: the tensor-core kernels need compute capability 8.9 or newer");
+  Fp8GemvParams q = p;
+  q.pdl = p.pdl && pdl_supported();  // below sm_90: a plain launch (the flag is a no-op)
+  if (p.impl == Fp8GemvImpl::kStream) {
+    HYMOE_CUDA_CHECK(launch::fp8_gemv_stream(&q, 1, stream));
+    return;
+  }
   // kAuto: tensor cores from 2 tokens on (flat in the token count: 2-4x the CUDA-core kernel at
   // 8 tokens on the H200) and for one token on long rows (7168x16384: 2.9 vs 2.4 TB/s); CUDA
   // cores for one token on short rows (up to 1.15x faster there).
   const bool tensor = p.impl == Fp8GemvImpl::kTensorCores ||
                       (p.impl == Fp8GemvImpl::kAuto && mma_ok && (p.tokens >= 2 || p.k >= 8192));
-  Fp8GemvParams q = p;
-  q.pdl = p.pdl && pdl_supported();  // below sm_90: a plain launch (the flag is a no-op)
   HYMOE_CUDA_CHECK(launch::fp8_gemv(q, tensor, stream));
+}
+
+void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
+  HYMOE_CHECK(parts && count >= 1 && count <= kGemvMaxFused, kInvalidArgument,
+              "fp8 gemv fused: {} parts (1..{})", count, kGemvMaxFused);
+  Fp8GemvParams q[kGemvMaxFused];
+  for (int i = 0; i < count; ++i) {
+    check_gemv(parts[i]);
+    HYMOE_CHECK(parts[i].x == parts[0].x && parts[i].ldx == parts[0].ldx &&
+                    parts[i].tokens == parts[0].tokens && parts[i].k == parts[0].k,
+                kInvalidArgument, "fp8 gemv fused: part {} differs from part 0 in x, ldx, tokens or k", i);
+    q[i] = parts[i];
+  }
+  HYMOE_CHECK(fp8_block_gemm_supported(), kUnsupported,
+              "fp8 gemv fused: needs compute capability 8.9 or newer");
+  q[0].pdl = parts[0].pdl && pdl_supported();
+  HYMOE_CUDA_CHECK(launch::fp8_gemv_stream(q, count, stream));
 }
 
 }  // namespace hymoe::gpu

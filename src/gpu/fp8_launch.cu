@@ -1,9 +1,12 @@
 // Launchers of the FP8 kernels: activation quantiser and GEMV (token count -> template parameter
-// through one switch; Fp8GemvParams::pdl -> the PDL variant, launched with its attribute).
+// through one switch; Fp8GemvParams::pdl -> the PDL variant, launched with its attribute; the
+// streaming kernel over a grid of at most one wave).
 #include <algorithm>
+#include <atomic>
 
 #include "fp8_gemv.cuh"
 #include "fp8_gemv_mma.cuh"
+#include "fp8_gemv_stream.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
 #include "pdl_launch.h"
@@ -48,28 +51,72 @@ cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   }
 }
 
-// Fp8GemvParams::persistent: one wave of blocks (as many as are resident at once), each looping
-// over 16-row tiles.
-template <bool kPdl>
-cudaError_t launch_mma_persistent(const Fp8GemvParams& p, cudaStream_t stream) {
-  auto* kernel = kernels::fp8_gemv_mma_persistent_kernel<kPdl>;
-  int device = 0, sms = 0, per_sm = 0;
+// The streaming kernel's variant, its dynamic shared memory (the ring) and its wave (SMs x
+// resident blocks) on the current device; the attribute set and the occupancy asked once per
+// device.
+struct StreamKernel {
+  void (*kernel)(kernels::GemvStreamArgs);
+  int smem;
+  int sms;
+  int wave;
+};
+
+template <bool kPdl, int kStages>
+cudaError_t stream_kernel(StreamKernel& out) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached_wave[kMaxDevices], cached_sms[kMaxDevices];
+  out.kernel = kernels::fp8_gemv_stream_kernel<kPdl, kStages>;
+  out.smem = kStages * kernels::kStreamStageBytes;
+  int device = 0;
   cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kGemvMmaThreads, 0);
   if (err != cudaSuccess) return err;
-  const int grid = std::max(1, std::min((p.n + 15) / 16, sms * per_sm));
-  return launch_kernel(kernel, dim3(grid), dim3(kernels::kGemvMmaThreads), kPdl, stream, p);
+  if (device < kMaxDevices && (out.wave = cached_wave[device].load(std::memory_order_acquire)) > 0) {
+    out.sms = cached_sms[device].load(std::memory_order_relaxed);
+    return cudaSuccess;
+  }
+  int per_sm = 0;
+  err = cudaDeviceGetAttribute(&out.sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaFuncSetAttribute(out.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, out.smem);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out.kernel, kernels::kStreamThreads, out.smem);
+  if (err != cudaSuccess) return err;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;  // the ring does not fit this GPU
+  out.wave = out.sms * per_sm;
+  if (device < kMaxDevices) {
+    cached_sms[device].store(out.sms, std::memory_order_relaxed);
+    cached_wave[device].store(out.wave, std::memory_order_release);
+  }
+  return cudaSuccess;
+}
+
+// The deep ring where the tiles are too few to give every SM two shallow blocks (each SM then
+// keeps more bytes in flight with fewer blocks), the shallow one otherwise.
+template <bool kPdl>
+cudaError_t launch_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
+  kernels::GemvStreamArgs a{};
+  int tiles = 0;
+  for (int i = 0; i < count; ++i) {
+    a.part[i] = parts[i];
+    tiles += (parts[i].n + kernels::kStreamRows - 1) / kernels::kStreamRows;
+    a.tile_end[i] = tiles;
+  }
+  a.parts = count;
+  StreamKernel k{};
+  cudaError_t err = stream_kernel<kPdl, kernels::kStreamStagesShallow>(k);
+  if (err == cudaSuccess && tiles < 2 * k.sms) err = stream_kernel<kPdl, kernels::kStreamStagesDeep>(k);
+  if (err != cudaSuccess) return err;
+  // Rounds of tiles a block runs, then as few blocks as give every block that many (or one less):
+  // no block is left with a round more than most.
+  const int rounds = (tiles + k.wave - 1) / k.wave;
+  return launch_kernel_smem(k.kernel, dim3((tiles + rounds - 1) / rounds), dim3(kernels::kStreamThreads),
+                            size_t(k.smem), kPdl, stream, a);
 }
 
 }  // namespace
 
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream) {
   if (tensor_cores) {
-    if (p.persistent) {
-      return p.pdl ? launch_mma_persistent<true>(p, stream) : launch_mma_persistent<false>(p, stream);
-    }
     const dim3 grid((p.n + 15) / 16);
     if (p.pdl) {
       return launch_kernel(kernels::fp8_gemv_mma_kernel<true>, grid, dim3(kernels::kGemvMmaThreads),
@@ -89,6 +136,11 @@ cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t str
     case 8: return launch_gemv<8>(p, stream);
     default: return cudaErrorInvalidValue;
   }
+}
+
+cudaError_t fp8_gemv_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
+  if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
+  return parts[0].pdl ? launch_stream<true>(parts, count, stream) : launch_stream<false>(parts, count, stream);
 }
 
 }  // namespace hymoe::gpu::launch

@@ -29,6 +29,9 @@ cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream);
+// The kStream kernel over parts[0..count) (checked by the caller: same x, tokens, k; pdl from
+// parts[0]).
+cudaError_t fp8_gemv_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream);
 // Rows per tile of the kernel's grouped launch (64 mma.sync, 128 wgmma, 64 wgmma64).

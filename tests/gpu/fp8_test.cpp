@@ -260,9 +260,17 @@ TEST_P(GemvTest, MatchesReference) {
                x[size_t(t) * c.k + j].to_float();
       ref[size_t(t) * c.n + i] = acc;
     }
-  // Both kernels, each on a freshly poisoned output.
-  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores}) {
-    if (impl == Fp8GemvImpl::kTensorCores && !fp8_block_gemm_supported()) continue;
+  // Every kernel, each on a freshly poisoned output; the streaming one bitwise the tensor-core
+  // one's.
+  std::vector<Bf16> tensor_out;
+  for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kStream}) {
+    const char* name = impl == Fp8GemvImpl::kTensorCores ? "tensor cores"
+                       : impl == Fp8GemvImpl::kStream    ? "stream"
+                                                         : "CUDA cores";
+    if (impl != Fp8GemvImpl::kCudaCores && !fp8_block_gemm_supported()) {
+      std::printf("%s: no FP8 mma.sync on this GPU, skipped\n", name);
+      continue;
+    }
     auto dy = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
     Fp8GemvParams p{dw.as<Fp8E4M3>(), ds.as<float>(), dx.as<Bf16>(), dy.as<Bf16>(), c.tokens, c.n,
                     c.k, c.k, kb, c.k, c.n};
@@ -270,24 +278,26 @@ TEST_P(GemvTest, MatchesReference) {
     fp8_gemv(p, stream);
     const auto y_bf16 = test::to_host<Bf16>(dy, size_t(c.tokens) * c.n, stream);
     const auto y = test::to_float(y_bf16);
-    EXPECT_LT(test::normalized_error(y, ref), 5e-3)
-        << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores");
+    EXPECT_LT(test::normalized_error(y, ref), 5e-3) << name;
+    if (impl == Fp8GemvImpl::kTensorCores) tensor_out = y_bf16;
+    if (impl == Fp8GemvImpl::kStream) {
+      int differ = 0;
+      for (size_t i = 0; i < y_bf16.size(); ++i) differ += y_bf16[i].bits != tensor_out[i].bits;
+      EXPECT_EQ(differ, 0) << "stream: outputs differ from the tensor-core kernel's";
+    }
     // The opt-in launch variants, each on a freshly poisoned output: bitwise the plain launch's.
-    // {pdl, pdl_prefetch_l2, persistent}; persistent is the tensor-core kernel's (ignored else).
-    const bool variants[][3] = {{true, false, false}, {true, true, false}, {false, false, true},
-                                {true, false, true}};
+    // {pdl, pdl_prefetch_l2}.
+    const bool variants[][2] = {{true, false}, {true, true}};
     for (const auto& v : variants) {
       auto dy_var = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
       p.y = dy_var.as<Bf16>();
       p.pdl = v[0];
       p.pdl_prefetch_l2 = v[1];
-      p.persistent = v[2];
       fp8_gemv(p, stream);
       const auto y_var = test::to_host<Bf16>(dy_var, size_t(c.tokens) * c.n, stream);
       int differ = 0;
       for (size_t i = 0; i < y_var.size(); ++i) differ += y_var[i].bits != y_bf16[i].bits;
-      EXPECT_EQ(differ, 0) << (impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores")
-                           << " pdl=" << v[0] << " pdl_prefetch_l2=" << v[1] << " persistent=" << v[2]
+      EXPECT_EQ(differ, 0) << name << " pdl=" << v[0] << " pdl_prefetch_l2=" << v[1]
                            << ": outputs differ from the plain launch";
     }
   }
@@ -299,7 +309,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                                            GemvCase{2, 2048, 512}, GemvCase{4, 576, 7168},
                                            GemvCase{1, 300, 16384}, GemvCase{7, 131, 4096},
                                            GemvCase{1, 256, 2048, true},
-                                           GemvCase{8, 130, 1024, true}));
+                                           GemvCase{8, 130, 1024, true},
+                                           // The stream kernel's shallow ring (>= 2 x SMs
+                                           // 16-row tiles), with blocks looping over 2 tiles
+                                           // (750 tiles > the H200's wave of 660) and without.
+                                           GemvCase{1, 12000, 512}, GemvCase{8, 6000, 256}));
 
 // A chain of dependent GEMVs launched with PDL equals the same chain launched plainly, bit for
 // bit. Built so that a missing or misplaced griddepcontrol.wait shows: a long producer (2048 x
@@ -314,12 +328,14 @@ struct GemvChainCase {
   Fp8GemvImpl impl;
   int tokens;
   bool first_pdl;
-  bool prefetch = false;    // Fp8GemvParams::pdl_prefetch_l2
-  bool persistent = false;  // Fp8GemvParams::persistent (tensor cores)
+  bool prefetch = false;  // Fp8GemvParams::pdl_prefetch_l2
 };
 void PrintTo(const GemvChainCase& c, std::ostream* os) {
-  *os << (c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores" : "CUDA cores") << " " << c.tokens
-      << " tokens" << (c.first_pdl ? "" : ", plain first launch") << (c.prefetch ? ", L2 prefetch" : "") << (c.persistent ? ", persistent" : "");
+  *os << (c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores"
+          : c.impl == Fp8GemvImpl::kStream    ? "stream"
+                                              : "CUDA cores")
+      << " " << c.tokens << " tokens" << (c.first_pdl ? "" : ", plain first launch")
+      << (c.prefetch ? ", L2 prefetch" : "");
 }
 
 class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
@@ -327,7 +343,7 @@ class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
 TEST_P(GemvPdlChainTest, EqualsSequential) {
   HYMOE_REQUIRE_GPU();
   const GemvChainCase c = GetParam();
-  if (c.impl == Fp8GemvImpl::kTensorCores && !fp8_block_gemm_supported())
+  if (c.impl != Fp8GemvImpl::kCudaCores && !fp8_block_gemm_supported())
     GTEST_SKIP() << "no FP8 mma.sync on this GPU";
   if (query_device(0).sm() < 90)
     std::printf("sm_%d has no PDL: the flag is a no-op, checked anyway\n", query_device(0).sm());
@@ -365,7 +381,6 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
       p.impl = c.impl;
       p.pdl = pdl && (i > 0 || c.first_pdl);
       p.pdl_prefetch_l2 = c.prefetch;
-      p.persistent = c.persistent;
       fp8_gemv(p, stream);
     }
   };
@@ -417,8 +432,81 @@ INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
                                            GemvChainCase{Fp8GemvImpl::kTensorCores, 2, false},
                                            GemvChainCase{Fp8GemvImpl::kCudaCores, 1, true, true},
                                            GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, true},
-                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, false, true},
-                                           GemvChainCase{Fp8GemvImpl::kTensorCores, 8, true, true, true}));
+                                           GemvChainCase{Fp8GemvImpl::kStream, 1, true},
+                                           GemvChainCase{Fp8GemvImpl::kStream, 8, true},
+                                           GemvChainCase{Fp8GemvImpl::kStream, 3, false}));
+
+// fp8_gemv_fused: parts over one x in one launch, each part bitwise its own tensor-core launch
+// (itself checked against the FP64 reference above), on NaN-poisoned outputs with a row stride
+// beyond n; plain and PDL, and 1..4 parts (DeepSeek-V3's q_a + kv_a and gate + up among them).
+struct GemvFusedCase {
+  int tokens, k;
+  std::vector<int> n;
+};
+void PrintTo(const GemvFusedCase& c, std::ostream* os) {
+  *os << c.tokens << " tokens k" << c.k << " parts";
+  for (const int n : c.n) *os << " " << n;
+}
+
+class GemvFusedTest : public ::testing::TestWithParam<GemvFusedCase> {};
+
+TEST_P(GemvFusedTest, EqualsSeparateLaunches) {
+  HYMOE_REQUIRE_GPU();
+  if (!fp8_block_gemm_supported()) GTEST_SKIP() << "no FP8 mma.sync on this GPU";
+  const GemvFusedCase c = GetParam();
+  auto rng = make_rng();
+  Stream stream;
+  const int parts = static_cast<int>(c.n.size()), kb = (c.k + 127) / 128;
+  auto dx = test::to_device(test::random_bf16(size_t(c.tokens) * c.k, rng), stream);
+  std::vector<DeviceBuffer> w, sc;
+  std::vector<Fp8GemvParams> p(parts);
+  for (int i = 0; i < parts; ++i) {
+    w.push_back(test::to_device(test::random_fp8(size_t(c.n[i]) * c.k, rng), stream));
+    const size_t scales = size_t((c.n[i] + 127) / 128) * kb;
+    sc.push_back(test::to_device(test::random_f32(scales, rng, 0.0005f, 0.004f), stream));
+    p[i] = Fp8GemvParams{w[i].as<Fp8E4M3>(), sc[i].as<float>(), dx.as<Bf16>(), nullptr, c.tokens,
+                         c.n[i], c.k, c.k, kb, c.k, c.n[i] + 3};
+    p[i].impl = Fp8GemvImpl::kTensorCores;
+  }
+  std::vector<std::vector<Bf16>> expect;
+  for (int i = 0; i < parts; ++i) {
+    auto dy = test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream);
+    Fp8GemvParams q = p[i];
+    q.y = dy.as<Bf16>();
+    fp8_gemv(q, stream);
+    expect.push_back(test::to_host<Bf16>(dy, size_t(c.tokens) * p[i].ldy, stream));
+  }
+  for (const bool pdl : {false, true}) {
+    std::vector<DeviceBuffer> dy;
+    for (int i = 0; i < parts; ++i) {
+      dy.push_back(test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream));
+      p[i].y = dy[i].as<Bf16>();
+      p[i].pdl = pdl;
+    }
+    fp8_gemv_fused(p.data(), parts, stream);
+    for (int i = 0; i < parts; ++i) {
+      const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
+      int differ = 0, finite = 0;
+      for (int t = 0; t < c.tokens; ++t)
+        for (int r = 0; r < c.n[i]; ++r) {
+          const size_t at = size_t(t) * p[i].ldy + r;
+          differ += got[at].bits != expect[i][at].bits;
+          finite += std::isfinite(got[at].to_float());
+        }
+      EXPECT_EQ(finite, c.tokens * c.n[i]) << "part " << i << " pdl=" << pdl << ": unwritten outputs";
+      EXPECT_EQ(differ, 0) << "part " << i << " pdl=" << pdl << ": differs from its own launch";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Parts, GemvFusedTest,
+                         ::testing::Values(GemvFusedCase{1, 7168, {1536, 576}},
+                                           GemvFusedCase{8, 7168, {1536, 576}},
+                                           GemvFusedCase{2, 7168, {2048, 2048}},
+                                           GemvFusedCase{5, 2048, {7, 300, 16, 129}},
+                                           GemvFusedCase{1, 1040, {33}},
+                                           // 769 tiles: blocks loop across parts.
+                                           GemvFusedCase{3, 512, {8192, 4000, 100}}));
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;
@@ -428,6 +516,21 @@ TEST(GpuHost, GemvRejectsBadShapes) {
   p.n = 10;
   p.k = 100;  // not a multiple of 16
   EXPECT_THROW(fp8_gemv(p, nullptr), Error);
+  EXPECT_THROW(fp8_gemv_fused(&p, 1, nullptr), Error);
+  // Fused parts must share x, tokens and k; 1..kGemvMaxFused of them.
+  alignas(16) static const uint8_t bytes[64] = {};
+  Fp8GemvParams a{reinterpret_cast<const Fp8E4M3*>(bytes), reinterpret_cast<const float*>(bytes),
+                  reinterpret_cast<const Bf16*>(bytes), reinterpret_cast<Bf16*>(const_cast<uint8_t*>(bytes)),
+                  1, 16, 16, 16, 1, 16, 16};
+  Fp8GemvParams parts[kGemvMaxFused + 1] = {a, a, a, a, a};
+  EXPECT_THROW(fp8_gemv_fused(parts, 0, nullptr), Error);
+  EXPECT_THROW(fp8_gemv_fused(parts, kGemvMaxFused + 1, nullptr), Error);
+  parts[1].k = 32;
+  parts[1].ldw = parts[1].ldx = 32;
+  EXPECT_THROW(fp8_gemv_fused(parts, 2, nullptr), Error);
+  parts[1] = a;
+  parts[1].tokens = 2;
+  EXPECT_THROW(fp8_gemv_fused(parts, 2, nullptr), Error);
 }
 
 }  // namespace

@@ -19,8 +19,12 @@ inline constexpr int kGemvMaxTokens = 8;
 // Tensor cores (mma.sync with the FP8 weights converted in registers; sm_89 and newer) or CUDA
 // cores (FP32 FMAs; any GPU, and the cross-check). kAuto: tensor cores for 2..8 tokens where the
 // GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
-// (measured faster there on the H200).
-enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores };
+// (measured faster there on the H200). kStream, opt-in until measured (sm_89 and newer): the
+// tensor-core arithmetic fed from a shared-memory ring that each block fills with cp.async (16
+// rows x 512 columns a stage; 4 stages, or 10 when the tiles are fewer than 2 x SMs), over a grid
+// of at most one wave of blocks, each looping over 16-row tiles with the next tile's bytes already
+// in flight; results bitwise those of kTensorCores. The one kernel behind fp8_gemv_fused.
+enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores, kStream };
 
 struct Fp8GemvParams {
   const Fp8E4M3* w = nullptr;      // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
@@ -42,17 +46,21 @@ struct Fp8GemvParams {
   // stream start early: a later launch with this flag overlaps this one's tail; any other launch
   // (no attribute) runs after this one completes, as usual.
   bool pdl = false;
-  // With pdl only (ignored otherwise), opt-in until measured: before waiting for the previous
+  // With pdl only (ignored otherwise and by kStream), opt-in until measured: before waiting for the previous
   // kernel, each block also asks L2 for up to 32 KB of its weight beyond its first round of loads
   // (cp.async.bulk.prefetch.L2), so more of its bytes are in flight while the previous kernel
   // drains. Results unchanged.
   bool pdl_prefetch_l2 = false;
-  // Tensor-core kernel only (ignored by the CUDA-core one), opt-in until measured: one wave of
-  // blocks looping over 16-row tiles, each tile bulk-prefetching its successor's first 2 KB of
-  // every row into L2 (sm_90+). Results bitwise those of the plain launch.
-  bool persistent = false;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
+
+// Several GEMVs over the same activations in one launch of the kStream kernel, as a decode step
+// runs q_a with kv_a, or a shared expert's gate with up: parts[0..count) (1..kGemvMaxFused) share
+// x, ldx, tokens and k (each has its own w, w_scales, y, n, ldw, scale_ld, ldy); the launch takes
+// pdl from parts[0] (impl and pdl_prefetch_l2 are ignored). Results bitwise those of each part's own
+// kTensorCores launch. Needs compute capability 8.9 or newer.
+inline constexpr int kGemvMaxFused = 4;
+void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 
 }  // namespace hymoe::gpu
