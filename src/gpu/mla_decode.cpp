@@ -30,7 +30,22 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 
 bool mla_decode_wgmma_supported() { return hopper_kernels_usable(); }
 
-void mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads) {
+  if (impl != MlaDecodeImpl::kAuto) return impl;
+  return heads % 64 == 0 && mla_decode_wgmma_supported() ? MlaDecodeImpl::kWgmmaSplitS
+                                                         : MlaDecodeImpl::kTensorCores;
+}
+
+int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, int heads,
+                          int max_seq_len) {
+  return mla_decode_is_wgmma(mla_decode_resolve(impl, heads))
+             ? mla_decode_wgmma_splits(multiprocessors, batch, heads, max_seq_len)
+             : mla_decode_splits(multiprocessors, batch, heads, max_seq_len);
+}
+
+void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
+  MlaDecodeParams p = params;
+  p.impl = mla_decode_resolve(params.impl, params.heads);
   HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,

@@ -9,7 +9,7 @@ namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
-    // Checked by the caller, as below. 384 threads: two consumer warpgroups and a producer.
+    // Checked by the caller, as below. Two warpgroups, each loading its own tiles.
     const auto kernel = kernels::mla_decode_wgmma_pp_kernel;
     const cudaError_t attr =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -110,7 +110,8 @@ void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, con
 TEST_P(MlaDecodeTest, MatchesReference) {
   HYMOE_REQUIRE_GPU();
   check_case(GetParam(), {{MlaDecodeImpl::kTensorCores, "tensor cores"},
-                          {MlaDecodeImpl::kCudaCores, "CUDA cores"}});
+                          {MlaDecodeImpl::kCudaCores, "CUDA cores"},
+                          {MlaDecodeImpl::kAuto, "auto"}});
 }
 
 // The wgmma kernels (sm_90a) in tests of their own, so that a failure there leaves the others'
@@ -154,6 +155,22 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   p.heads = 128;
   p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
   EXPECT_NO_THROW(mla_decode(p, nullptr));
+}
+
+// kAuto: split-S wgmma where it can run, else the mma.sync kernel; the splits follow the kernel.
+TEST(GpuHost, MlaDecodeAutoResolution) {
+  const bool wgmma = mla_decode_wgmma_supported();
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128),
+            wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 80), MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kCudaCores, 128), MlaDecodeImpl::kCudaCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kWgmma, 80), MlaDecodeImpl::kWgmma);  // refused later
+  EXPECT_EQ(mla_decode_splits_for(MlaDecodeImpl::kWgmmaSplitS, 132, 1, 128, 65536),
+            mla_decode_wgmma_splits(132, 1, 128, 65536));
+  EXPECT_EQ(mla_decode_splits_for(MlaDecodeImpl::kTensorCores, 132, 1, 128, 65536),
+            mla_decode_splits(132, 1, 128, 65536));
+  EXPECT_EQ(mla_decode_splits_for(MlaDecodeImpl::kAuto, 132, 8, 80, 65536),
+            mla_decode_splits(132, 8, 80, 65536));
 }
 
 TEST(GpuHost, MlaWgmmaSplitHeuristic) {

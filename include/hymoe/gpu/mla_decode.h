@@ -21,14 +21,14 @@ inline constexpr int kMlaLatentDim = 512;
 inline constexpr int kMlaRopeDim = 64;
 inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
 
-// Which kernel computes the splits: tensor cores (mma.sync BF16, the default), the CUDA-core
-// version (kept as a second implementation to cross-check), or Hopper's wgmma in two variants
-// (opt-in until measured: heads a multiple of 64, compute capability 9.0 and a build with
-// architecture 90a; mla_decode throws otherwise): kWgmma computes the scores in both warpgroups
-// and keeps P in registers, kWgmmaSplitS splits the scores' tokens between them and shares P
-// through shared memory; kWgmmaPingPong (round 2) has a producer warpgroup and gives each 64-token
-// tile's scores and softmax to one of the two consumer warpgroups in turn, P shared through shared
-// memory, so that one warpgroup's softmax runs under the other's P V.
+// Which kernel computes the splits: tensor cores (mma.sync BF16), the CUDA-core version (kept
+// as a second implementation to cross-check), or Hopper's wgmma in three variants (heads a
+// multiple of 64, compute capability 9.0 and a build with architecture 90a; mla_decode throws
+// otherwise): kWgmma computes the scores in both warpgroups and keeps P in registers,
+// kWgmmaSplitS splits the scores' tokens between them and shares P through shared memory,
+// kWgmmaPingPong gives each 64-token tile's loads, scores and softmax to one of the two
+// warpgroups in turn (P and the row maxima handed over through shared memory and mbarriers), so
+// that one warpgroup's softmax runs under the other's P V. kAuto: see mla_decode_resolve.
 enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores, kWgmma, kWgmmaSplitS, kWgmmaPingPong };
 
 // Whether impl is one of the wgmma kernels (64-head groups, sm_90a).
@@ -49,7 +49,7 @@ struct MlaDecodeParams {
   int block_size = 0;                   // tokens per cache block (>= 1)
   int max_blocks = 0;                   // columns of block_table
   int max_seq_len = 0;                  // >= every seq_lens[b]
-  int num_splits = 1;                   // chunks per sequence (mla_decode_splits picks one)
+  int num_splits = 1;                   // chunks per sequence (mla_decode_splits_for picks one)
   float softmax_scale = 0.0f;
   MlaDecodeImpl impl = MlaDecodeImpl::kAuto;
 };
@@ -73,6 +73,17 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 // Whether the wgmma implementations (kWgmma, kWgmmaSplitS, kWgmmaPingPong) can run here (compute capability 9.0, sm_90a
 // code in the build).
 bool mla_decode_wgmma_supported();
+
+// The implementation kAuto runs: kWgmmaSplitS where the wgmma kernels can (heads a multiple of 64,
+// mla_decode_wgmma_supported()), the fastest measured on the H200 (run 26: 240 / 333 / 318
+// TFLOP/s at 64K context, batch 1 / 4 / 8, with mla_decode_wgmma_splits; mma.sync 96 / 137 / 139);
+// else kTensorCores. Other values are returned unchanged.
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads);
+
+// The splits to use with impl: mla_decode_wgmma_splits for the wgmma kernels (kAuto resolved
+// first), mla_decode_splits for the others.
+int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, int heads,
+                          int max_seq_len);
 
 void mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 
