@@ -546,11 +546,11 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
     // accumulator is a fixed register array: the group in flight at the loop's entry, back edge
     // and exit is always part0's (an odd block count starts with block 0 into part0; an even
     // one with block 0 into part1 and one step), then the last block drains with wait_group 0.
-    [[maybe_unused]] auto cross_loop = [&](float(&pa)[64], float(&pb)[64]) {
+    [[maybe_unused]] auto cross_loop = [&](float (&pa)[64], float (&pb)[64]) {
       float ps0 = 0.0f, ps1 = 0.0f;
       // Block kb into cur; its scales into s0, s1 (global: loaded before the full wait, their
       // latency under it; kSmemScales: from the slot's scale slot after it, under the wgmmas).
-      auto issue = [&](int kb, float(&cur)[64], float& s0, float& s1) {
+      auto issue = [&](int kb, float (&cur)[64], float& s0, float& s1) {
         if constexpr (!Cfg::kSmemScales) scales(kb, s0, s1);
         [[maybe_unused]] const int stage = slots.issue_ahead(cur);
         if constexpr (Cfg::kSmemScales) {
@@ -558,7 +558,7 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
           scales.from(sc, sc[Cfg::kM], s0, s1);
         }
       };
-      auto step = [&](int kb, float(&cur)[64], float(&prev)[64]) {
+      auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
         float s0, s1;
         issue(kb, cur, s0, s1);
         wgmma_wait<1>();  // prev's group (block kb - 1) complete; cur's may still run
