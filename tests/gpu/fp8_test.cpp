@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // hymoe's wgmma kernel (sm_90a), both tile shapes (128 and 64 rows) and the warp-specialised
 // persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma, and kWgmmaWsTmaC: round
-// 5's cross-step schedule, here on 1 to 56 K blocks, odd and even), at the same shapes, plus 5
+// 5's cross-step schedule, here on 2 to 56 K blocks, odd and even), at the same shapes, plus 5
 // row tiles over 32 K blocks (more K blocks than ring slots) and an odd n below one tile
 // (unpaired stores); for kWgmmaWs* also more tiles than SMs (each block runs several, the ring
 // carrying on across them). Filter: *Wgmma*.
