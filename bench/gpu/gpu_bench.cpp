@@ -202,7 +202,8 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
       // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,
                                         GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
-                                        GemmBackend::kWgmmaWsTma, GemmBackend::kWgmma64,
+                                        GemmBackend::kWgmmaWsTma, GemmBackend::kWgmmaWsTmaC,
+                                        GemmBackend::kWgmma64,
                                         GemmBackend::kWgmmaWs64,
                                         GemmBackend::kHymoe}) {
         if ((backend == GemmBackend::kHymoe || backend == GemmBackend::kWgmma64 ||
@@ -714,7 +715,10 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
                                       GemmBackend::kWgmmaWsTmaGroupedSc,
                                       GemmBackend::kWgmmaWsTmaGroupedX,
                                       GemmBackend::kWgmmaWsTmaGroupedScX,
-                                      GemmBackend::kWgmmaWsTmaGroupedScXH, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsTmaGroupedScXH,
+                                      GemmBackend::kWgmmaWsTmaGroupedC,
+                                      GemmBackend::kWgmmaWsTmaGroupedScC,
+                                      GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       const std::string name = fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down)",

@@ -27,6 +27,10 @@
 // WsCfg::kSmemScales (block scales through the ring, ws_produce_scales), WsGroupedTiles'
 // ExpertMajor (wgmma::grouped_expert_major's tile order), WsCfg::kSplit64 (<= 64-row tiles as
 // two 64 x 64 column halves).
+// Round 5's opt-in schedule (kWgmmaWsTmaGroupedC / ScC / ScXC, dense kWgmmaWsTmaC): WsCfg::kCross,
+// one wgmma group kept in flight across each K step (ws_consume's cross_loop): run 24's ncu at 4K
+// tokens showed each consumer draining its wgmmas every block (wait_group 0) and then stalling on
+// scale loads, promotion and the next full wait before issuing again.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
@@ -40,7 +44,7 @@ namespace hymoe::gpu::kernels {
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
 template <int Consumers, bool Tma = false, bool SmemStore = false, bool SmemScales = false,
-          bool Split64 = false>
+          bool Split64 = false, bool Cross = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
@@ -54,6 +58,13 @@ struct WsCfg {
   // tile's tensor work) (kWgmmaWsTmaGroupedScXH).
   static constexpr bool kSplit64 = Split64;
   static_assert(!Split64 || (Consumers == 2 && !SmemStore), "two consumers, register stores");
+  // Round 5's schedule (ws_consume's cross-step loop, kWgmmaWsTmaGroupedC / ScC / ScXC): each
+  // consumer keeps one wgmma group in flight across the K step, block kb + 1's wgmmas issued
+  // before the wait for kb (wgmma.wait_group 1), kb promoted under them, kb's slot released
+  // only after that wait (one step later than the other schedules).
+  static constexpr bool kCross = Cross;
+  static_assert(!Cross || (Consumers == 2 && !SmemStore && !Split64),
+                "two consumers, register stores, full tiles: three 64-register accumulators");
   // The output tile through shared memory (16 KB per consumer, wgmma::out_stage_offset) and
   // coalesced 16-byte stores, instead of 4-byte stores straight from the fragments.
   static constexpr bool kSmemStore = SmemStore;
@@ -362,6 +373,24 @@ struct WsSlots {
     if (lane0) mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
     pos = wgmma::ring_next(pos, Cfg::kStages);
   }
+  // kCross: slots issued but not yet released lie from tail (the oldest) to pos (the next to
+  // issue): at most two per consumer (so a ring of two or more slots cannot deadlock:
+  // tests/gpu/wgmma_pipeline_test.cpp's ring model, lag 2). issue_ahead: issue(part) on pos,
+  // then pos moves on; returns the stage it used (its scale slot). release_oldest: after the
+  // wgmma_wait that covers the oldest slot's group, one arrival per warp on its empty barrier,
+  // then tail moves on.
+  __device__ __forceinline__ int issue_ahead(float (&part)[64]) {
+    const int stage = pos.stage;
+    issue(part);
+    pos = wgmma::ring_next(pos, Cfg::kStages);
+    return stage;
+  }
+  __device__ __forceinline__ void release_oldest() {
+    if constexpr (Cfg::kSmemScales) __syncwarp();
+    if (lane0) mbarrier_arrive(bars + (Cfg::kStages + tail.stage) * 8);
+    tail = wgmma::ring_next(tail, Cfg::kStages);
+  }
+  wgmma::RingPos tail{0, 0};
 };
 
 // bar.sync on named barrier 1 + cw (0 is __syncthreads) for consumer warpgroup cw's 128
@@ -419,6 +448,10 @@ __device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
 //          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
 //   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
 //   the wgmmas nor injects waits).
+//   Cfg::kCross (cross_loop): block kb + 1's wgmmas issued before the wait for kb, wait_group 1,
+//   kb's slot released, kb promoted under kb + 1's wgmmas: one group in flight across the back
+//   edge, always part0's (the loop unrolled by two), with global or (kSmemScales) slot scales.
+//   ptxas (CUDA 13.0, sm_90a): no C7511 serialisation warning, no spills.
 // kSmemScales: a block's scales come from its scale slot (read after the full wait, before the
 // release) instead of global loads ahead of the wait.
 // kSplit64: a tile with at most 64 rows left runs as two 64 x 64 halves (rows 0..63, columns
@@ -433,7 +466,7 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
   WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
-  [[maybe_unused]] float part1[Pipelined ? 64 : 1];
+  [[maybe_unused]] float part1[Pipelined || Cfg::kCross ? 64 : 1];
   for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
@@ -507,7 +540,56 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
         continue;
       }
     }
-    k_loop(std::bool_constant<Pipelined>{}, part0, part1);
+    // kCross: block kb's wgmmas into cur issued while block kb - 1's (in prev) still run; then
+    // wgmma.wait_group 1 (kb - 1 complete, kb may still run), kb - 1's slot released, prev
+    // promoted with kb - 1's scales (ps0, ps1) under kb's wgmmas. Unrolled by two so that every
+    // accumulator is a fixed register array: the group in flight at the loop's entry, back edge
+    // and exit is always part0's (an odd block count starts with block 0 into part0; an even
+    // one with block 0 into part1 and one step), then the last block drains with wait_group 0.
+    [[maybe_unused]] auto cross_loop = [&](float (&pa)[64], float (&pb)[64]) {
+      float ps0 = 0.0f, ps1 = 0.0f;
+      // Block kb into cur; its scales into s0, s1 (global: loaded before the full wait, their
+      // latency under it; kSmemScales: from the slot's scale slot after it, under the wgmmas).
+      auto issue = [&](int kb, float (&cur)[64], float& s0, float& s1) {
+        if constexpr (!Cfg::kSmemScales) scales(kb, s0, s1);
+        [[maybe_unused]] const int stage = slots.issue_ahead(cur);
+        if constexpr (Cfg::kSmemScales) {
+          const float* sc = scale_ring + stage * Cfg::kScaleSlotFloats;
+          scales.from(sc, sc[Cfg::kM], s0, s1);
+        }
+      };
+      auto step = [&](int kb, float (&cur)[64], float (&prev)[64]) {
+        float s0, s1;
+        issue(kb, cur, s0, s1);
+        wgmma_wait<1>();  // prev's group (block kb - 1) complete; cur's may still run
+        wgmma_hold(prev);
+        slots.release_oldest();  // block kb - 1's slot: its wgmmas are done
+        wg_promote(acc, prev, ps0, ps1);
+        ps0 = s0;
+        ps1 = s1;
+      };
+      int kb = 1;
+      if (kblocks % 2 == 1) {
+        issue(0, pa, ps0, ps1);
+      } else {
+        issue(0, pb, ps0, ps1);
+        step(1, pa, pb);
+        kb = 2;
+      }
+      for (; kb < kblocks; kb += 2) {
+        step(kb, pb, pa);
+        step(kb + 1, pa, pb);
+      }
+      wgmma_wait<0>();
+      wgmma_hold(pa);
+      slots.release_oldest();
+      wg_promote(acc, pa, ps0, ps1);
+    };
+    if constexpr (Cfg::kCross) {
+      cross_loop(part0, part1);
+    } else {
+      k_loop(std::bool_constant<Pipelined>{}, part0, part1);
+    }
 
     if constexpr (Cfg::kSmemStore) {
       ws_store_tile_smem<Cfg>(q, acc, out_stage, m0, n0, cw, t);
@@ -572,12 +654,13 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // Dense with TMA loads (kWgmmaWsTma): map_a over A [m rows][k bytes] with kM x 128-byte boxes,
 // map_b over B [n][k] with 128 x 128-byte boxes, both in the 128-byte swizzle (the host builds
 // them per launch: fp8_block_gemm_launch.cu).
-template <int Consumers, bool Pipelined>
+// Cross: round 5's cross-step schedule (kWgmmaWsTmaC).
+template <int Consumers, bool Pipelined, bool Cross = false>
 __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
     fp8_block_gemm_wgmma_tma_kernel(const __grid_constant__ Fp8BlockGemmParams p,
                                     const __grid_constant__ CUtensorMap map_a,
                                     const __grid_constant__ CUtensorMap map_b) {
-  using Cfg = WsCfg<Consumers, true>;
+  using Cfg = WsCfg<Consumers, true, false, false, false, Cross>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
   const WsDenseTiles<Cfg> tiles{(p.m + Cfg::kM - 1) / Cfg::kM, (p.n + kWgN - 1) / kWgN};
   ws_run<Cfg, Pipelined>(p, tiles, ws_smem, &map_a, &map_b);
@@ -604,13 +687,14 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // SmemScales: the block scales through the ring (kWgmmaWsTmaGroupedSc); ExpertMajor: the tile
 // order of wgmma::grouped_expert_major (kWgmmaWsTmaGroupedX; both: ScX); Split64: tiles of <= 64
 // rows as two 64 x 64 column halves (with both: ScXH).
+// Cross: round 5's cross-step schedule (WsCfg::kCross; kWgmmaWsTmaGroupedC / ScC / ScXC).
 template <bool Pipelined, bool SmemStore, bool SmemScales = false, bool ExpertMajor = false,
-          bool Split64 = false>
+          bool Split64 = false, bool Cross = false>
 __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
     fp8_grouped_gemm_wgmma_tma_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
                                       const __grid_constant__ CUtensorMap map_a,
                                       const CUtensorMap* maps_b) {
-  using Cfg = WsCfg<2, true, SmemStore, SmemScales, Split64>;
+  using Cfg = WsCfg<2, true, SmemStore, SmemScales, Split64, Cross>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
   WsGroupedTmaTiles<Cfg, ExpertMajor> tiles;
   tiles.gp = &gp;

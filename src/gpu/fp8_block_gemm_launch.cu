@@ -101,10 +101,10 @@ cudaError_t encode_sw128_map(CUtensorMap& map, const void* base, int rows, int c
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <int Consumers, bool Pipelined>
+template <int Consumers, bool Pipelined, bool Cross = false>
 cudaError_t wgmma_tma_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
-  using Cfg = kernels::WsCfg<Consumers, true>;
-  const auto kernel = kernels::fp8_block_gemm_wgmma_tma_kernel<Consumers, Pipelined>;
+  using Cfg = kernels::WsCfg<Consumers, true, false, false, false, Cross>;
+  const auto kernel = kernels::fp8_block_gemm_wgmma_tma_kernel<Consumers, Pipelined, Cross>;
   CUtensorMap map_a{}, map_b{};
   cudaError_t err = encode_sw128_map(map_a, p.a, p.m, p.k, p.lda, Cfg::kM);
   if (err == cudaSuccess) err = encode_sw128_map(map_b, p.b, p.n, p.k, p.ldb, kernels::kWgN);
@@ -142,15 +142,16 @@ cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int 
 }
 
 namespace {
-template <bool SmemStore, bool SmemScales = false, bool ExpertMajor = false, bool Split64 = false>
+template <bool SmemStore, bool SmemScales = false, bool ExpertMajor = false, bool Split64 = false,
+          bool Cross = false>
 cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
                               int row_tiles, cudaStream_t stream) {
-  using Cfg = kernels::WsCfg<2, true, SmemStore, SmemScales, Split64>;
+  using Cfg = kernels::WsCfg<2, true, SmemStore, SmemScales, Split64, Cross>;
   // SmemStore with kWgmmaWs's promotion (after each block's wgmmas): with the pipelined one's
   // second partial accumulator the staging store spills (20-92 bytes at 168 registers).
   const auto kernel =
       kernels::fp8_grouped_gemm_wgmma_tma_kernel<!SmemStore, SmemStore, SmemScales, ExpertMajor,
-                                                 Split64>;
+                                                 Split64, Cross>;
   CUtensorMap map_a{};
   cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, Cfg::kM);
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
@@ -180,6 +181,13 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
       return wgmma_tma_grouped<false, true, true>(p, maps_b, rows, row_tiles, stream);
     case GroupedTmaVariant::kSmemScalesExpertMajorSplit64:
       return wgmma_tma_grouped<false, true, true, true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kCross:
+      return wgmma_tma_grouped<false, false, false, false, true>(p, maps_b, rows, row_tiles,
+                                                                 stream);
+    case GroupedTmaVariant::kSmemScalesCross:
+      return wgmma_tma_grouped<false, true, false, false, true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScalesExpertMajorCross:
+      return wgmma_tma_grouped<false, true, true, false, true>(p, maps_b, rows, row_tiles, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -193,6 +201,8 @@ cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kerne
   if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_dense<2, true>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_dense<1, true>(p, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmmaWsTma) return wgmma_tma_dense<2, true>(p, stream);
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsTmaCross)
+    return wgmma_tma_dense<2, true, true>(p, stream);
   const cudaError_t attr = allow_smem(fp8_block_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, (p.m + kBgM - 1) / kBgM);
@@ -206,7 +216,8 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel) {
     case Fp8BlockGemmKernel::kWgmma64: return kernels::WgCfg<1>::kM;
     case Fp8BlockGemmKernel::kWgmmaWs:
     case Fp8BlockGemmKernel::kWgmmaWsPipe:
-    case Fp8BlockGemmKernel::kWgmmaWsTma: return kernels::WsCfg<2>::kM;
+    case Fp8BlockGemmKernel::kWgmmaWsTma:
+    case Fp8BlockGemmKernel::kWgmmaWsTmaCross: return kernels::WsCfg<2>::kM;
     case Fp8BlockGemmKernel::kWgmmaWs64: return kernels::WsCfg<1>::kM;
     case Fp8BlockGemmKernel::kMmaSync: break;
   }
@@ -221,7 +232,8 @@ cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kern
   if (kernel == Fp8BlockGemmKernel::kWgmmaWs) return wgmma_ws_grouped<2, false>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmmaWsPipe) return wgmma_ws_grouped<2, true>(p, tiles, stream);
   if (kernel == Fp8BlockGemmKernel::kWgmmaWs64) return wgmma_ws_grouped<1, true>(p, tiles, stream);
-  if (kernel == Fp8BlockGemmKernel::kWgmmaWsTma) return cudaErrorNotSupported;  // (dense only)
+  if (kernel == Fp8BlockGemmKernel::kWgmmaWsTma || kernel == Fp8BlockGemmKernel::kWgmmaWsTmaCross)
+    return cudaErrorNotSupported;  // (dense only)
   const cudaError_t attr = allow_smem(fp8_grouped_gemm_kernel, kBgSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.n + kBgN - 1) / kBgN, tiles);

@@ -36,6 +36,10 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsTmaGroupedX: return "wgmma_ws_tma_grouped_x";
     case GemmBackend::kWgmmaWsTmaGroupedScX: return "wgmma_ws_tma_grouped_scx";
     case GemmBackend::kWgmmaWsTmaGroupedScXH: return "wgmma_ws_tma_grouped_scxh";
+    case GemmBackend::kWgmmaWsTmaGroupedC: return "wgmma_ws_tma_grouped_c";
+    case GemmBackend::kWgmmaWsTmaGroupedScC: return "wgmma_ws_tma_grouped_scc";
+    case GemmBackend::kWgmmaWsTmaGroupedScXC: return "wgmma_ws_tma_grouped_scxc";
+    case GemmBackend::kWgmmaWsTmaC: return "wgmma_ws_tma_c";
   }
   return "unknown";
 }
@@ -182,6 +186,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
                      : backend_ == GemmBackend::kWgmmaWsPipe ? Fp8BlockGemmKernel::kWgmmaWsPipe
                      : backend_ == GemmBackend::kWgmmaWs64 ? Fp8BlockGemmKernel::kWgmmaWs64
                      : backend_ == GemmBackend::kWgmmaWsTma ? Fp8BlockGemmKernel::kWgmmaWsTma
+                     : backend_ == GemmBackend::kWgmmaWsTmaC ? Fp8BlockGemmKernel::kWgmmaWsTmaCross
                                                          : Fp8BlockGemmKernel::kMmaSync);
       return;
     }

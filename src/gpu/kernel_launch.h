@@ -49,6 +49,10 @@ enum class GroupedTmaVariant {
   kExpertMajor,       // kWgmmaWsTmaGroupedX: expert-major tile order
   kSmemScalesExpertMajor,  // kWgmmaWsTmaGroupedScX: both
   kSmemScalesExpertMajorSplit64,  // kWgmmaWsTmaGroupedScXH: and <= 64-row tiles split by columns
+  // Round 5: the cross-step schedule (a wgmma group in flight across each K step; WsCfg::kCross)
+  kCross,                      // kWgmmaWsTmaGroupedC: with global scale loads
+  kSmemScalesCross,            // kWgmmaWsTmaGroupedScC: with the scales through the ring
+  kSmemScalesExpertMajorCross,  // kWgmmaWsTmaGroupedScXC: and expert-major tile order
 };
 cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k);
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,

@@ -67,7 +67,8 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
   }
   HYMOE_CHECK(backend_ != GemmBackend::kHymoe || fp8_block_gemm_supported(), kUnsupported,
               "grouped gemm: hymoe's kernel needs FP8 tensor cores (compute capability 8.9+)");
-  HYMOE_CHECK(backend_ != GemmBackend::kWgmmaWsTma, kInvalidArgument,
+  HYMOE_CHECK(backend_ != GemmBackend::kWgmmaWsTma && backend_ != GemmBackend::kWgmmaWsTmaC,
+              kInvalidArgument,
               "grouped gemm: {} is dense only (one weight pointer per expert)",
               gemm_backend_name(backend_));
   HYMOE_CHECK(!is_wgmma_backend(backend_) || fp8_block_gemm_wgmma_supported(),
@@ -105,6 +106,11 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
           ? launch::GroupedTmaVariant::kSmemScalesExpertMajor
       : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXH
           ? launch::GroupedTmaVariant::kSmemScalesExpertMajorSplit64
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedC ? launch::GroupedTmaVariant::kCross
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScC
+          ? launch::GroupedTmaVariant::kSmemScalesCross
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXC
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorCross
           : launch::GroupedTmaVariant::kPlain;
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
                                                 host_offsets.back(), tiles, variant, stream));

@@ -178,9 +178,11 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{GemmKind::kFp8BlockScale, 300, 1536, 2048, GemmBackend::kHymoe}));
 
 // hymoe's wgmma kernel (sm_90a), both tile shapes (128 and 64 rows) and the warp-specialised
-// persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma), at the same shapes, plus 5 row tiles over 32 K blocks (more K
-// blocks than ring slots) and an odd n below one tile (unpaired stores); for kWgmmaWs* also more
-// tiles than SMs (each block runs several, the ring carrying on across them). Filter: *Wgmma*.
+// persistent variants (kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma, and kWgmmaWsTmaC: round
+// 5's cross-step schedule, here on 2 to 56 K blocks, odd and even), at the same shapes, plus 5
+// row tiles over 32 K blocks (more K blocks than ring slots) and an odd n below one tile
+// (unpaired stores); for kWgmmaWs* also more tiles than SMs (each block runs several, the ring
+// carrying on across them). Filter: *Wgmma*.
 std::vector<GemmCase> wgmma_cases() {
   const int shapes[][3] = {{64, 256, 512},    {200, 320, 640}, {128, 512, 7168},
                            {35, 320, 256},    {1, 576, 7168},  {77, 130, 208},  // k % 128 != 0
@@ -188,12 +190,13 @@ std::vector<GemmCase> wgmma_cases() {
   std::vector<GemmCase> cases;
   for (const GemmBackend backend : {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                                     GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
-                                    GemmBackend::kWgmmaWsTma})
+                                    GemmBackend::kWgmmaWsTma, GemmBackend::kWgmmaWsTmaC})
     for (const auto& s : shapes) cases.push_back({GemmKind::kFp8BlockScale, s[0], s[1], s[2], backend});
   // 17 x 12 = 204 tiles: more than an H200's 132 SMs, so blocks run one or two tiles of 2 K
   // blocks each (the 6-slot ring holds 3 tiles' blocks at once); ragged m and n.
   for (const GemmBackend backend : {GemmBackend::kWgmmaWs, GemmBackend::kWgmmaWsPipe,
-                                    GemmBackend::kWgmmaWs64, GemmBackend::kWgmmaWsTma})
+                                    GemmBackend::kWgmmaWs64, GemmBackend::kWgmmaWsTma,
+                                    GemmBackend::kWgmmaWsTmaC})
     cases.push_back({GemmKind::kFp8BlockScale, 2100, 1500, 256, backend});
   return cases;
 }

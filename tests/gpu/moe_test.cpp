@@ -22,15 +22,16 @@ constexpr int kPipeK = 256, kPipeN = 320;  // n ragged (3 scale rows)
 // The pipeline on `tokens` tokens (top 4 of the first 11 of 16 experts, so experts 11..15 get no
 // tokens but one 1-row expert) through each of `backends` of the grouped GEMM; or, with
 // `counts`, top 1 routing with exactly counts[e] tokens for expert e (tokens: their sum).
+// k: the GEMM's depth (a multiple of 128: the reference reads whole scale blocks).
 void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends,
-                    std::span<const int> counts = {}) {
+                    std::span<const int> counts = {}, int k = kPipeK) {
   auto rng = test::make_rng();
   Stream stream;
   CublasLt lt;
   const bool exact = !counts.empty();
   const int top_k = exact ? 1 : 4, experts = exact ? static_cast<int>(counts.size()) : 16;
   const int used = 11;
-  const int k = kPipeK, n = kPipeN;
+  const int n = kPipeN;
   if (exact) tokens = std::accumulate(counts.begin(), counts.end(), 0);
   // Routing: top_k distinct experts per token among the first `used`, with random weights.
   std::vector<int32_t> ids(tokens * top_k);
@@ -187,18 +188,24 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   // kWgmmaWsTmaGroupedSt: the same storing through shared memory (n = 320: a partial column tile).
   // Round 4's opt-in variants: kWgmmaWsTmaGroupedSc (scales through the ring), X (expert-major
   // tile order), ScX (both), ScXH (and tiles of <= 64 rows as two 64 x 64 column halves).
+  // Round 5's: C, ScC, ScXC (the cross-step schedule; more K depths in the remainders test).
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                        GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
                        GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
                        GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
-                       GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH});
-  // The TMA variant needs one tensor map per weight: dense GEMMs only.
+                       GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
+                       GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
+                       GemmBackend::kWgmmaWsTmaGroupedScXC});
+  // The TMA variants need one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
+  EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTmaC), Error);
   // ... and the grouped TMA variant is the grouped GEMM's only.
   for (const GemmBackend grouped_only :
        {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
         GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
-        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH})
+        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
+        GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
+        GemmBackend::kWgmmaWsTmaGroupedScXC})
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
                           {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
                  Error);
@@ -216,8 +223,17 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
   check_pipeline(0,
                  {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
                   GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
-                  GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH},
+                  GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
+                  GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
+                  GemmBackend::kWgmmaWsTmaGroupedScXC},
                  counts);
+  // The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4
+  // (even: block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
+  for (const int k : {128, 512, 640})
+    check_pipeline(0,
+                   {GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
+                    GemmBackend::kWgmmaWsTmaGroupedScXC},
+                   counts, k);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

@@ -40,8 +40,15 @@ struct MBarrier {
 
 struct RingModel {
   int stages = 6, blocks = 40, producers = 4, consumers = 8;
+  // Slots a consumer holds at once: 1 (wait_group 0 after each block's wgmmas, then the release)
+  // or 2 (the cross-step schedule, WsCfg::kCross: block kb + 1 is issued before kb's slot is
+  // released, which follows wait_group 1; all held slots drain at the end of each tile of
+  // tile_blocks blocks, before the next tile's first wait).
+  int lag = 1;
+  int tile_blocks = 0;            // 0: one tile of `blocks`
   bool bad_parity = false;        // injected bug: the producer waits on parity `phase`
   int empty_count_shortfall = 0;  // injected bug: empty barriers count too few consumers
+  bool early_release = false;     // injected bug: a slot released when its wgmmas are issued
 };
 
 enum class Outcome { kOk, kDeadlock, kWrongData, kOverwrite };
@@ -59,10 +66,12 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
     std::deque<int> blocks;                      // the K block of each copy in flight
   };
   struct Consumer {
-    RingPos pos{0, 0};
+    RingPos pos{0, 0};   // the next slot to wait for
+    RingPos tail{0, 0};  // the oldest slot held
     int next = 0;
-    bool reading = false;
+    int held = 0;        // slots issued, not yet released (their wgmmas may still read them)
   };
+  const int tile_blocks = m.tile_blocks > 0 ? m.tile_blocks : m.blocks;
   std::vector<Producer> prod(m.producers);
   std::vector<Consumer> cons(m.consumers);
   for (;;) {
@@ -76,15 +85,18 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
     }
     for (int i = 0; i < m.consumers; ++i) {
       const Consumer& c = cons[i];
-      if (c.reading) {
-        actions.push_back({3, i});
-      } else if (c.next < m.blocks && full[c.pos.stage].try_wait_parity(full_wait_parity(c.pos))) {
+      const bool tile_end = c.next % tile_blocks == 0 || c.next == m.blocks;  // (issued all)
+      // Release the oldest: with `lag` slots held (wait_group lag - 1 covers the oldest), or
+      // draining at a tile's end (wait_group 0).
+      if (c.held > 0 && (c.held == m.lag || tile_end)) actions.push_back({3, i});
+      // Wait for and issue the next block: below `lag` held, and a new tile only once drained.
+      if (c.held < m.lag && c.next < m.blocks && !(c.next % tile_blocks == 0 && c.held > 0) &&
+          full[c.pos.stage].try_wait_parity(full_wait_parity(c.pos)))
         actions.push_back({2, i});
-      }
     }
     if (actions.empty()) {
       for (const Consumer& c : cons)
-        if (c.next < m.blocks) return Outcome::kDeadlock;
+        if (c.next < m.blocks || c.held > 0) return Outcome::kDeadlock;
       return Outcome::kOk;
     }
     const auto [kind, i] = actions[std::uniform_int_distribution<size_t>(0, actions.size() - 1)(rng)];
@@ -112,15 +124,17 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
       Consumer& c = cons[i];
       for (int v : data[c.pos.stage])
         if (v != c.next) return Outcome::kWrongData;
-      c.reading = true;
       ++readers[c.pos.stage];
-    } else {  // wgmma done: one arrival on the slot's empty barrier
-      Consumer& c = cons[i];
-      c.reading = false;
-      --readers[c.pos.stage];
-      empty[c.pos.stage].arrive();
+      if (m.early_release) empty[c.pos.stage].arrive();
+      ++c.held;
       c.pos = ring_next(c.pos, m.stages);
       ++c.next;
+    } else {  // the oldest slot's wgmmas done: one arrival on its empty barrier
+      Consumer& c = cons[i];
+      --readers[c.tail.stage];
+      if (!m.early_release) empty[c.tail.stage].arrive();
+      --c.held;
+      c.tail = ring_next(c.tail, m.stages);
     }
   }
 }
@@ -138,6 +152,42 @@ TEST(GpuHost, WgmmaWsRingProtocolDeliversEveryBlockInOrder) {
         m.blocks = 1 + static_cast<int>(rng() % 30);
         ASSERT_EQ(simulate(m, rng), Outcome::kOk) << stages << " stages, " << m.blocks << " blocks";
       }
+}
+
+// The cross-step schedule (kWgmmaWsTmaGroupedC / ScC / ScXC, kWgmmaWsTmaC): each consumer holds
+// up to two slots, releasing the older after wait_group 1 and draining at each tile's end; with
+// the kernel's 6 slots (and any ring of 2 or more) every block arrives in order, none
+// overwritten, no deadlock, over tiles of 1 to 7 blocks (the persistent ring carrying on).
+TEST(GpuHost, WgmmaWsRingProtocolCrossStepReleaseOrder) {
+  auto rng = test::make_rng();
+  for (const int stages : {2, 3, 6})
+    for (const int producers : {1, 33})
+      for (int run = 0; run < (producers > 4 ? 40 : 200); ++run) {
+        RingModel m;
+        m.lag = 2;
+        m.stages = stages;
+        m.producers = producers;
+        m.tile_blocks = 1 + static_cast<int>(rng() % 7);
+        m.blocks = m.tile_blocks * (1 + static_cast<int>(rng() % 5));
+        ASSERT_EQ(simulate(m, rng), Outcome::kOk)
+            << stages << " stages, " << m.blocks << " blocks in tiles of " << m.tile_blocks;
+      }
+  // A one-slot ring cannot hold the two slots: the consumer waits for block 1 in the slot it
+  // has not released (the model sees the deadlock; the kernel has 6).
+  RingModel one_slot;
+  one_slot.lag = 2;
+  one_slot.stages = 1;
+  one_slot.blocks = 4;
+  EXPECT_EQ(simulate(one_slot, rng), Outcome::kDeadlock);
+  // Releasing a slot when its wgmmas are issued (before the wait that covers them) lets the
+  // producer refill it under them: some interleaving shows it.
+  RingModel early;
+  early.lag = 2;
+  early.stages = 2;
+  early.early_release = true;
+  bool caught = false;
+  for (int run = 0; run < 200 && !caught; ++run) caught = simulate(early, rng) != Outcome::kOk;
+  EXPECT_TRUE(caught);
 }
 
 TEST(GpuHost, WgmmaWsRingModelCatchesProtocolBugs) {

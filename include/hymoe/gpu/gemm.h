@@ -44,24 +44,33 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // kWgmmaWsTmaGroupedScX (both), kWgmmaWsTmaGroupedScXH (ScX, and a tile of <= 64 rows, an
 // expert's remainder, split by columns between the two consumers: 64 x 64 each, half the tensor
 // work of a 128-row tile).
+// Round 5, opt-in until measured: the cross-step schedule (each consumer issues K block kb + 1's
+// wgmmas before waiting for kb's with wgmma.wait_group 1, promotes kb under them, releases kb's
+// slot after that wait): kWgmmaWsTmaGroupedC (kWgmmaWsTmaGrouped with it), kWgmmaWsTmaGroupedScC
+// (Sc with it), kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC
+// (kWgmmaWsTma with it) for GemmPlan.
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
-  kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH
+  kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH, kWgmmaWsTmaGroupedC, kWgmmaWsTmaGroupedScC,
+  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC
 };
 
 // Whether the backend is one of the grouped expert GEMM's TMA kernels (GroupedFp8Gemm only).
 inline bool is_grouped_tma_backend(GemmBackend b) {
   return b == GemmBackend::kWgmmaWsTmaGrouped || b == GemmBackend::kWgmmaWsTmaGroupedSt ||
          b == GemmBackend::kWgmmaWsTmaGroupedSc || b == GemmBackend::kWgmmaWsTmaGroupedX ||
-         b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH;
+         b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH ||
+         b == GemmBackend::kWgmmaWsTmaGroupedC || b == GemmBackend::kWgmmaWsTmaGroupedScC ||
+         b == GemmBackend::kWgmmaWsTmaGroupedScXC;
 }
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).
 inline bool is_wgmma_backend(GemmBackend b) {
   return b == GemmBackend::kWgmma || b == GemmBackend::kWgmma64 || b == GemmBackend::kWgmmaWs ||
          b == GemmBackend::kWgmmaWsPipe || b == GemmBackend::kWgmmaWs64 ||
-         b == GemmBackend::kWgmmaWsTma || is_grouped_tma_backend(b);
+         b == GemmBackend::kWgmmaWsTma || b == GemmBackend::kWgmmaWsTmaC ||
+         is_grouped_tma_backend(b);
 }
 
 const char* gemm_kind_name(GemmKind kind);
