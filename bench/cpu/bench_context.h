@@ -15,6 +15,9 @@
 
 namespace hymoe::bench {
 
+// How run()'s caller waits in a pool built with default options (what the engine runs).
+inline constexpr cpu::CallerWait kDefaultCallerWait = cpu::ThreadPoolOptions{}.caller_wait;
+
 // One line of the summary: value against its ceiling measured in the same run.
 struct Record {
   std::string name;
@@ -49,9 +52,10 @@ class BenchContext {
   // 1, 2, 4, 8, 16 up to the number of cores (and the core count itself when not a power of 2).
   const std::vector<int>& thread_counts() const { return thread_counts_; }
   int max_threads() const { return thread_counts_.back(); }
-  // The pool of `threads` workers whose run() caller waits as `wait` says (kAuto: the default
-  // pool every case uses; others only for the caller-wait variants, built on first use).
-  cpu::ThreadPool& pool(int threads, cpu::CallerWait wait = cpu::CallerWait::kAuto);
+  // The pool of `threads` workers whose run() caller waits as `wait` says, otherwise with the
+  // pool's default options (as the engine builds it). The default wait gives the pool every case
+  // uses; the others are for the caller-wait variants only, built on first use.
+  cpu::ThreadPool& pool(int threads, cpu::CallerWait wait = kDefaultCallerWait);
 
   // Set by the probe benchmark, read by the others (GB/s; 0 when the probe has not run).
   void set_probe_gbps(int threads, double gbps) { probe_[threads] = gbps; }

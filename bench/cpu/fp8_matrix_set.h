@@ -15,11 +15,6 @@ class Fp8MatrixSet {
  public:
   Fp8MatrixSet(int64_t rows, int64_t cols, size_t count, cpu::ThreadPool& pool);
   const std::vector<Fp8Matrix>& matrices() const { return mats_; }
-  // Sets the exponent's low bit of every code of every matrix: no zero or subnormal code left
-  // (fill_random_fp8 gives exponents 0-7, one code in 8 subnormal; real weights have few).
-  void make_normal_only() {
-    for (size_t i = 0; i < buf_.size(); ++i) buf_.data()[i] |= std::byte{0x08};
-  }
   // Rows [first, second) of worker `worker` of `workers` (multiples of 16).
   std::pair<int64_t, int64_t> row_range(int worker, int workers) const;
 

@@ -90,8 +90,6 @@ double core_l2_gbps(BenchContext* ctx, cpu::ThreadPool& pool) {
   auto p = kernels::Fp8GemvParams::strided(m.matrices()[0], 1, x.data(), 7168, y.data(), 64);
   constexpr int kCalls = 64;
   double seconds = 0;
-  const kernels::GemvDecode saved_decode = kernels::gemv_decode();
-  kernels::set_gemv_decode(kernels::GemvDecode::kTable);  // the same measure in every case
   pool.run([&](const cpu::WorkerInfo& w) {
     if (w.index != 0) return;
     for (int i = 0; i < 4; ++i) kernels::fp8_gemv(p);  // into L2
@@ -99,7 +97,6 @@ double core_l2_gbps(BenchContext* ctx, cpu::ThreadPool& pool) {
     for (int i = 0; i < kCalls; ++i) kernels::fp8_gemv(p);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
-  kernels::set_gemv_decode(saved_decode);
   benchmark::DoNotOptimize(y.data());
   return kCalls * 64.0 * 7168.0 / seconds / 1e9;
 }
@@ -110,13 +107,12 @@ double core_l2_gbps(BenchContext* ctx, cpu::ThreadPool& pool) {
 // do not, whatever case came before.
 constexpr int kWarmupPairs = 2;
 
+// wait: how run()'s caller waits (the pool's default, as the engine runs; kAuto for the
+// comparison records, suffix _auto).
 void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
-             const PrefetchVariant* variant, cpu::CallerWait wait = cpu::CallerWait::kAuto,
-             kernels::GemvDecode decode = kernels::GemvDecode::kTable) {
+             const PrefetchVariant* variant, cpu::CallerWait wait) {
   const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
   if (variant) kernels::set_gemv_prefetch(variant->setting);
-  const kernels::GemvDecode saved_decode = kernels::gemv_decode();
-  kernels::set_gemv_decode(decode);
   Fp8MatrixSet& set = matrices(ctx, s);
   cpu::ThreadPool& pool = ctx->pool(threads, wait);
   const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
@@ -164,16 +160,14 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   state.counters["of_probe"] = ratio;
   state.counters["best_ratio"] = best_gemv / best_probe;
   kernels::set_gemv_prefetch(saved);
-  kernels::set_gemv_decode(saved_decode);
   ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) +
                     (variant ? std::string("_pf_") + variant->name : std::string()) +
-                (wait == cpu::CallerWait::kSpin ? "_spin" : "") + (decode == kernels::GemvDecode::kShift ? "_shift" : ""),
+                    (wait == kDefaultCallerWait ? "" : std::string("_") + caller_wait_name(wait)),
             threads, gbps, "GB/s", ceiling, ratio,
-            fmt::format("{} ({} decode), {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved; value, ceiling = "
+            fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved; value, ceiling = "
                         "median GB/s, ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / "
                         "best probe {:.2f} = {:.3f}; core L2 decode before/after {:.2f} / {:.2f} GB/s; caller spins <= {} us",
-                        kernels::isa_name(kernels::best_isa()), kernels::gemv_decode_name(decode),
-                        set.matrices().size(), kWarmupPairs, ratios.size(),
+                        kernels::isa_name(kernels::best_isa()), set.matrices().size(), kWarmupPairs, ratios.size(),
                         *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
                         best_gemv, best_probe, best_gemv / best_probe, core_before, core_after,
                         pool.caller_spin_limit_us())});
@@ -182,18 +176,9 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
 // One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
 // called over and over): what the core could consume if DRAM kept up. The ratio to the 1-thread
 // probe is the headroom: below 1, a core cannot saturate even its own read bandwidth.
-// decode: the AVX512-BF16 variant's decode (GemvDecode); normal_only: weights without zero or
-// subnormal codes (the shift decode's common path; the bench's random codes have one in 8).
-void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa,
-                kernels::GemvDecode decode = kernels::GemvDecode::kTable, bool normal_only = false) {
-  const kernels::GemvDecode saved_decode = kernels::gemv_decode();
-  kernels::set_gemv_decode(decode);
-  Fp8MatrixSet& set = ctx->cached<Fp8MatrixSet>(
-      "gemv_l2", std::to_string(s.rows) + "x" + std::to_string(s.cols) + (normal_only ? "n" : ""), [&] {
-        auto* m = new Fp8MatrixSet(s.rows, s.cols, 1, ctx->pool(1));
-        if (normal_only) m->make_normal_only();
-        return m;
-      });
+void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa) {
+  Fp8MatrixSet& set = ctx->cached<Fp8MatrixSet>("gemv_l2", std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                                [&] { return new Fp8MatrixSet(s.rows, s.cols, 1, ctx->pool(1)); });
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
@@ -214,15 +199,10 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
   benchmark::DoNotOptimize(y.data());
   const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(1);
   state.counters["GBps"] = gbps;
-  kernels::set_gemv_decode(saved_decode);
-  std::string suffix = isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
-  if (decode == kernels::GemvDecode::kShift) suffix += "_shift";
-  if (normal_only) suffix += "_normal";
+  const std::string suffix = isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
   ctx->put({"fp8_gemv_l2_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) + suffix,
             1, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
-            std::string(kernels::isa_name(isa)) + " (" + kernels::gemv_decode_name(decode) + " decode), weights in L2" +
-                (normal_only ? " without zero/subnormal codes" : " (random codes, 1 in 8 subnormal)") +
-                "; ratio = headroom over the 1-thread read probe"});
+            std::string(kernels::isa_name(isa)) + ", weights in L2; ratio = headroom over the 1-thread read probe"});
 }
 
 }  // namespace
@@ -238,24 +218,7 @@ void register_gemv(BenchContext& ctx) {
         if (!best && (b > 1 || s.cols != 7168)) continue;
         const std::string name = "fp8_gemv_l2/" + std::string(kernels::isa_name(isa)) + "/" + std::to_string(s.rows) +
                                  "x" + std::to_string(s.cols) + "/batch:" + std::to_string(b);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa, kernels::GemvDecode::kTable, false)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->MinTime(0.3);
-      }
-    }
-  }
-  // The shift decode (GemvDecode::kShift) beside the table decode at batch 1, weights in L2:
-  // the bench's random codes (one in 8 subnormal: the lookup runs for nearly every 64 codes) and
-  // normal-only codes (as real weights: the lookup almost never runs), both decodes on both.
-  if (kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
-    for (bool normal : {false, true}) {
-      for (kernels::GemvDecode d : {kernels::GemvDecode::kTable, kernels::GemvDecode::kShift}) {
-        if (!normal && d == kernels::GemvDecode::kTable) continue;  // that is fp8_gemv_l2/avx512bf16/64x7168/batch:1
-        const std::string name = std::string("fp8_gemv_l2_decode/") + kernels::gemv_decode_name(d) +
-                                 (normal ? "/normal" : "/random") + "/64x7168/batch:1";
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, Shape{64, 7168}, 1, kernels::Isa::kAvx512Bf16, d,
-                                     normal)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.3);
@@ -270,34 +233,18 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, cpu::CallerWait::kAuto,
-                                     kernels::GemvDecode::kTable)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
       }
     }
-    // Right after the default cases, same shape: the shift decode at batch 1 (1 thread: the
-    // decode-bound count; all threads), records fp8_gemv_<shape>_b1_shift; and at all threads
-    // the caller of run() spinning up to 1 ms (CallerWait::kSpin, records _spin) instead of the
-    // full pool's 5 us.
-    std::vector<int> shift_threads{1};
-    if (ctx.max_threads() > 1) shift_threads.push_back(ctx.max_threads());
-    if (kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
-      for (int t : shift_threads) {
-        const std::string name = "fp8_gemv_shift/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                                 "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, nullptr, cpu::CallerWait::kAuto,
-                                     kernels::GemvDecode::kShift)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(kPairedRounds);
-      }
-    }
-    const std::string name = "fp8_gemv_spin/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+    // Right after the default cases, same shape, at all threads: the caller of run() spinning
+    // at most 5 us before it sleeps (CallerWait::kAuto; the default spins up to
+    // caller_spin_us), records fp8_gemv_<shape>_b1_auto.
+    const std::string name = "fp8_gemv_auto/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              "/batch:1/threads:" + std::to_string(ctx.max_threads());
-    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr,
-                                 cpu::CallerWait::kSpin, kernels::GemvDecode::kTable)
+    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);
@@ -346,7 +293,7 @@ void register_gemv(BenchContext& ctx) {
       for (const PrefetchVariant* v : variants) {
         const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, cpu::CallerWait::kAuto, kernels::GemvDecode::kTable)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);

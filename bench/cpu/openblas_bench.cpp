@@ -119,17 +119,17 @@ DenseSet<T>& dense_set(BenchContext* ctx, Shape s, bool bf16) {
 // (median sgemv latency, ceiling = median FP8 latency, ratio = median of the per-round ratios).
 constexpr int kFp8Calls = 32, kBlasCalls = 8, kLatencyRounds = 9;
 
-// Each round also runs a block of FP8 calls on a pool whose caller spins up to 1 ms
-// (CallerWait::kSpin) instead of the full pool's 5 us then sleep (kAuto), the two blocks in
-// alternating order: records fp8_gemv_latency_<shape>_spin and openblas_sgemv_f32_<shape>_spin
-// (ratio against the spinning caller's latency). One run() per call (~150-250 us on the Xeon):
-// the caller's wake-up is paid per call when it sleeps.
+// Each round also runs a block of FP8 calls on a pool whose caller spins at most 5 us before it
+// sleeps when it shares a worker's CPU (CallerWait::kAuto) instead of the default's up to 1 ms
+// (kSpin), the two blocks in alternating order: records fp8_gemv_latency_<shape>_auto and
+// openblas_sgemv_f32_<shape>_auto (ratio against the kAuto caller's latency). One run() per call
+// (~150-250 us on the Xeon): a sleeping caller pays its wake-up per call.
 void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
   Fp8MatrixSet& fp8 = fp8_set(ctx, s);
   DenseSet<float>& f32 = dense_set<float>(ctx, s, false);
   const int t = ctx->max_threads();
   cpu::ThreadPool& pool = ctx->pool(t);
-  cpu::ThreadPool& spin_pool = ctx->pool(t, cpu::CallerWait::kSpin);
+  cpu::ThreadPool& auto_pool = ctx->pool(t, cpu::CallerWait::kAuto);
   openblas_set_num_threads(t);
   std::vector<uint16_t> xb(static_cast<size_t>(s.cols), float_to_bf16(0.5f));
   std::vector<float> xf(static_cast<size_t>(s.cols), 0.5f);
@@ -152,27 +152,27 @@ void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
     return sec / kBlasCalls;
   };
   fp8_block(pool);  // warm-up round
-  fp8_block(spin_pool);
+  fp8_block(auto_pool);
   blas_block();
-  std::vector<double> fp8_us, spin_us, blas_us, ratios, spin_ratios;
-  bool spin_first = false;
+  std::vector<double> fp8_us, auto_us, blas_us, ratios, auto_ratios;
+  bool auto_first = false;
   for (auto _ : state) {
     double a = 0, c = 0;
-    if (spin_first) {
-      c = fp8_block(spin_pool);
+    if (auto_first) {
+      c = fp8_block(auto_pool);
       a = fp8_block(pool);
     } else {
       a = fp8_block(pool);
-      c = fp8_block(spin_pool);
+      c = fp8_block(auto_pool);
     }
-    spin_first = !spin_first;
+    auto_first = !auto_first;
     const double b = blas_block();
     state.SetIterationTime(a * kFp8Calls);
     fp8_us.push_back(a * 1e6);
-    spin_us.push_back(c * 1e6);
+    auto_us.push_back(c * 1e6);
     blas_us.push_back(b * 1e6);
     ratios.push_back(b / a);
-    spin_ratios.push_back(b / c);
+    auto_ratios.push_back(b / c);
   }
   benchmark::DoNotOptimize(y.data());
   const double ours = median(fp8_us), theirs = median(blas_us), ratio = median(ratios), fl = floor_us(ctx, s);
@@ -187,15 +187,15 @@ void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
                         "FP8 caller spins <= {} us",
                         ratios.size(), *std::min_element(ratios.begin(), ratios.end()),
                         *std::max_element(ratios.begin(), ratios.end()), pool.caller_spin_limit_us())});
-  const double spin = median(spin_us);
-  ctx->put({"fp8_gemv_latency_" + shape_name(s) + "_spin", t, spin, "us", fl, fl / spin,
-            fmt::format("as fp8_gemv_latency_{} in the same rounds, run()'s caller spinning <= {} us; min {:.1f}, max "
-                        "{:.1f} us", shape_name(s), spin_pool.caller_spin_limit_us(),
-                        *std::min_element(spin_us.begin(), spin_us.end()), *std::max_element(spin_us.begin(), spin_us.end()))});
-  ctx->put({"openblas_sgemv_f32_" + shape_name(s) + "_spin", t, theirs, "us", spin, median(spin_ratios),
-            fmt::format("ratio = median over {} rounds of (sgemv / FP8 latency, caller spinning) (min {:.2f}, max {:.2f})",
-                        spin_ratios.size(), *std::min_element(spin_ratios.begin(), spin_ratios.end()),
-                        *std::max_element(spin_ratios.begin(), spin_ratios.end()))});
+  const double auto_wait = median(auto_us);
+  ctx->put({"fp8_gemv_latency_" + shape_name(s) + "_auto", t, auto_wait, "us", fl, fl / auto_wait,
+            fmt::format("as fp8_gemv_latency_{} in the same rounds, run()'s caller kAuto (spins <= {} us); min {:.1f}, "
+                        "max {:.1f} us", shape_name(s), auto_pool.caller_spin_limit_us(),
+                        *std::min_element(auto_us.begin(), auto_us.end()), *std::max_element(auto_us.begin(), auto_us.end()))});
+  ctx->put({"openblas_sgemv_f32_" + shape_name(s) + "_auto", t, theirs, "us", auto_wait, median(auto_ratios),
+            fmt::format("ratio = median over {} rounds of (sgemv / FP8 latency, caller kAuto) (min {:.2f}, max {:.2f})",
+                        auto_ratios.size(), *std::min_element(auto_ratios.begin(), auto_ratios.end()),
+                        *std::max_element(auto_ratios.begin(), auto_ratios.end()))});
 }
 
 template <typename T>

@@ -9,8 +9,9 @@
 //   job entered) and _finish the latency from the last job's end to run()'s return; in the
 //   notes their 90th percentiles, the share of runs whose last worker started > 20 us late, futex sleeps per run (workers, caller), how often the unpinned caller
 //   sat on a worker's CPU, host steal time and involuntary context switches per run. At 8
-//   threads and at the full pool the 100 us job also runs with the caller spinning
-//   (CallerWait::kSpin: pool_100us_spin*, pool_wake_spin*) and sleeping (kSleep: *_sleep*). pool_wake*:
+//   threads and at the full pool the 100 us job also runs with the caller of CallerWait::kAuto
+//   (5 us spin when it shares a worker's CPU: pool_100us_auto*, pool_wake_auto*) and sleeping at
+//   once (kSleep: *_sleep*) beside the default (kSpin, up to 1 ms). pool_wake*:
 //   an empty job after 1 ms idle, so every worker sleeps and is woken by run()'s one FUTEX_WAKE
 //   (the first run() of each MoE layer after the GPU's attention): the spread of their start.
 // - steady_clock_now: ns per clock read (the job and the stamps read it; a clocksource without a
@@ -172,10 +173,12 @@ void bm_pool_diag(benchmark::State& state, BenchContext* ctx, int threads) {
     stamped_runs(ctx, pool, threads, kWorkUs, 1000, "pool_100us", true);
     stamped_runs(ctx, pool, threads, 0, 200, "pool_wake", true, 1000);  // workers asleep: futex wake-up
     if (threads == ctx->max_threads() || threads == 8) {
-      for (const cpu::CallerWait wait : {cpu::CallerWait::kSpin, cpu::CallerWait::kSleep}) {
-        cpu::ThreadPool variant(ctx->topology(), {.threads = threads, .pin = true, .spin_us = 50,
-                                                  .caller_spin_us = 1000, .caller_wait = wait});
-        const std::string name = wait == cpu::CallerWait::kSpin ? "spin" : "sleep";
+      for (const cpu::CallerWait wait : {cpu::CallerWait::kAuto, cpu::CallerWait::kSleep}) {
+        cpu::ThreadPoolOptions options;  // the defaults but for the wait
+        options.threads = threads;
+        options.caller_wait = wait;
+        cpu::ThreadPool variant(ctx->topology(), options);
+        const std::string name = cpu::caller_wait_name(wait);
         stamped_runs(ctx, variant, threads, kWorkUs, 1000, "pool_100us_" + name, true);
         stamped_runs(ctx, variant, threads, 0, 200, "pool_wake_" + name, true, 1000);
       }

@@ -4,8 +4,7 @@
 // value times 2^-120; adding 120 to the exponent field makes normal codes exact. Exponent-0 codes
 // (subnormals) and the NaN magnitude 0x7F are "special": a permute looks them up in a small table
 // indexed by the magnitude's low bits. Special <=> (mag - 8) mod 2^32 >= 119: one subtract, one
-// compare. BF16 (Fp8Bf16Decoder, needs AVX512-VBMI): a full table lookup, see below; or
-// (Fp8Bf16ShiftDecoder, GemvDecode::kShift) shifts and adds with a lookup only for special codes.
+// compare. BF16 (Fp8Bf16Decoder, needs AVX512-VBMI): a full table lookup, see below.
 #pragma once
 
 #include <immintrin.h>
@@ -109,108 +108,6 @@ struct Fp8Bf16Decoder {
     second = _mm512_unpackhi_epi8(lo, hi);
   }
 };
-
-// Index = magnitude & 31 (BF16, for vpermw): [0, 8) subnormals and zero, 31 = NaN (0x7F).
-inline constexpr std::array<uint16_t, 32> kFp8SpecialBf16 = [] {
-  std::array<uint16_t, 32> t{};
-  for (int m = 0; m < 8; ++m) t[m] = kFp8MagnitudeBf16[m];
-  t[31] = 0x7FC0;
-  return t;
-}();
-
-// FP8 -> BF16 by shifts, masks and adds, with no shuffle on the common path (GemvDecode::kShift):
-// the 64 codes, read as 32 16-bit words, split into even codes (low bytes) and odd codes (high
-// bytes), each already in a word of its own; a normal code's BF16 is
-//   sign << 8 | ((magnitude << 4) + (120 << 7))
-// (exponent field E + 120, the 3 mantissa bits on top of BF16's 7). Exponent-0 codes (zero and
-// subnormals) and the NaN magnitude 0x7F are "special" (magnitude - 8 mod 256 >= 119, one byte
-// subtract and compare for all 64); only when a test says the 64 hold one are they looked up
-// (vpermw from kFp8SpecialBf16, masked to the special words). Output in even/odd order: first =
-// codes 0, 2, .., 62; second = 1, 3, .., 63 (activations copied to match: bf16_to_even_odd).
-// Per 64 codes on the common path: 12 vector instructions (3 of them shifts, 1 compare into a
-// mask) against the table decode's 5 (4 of them byte shuffles): it trades port-5 shuffles for
-// more instructions on ports 0 and 5 together, which of the two is faster is for the benchmark.
-struct Fp8Bf16ShiftDecoder {
-  __m512i mag7 = _mm512_set1_epi8(0x7F);
-  __m512i eight = _mm512_set1_epi8(8);
-  __m512i limit = _mm512_set1_epi8(119);
-  __m512i field = _mm512_set1_epi16(0x07F0);  // magnitude << 4 within a word
-  __m512i low_byte = _mm512_set1_epi16(0x00FF);
-  __m512i bias = _mm512_set1_epi16(120 << 7);
-  __m512i sign_bit = _mm512_set1_epi16(static_cast<short>(0x8000));
-  __m512i word_eight = _mm512_set1_epi16(8);
-  __m512i word_limit = _mm512_set1_epi16(119);
-  __m512i table = _mm512_loadu_si512(kFp8SpecialBf16.data());
-
-  void operator()(__m512i codes, __m512i& even, __m512i& odd) const {
-    const __m512i mag = _mm512_and_si512(codes, mag7);
-    even = _mm512_add_epi16(_mm512_and_si512(_mm512_slli_epi16(mag, 4), field), bias);
-    odd = _mm512_add_epi16(_mm512_and_si512(_mm512_srli_epi16(mag, 4), field), bias);
-    const __mmask64 special = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(mag, eight), limit);
-    if (_ktestz_mask64_u8(special, special) == 0) [[unlikely]] fix_special(mag, even, odd);
-    even = _mm512_ternarylogic_epi32(even, _mm512_slli_epi16(codes, 8), sign_bit, 0xF8);  // | sign << 8
-    odd = _mm512_ternarylogic_epi32(odd, codes, sign_bit, 0xF8);                          // | sign
-  }
-
-  // Natural order (codes 0..31, 32..63), for fp8_to_bf16 and its tests.
-  void natural(__m512i codes, __m512i& first, __m512i& second) const;
-
- private:
-  void fix_special(__m512i mag, __m512i& even, __m512i& odd) const {
-    const __m512i me = _mm512_and_si512(mag, low_byte);
-    const __m512i mo = _mm512_srli_epi16(mag, 8);
-    const __mmask32 se = _mm512_cmpge_epu16_mask(_mm512_sub_epi16(me, word_eight), word_limit);
-    const __mmask32 so = _mm512_cmpge_epu16_mask(_mm512_sub_epi16(mo, word_eight), word_limit);
-    even = _mm512_mask_permutexvar_epi16(even, se, me, table);  // vpermw reads index bits 0-4
-    odd = _mm512_mask_permutexvar_epi16(odd, so, mo, table);
-  }
-};
-
-// Word indexes (into the concatenation even ++ odd) back to natural order.
-inline constexpr std::array<uint16_t, 32> kEvenOddToFirst = [] {
-  std::array<uint16_t, 32> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint16_t>(i % 2 == 0 ? i / 2 : 32 + i / 2);
-  return t;
-}();
-inline constexpr std::array<uint16_t, 32> kEvenOddToSecond = [] {
-  std::array<uint16_t, 32> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint16_t>(i % 2 == 0 ? 16 + i / 2 : 48 + i / 2);
-  return t;
-}();
-// And natural order to even/odd (the activations' copy).
-inline constexpr std::array<uint16_t, 32> kNaturalToEven = [] {
-  std::array<uint16_t, 32> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint16_t>(2 * i);
-  return t;
-}();
-inline constexpr std::array<uint16_t, 32> kNaturalToOdd = [] {
-  std::array<uint16_t, 32> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint16_t>(2 * i + 1);
-  return t;
-}();
-
-inline void Fp8Bf16ShiftDecoder::natural(__m512i codes, __m512i& first, __m512i& second) const {
-  __m512i even, odd;
-  (*this)(codes, even, odd);
-  first = _mm512_permutex2var_epi16(even, _mm512_loadu_si512(kEvenOddToFirst.data()), odd);
-  second = _mm512_permutex2var_epi16(even, _mm512_loadu_si512(kEvenOddToSecond.data()), odd);
-}
-
-// Copies n BF16 activations to dst (64-byte aligned) in even/odd order (per 64: the even
-// elements, then the odd ones), zero-filling dst up to the next multiple of 64.
-inline void bf16_to_even_odd(const uint16_t* src, int64_t n, uint16_t* dst) {
-  const __m512i even_idx = _mm512_loadu_si512(kNaturalToEven.data());
-  const __m512i odd_idx = _mm512_loadu_si512(kNaturalToOdd.data());
-  for (int64_t k = 0; k < n; k += 64) {
-    const int64_t left = n - k;
-    const __mmask32 m0 = _cvtu32_mask32(left >= 32 ? ~0u : (1u << left) - 1u);
-    const __mmask32 m1 = _cvtu32_mask32(left >= 64 ? ~0u : left <= 32 ? 0u : (1u << (left - 32)) - 1u);
-    const __m512i x0 = _mm512_maskz_loadu_epi16(m0, src + k);
-    const __m512i x1 = _mm512_maskz_loadu_epi16(m1, src + k + 32);
-    _mm512_store_si512(dst + k, _mm512_permutex2var_epi16(x0, even_idx, x1));
-    _mm512_store_si512(dst + k + 32, _mm512_permutex2var_epi16(x0, odd_idx, x1));
-  }
-}
 
 // Copies n BF16 activations to dst (64-byte aligned) in lane order, 64 at a time, zero-filling
 // dst up to the next multiple of 64.

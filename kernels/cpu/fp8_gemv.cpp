@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <string_view>
 
 #include "hymoe/common/error.h"
 #include "variants.h"
@@ -30,19 +29,7 @@ PrefetchState& prefetch_state() {
   return s;
 }
 
-std::atomic<GemvDecode>& decode_state() {
-  static std::atomic<GemvDecode> d{[] {
-    const char* env = std::getenv("HYMOE_GEMV_DECODE");
-    return env && std::string_view(env) == "shift" ? GemvDecode::kShift : GemvDecode::kTable;
-  }()};
-  return d;
-}
-
 }  // namespace
-
-GemvDecode gemv_decode() { return decode_state().load(std::memory_order_relaxed); }
-void set_gemv_decode(GemvDecode d) { decode_state().store(d, std::memory_order_relaxed); }
-const char* gemv_decode_name(GemvDecode d) { return d == GemvDecode::kShift ? "shift" : "table"; }
 
 GemvPrefetch gemv_prefetch() {
   const PrefetchState& s = prefetch_state();

@@ -3,8 +3,6 @@
 // accumulators per pass (R * B <= 8); each 128-wide K block's partial sums are scaled into
 // register totals with one FMA. The activations are copied once per call into the order the
 // weights decode to most cheaply (lane order), unless B * K exceeds kGemvLaneOrderWords.
-// gemv_decode() == kShift: decoded by shifts instead (Fp8Bf16ShiftDecoder), x copied in even/odd
-// order to match (natural order still uses the table decode).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,23 +19,18 @@ template <int B>
 struct Pass {
   const Fp8GemvParams& p;
   const Fp8Bf16Decoder& dec;
-  const Fp8Bf16ShiftDecoder& shift_dec;
   const uint16_t* x[B];
   int64_t ahead;     // prefetch distance in bytes
   int64_t l1_bytes;  // GemvPrefetch::l1_bytes
 };
 
-// The order the weights decode to and x is copied in: natural (x as given, masked tails), lane
-// order (table decode, unpacks), even/odd (shift decode, GemvDecode::kShift); the copies are
-// zero-padded to a multiple of 64.
-enum class Order { kNatural, kLane, kEvenOdd };
-
-// R rows x B batch rows in one pass over R weight rows, weights and x in order kOrder.
+// R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
+// and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
 // Accumulators in registers; block totals too while R * B <= 8, else in L1.
 // Where the software prefetch puts the lines ahead (kNone: the hardware prefetchers alone).
 enum class Pf { kNone, kL2, kL1 };
 
-template <int B, int R, Order kOrder, Pf kPf>
+template <int B, int R, bool kLaneOrder, Pf kPf>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
@@ -46,8 +39,7 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
   const auto& wrow = rows.w;
   const auto& srow = rows.scale;
   auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
-    if constexpr (kOrder == Order::kLane) a.dec.lane_order(codes, w0, w1);
-    else if constexpr (kOrder == Order::kEvenOdd) a.shift_dec(codes, w0, w1);
+    if constexpr (kLaneOrder) a.dec.lane_order(codes, w0, w1);
     else a.dec(codes, w0, w1);
   };
   // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
@@ -110,10 +102,10 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
         decode(_mm512_maskz_loadu_epi8(mw, wrow[r] + k), w0, w1);
 #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) {
-          // Lane / even-odd order: the copy of x is zero-padded, and zero codes decode to +0.
-          constexpr bool kCopy = kOrder != Order::kNatural;
-          const __m512i x0 = kCopy ? _mm512_load_si512(a.x[b] + k) : _mm512_maskz_loadu_epi16(m0, a.x[b] + k);
-          const __m512i x1 = kCopy ? _mm512_load_si512(a.x[b] + k + 32) : _mm512_maskz_loadu_epi16(m1, a.x[b] + k + 32);
+          // Lane order: the copy of x is zero-padded, and zero codes decode to +0.
+          const __m512i x0 = kLaneOrder ? _mm512_load_si512(a.x[b] + k) : _mm512_maskz_loadu_epi16(m0, a.x[b] + k);
+          const __m512i x1 = kLaneOrder ? _mm512_load_si512(a.x[b] + k + 32)
+                                        : _mm512_maskz_loadu_epi16(m1, a.x[b] + k + 32);
           acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)x0);
           acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)x1);
         }
@@ -148,11 +140,11 @@ bool prefetch_into_l1(const Pass<B>& a) {
   return B <= 2 && a.ahead <= a.l1_bytes;
 }
 
-template <int B, Order kOrder>
+template <int B, bool kLaneOrder>
 void gemv_passes(const Pass<B>& a) {
   auto run = [&a]<Pf kPf>() {
     for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
-                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kOrder, kPf>(a, i); });
+                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kPf>(a, i); });
   };
   if (a.ahead == 0) run.template operator()<Pf::kNone>();
   else if (prefetch_into_l1(a)) run.template operator()<Pf::kL1>();
@@ -178,25 +170,21 @@ void prefetch_first_pass(const Pass<B>& a) {
 template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
-  const Fp8Bf16ShiftDecoder shift_dec;
   const GemvPrefetch pf = gemv_prefetch();
-  const bool shift = gemv_decode() == GemvDecode::kShift;
-  Pass<B> a{p, dec, shift_dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
+  Pass<B> a{p, dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
   if (pf.first_pass && a.ahead != 0) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
-  if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order, table decode
+  if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];
-    return gemv_passes<B, Order::kNatural>(a);
+    return gemv_passes<B, false>(a);
   }
-  // One copy of x in lane (or even/odd) order per call (B * K words, small next to the weights).
+  // One copy of x in lane order per call (B * K words, small next to the rows' weights).
   alignas(64) uint16_t xbuf[kGemvLaneOrderWords];
   for (int b = 0; b < B; ++b) {
-    if (shift) bf16_to_even_odd(p.x[b], p.w.cols, xbuf + b * padded);
-    else bf16_to_lane_order(p.x[b], p.w.cols, xbuf + b * padded);
+    bf16_to_lane_order(p.x[b], p.w.cols, xbuf + b * padded);
     a.x[b] = xbuf + b * padded;
   }
-  if (shift) gemv_passes<B, Order::kEvenOdd>(a);
-  else gemv_passes<B, Order::kLane>(a);
+  gemv_passes<B, true>(a);
 }
 
 }  // namespace
@@ -207,15 +195,11 @@ void fp8_gemv_avx512bf16(const Fp8GemvParams& p) {
 
 void fp8_to_bf16_avx512bf16(const uint8_t* src, uint16_t* dst, size_t n) {
   const Fp8Bf16Decoder dec;
-  const Fp8Bf16ShiftDecoder shift_dec;
-  const bool shift = gemv_decode() == GemvDecode::kShift;
   for (size_t i = 0; i < n; i += 64) {
     const size_t left = n - i;
     const __mmask64 m = _cvtu64_mask64(left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1);
     __m512i w0, w1;
-    const __m512i codes = _mm512_maskz_loadu_epi8(m, src + i);
-    if (shift) shift_dec.natural(codes, w0, w1);
-    else dec(codes, w0, w1);
+    dec(_mm512_maskz_loadu_epi8(m, src + i), w0, w1);
     _mm512_mask_storeu_epi16(dst + i, _cvtu32_mask32(left >= 32 ? ~0u : (1u << left) - 1u), w0);
     if (left > 32) {
       _mm512_mask_storeu_epi16(dst + i + 32,

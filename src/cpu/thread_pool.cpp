@@ -37,6 +37,15 @@ bool pin_to_cpu(int cpu) {
 
 }  // namespace
 
+const char* caller_wait_name(CallerWait wait) {
+  switch (wait) {
+    case CallerWait::kAuto: return "auto";
+    case CallerWait::kSpin: return "spin";
+    case CallerWait::kSleep: return "sleep";
+  }
+  return "?";
+}
+
 ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& options)
     : spin_us_(options.spin_us), caller_spin_us_(options.caller_spin_us) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
@@ -89,8 +98,9 @@ ThreadPool::ThreadPool(const Topology& topology, const ThreadPoolOptions& option
   slots_ = std::make_unique<WorkerSlot[]>(workers_.size());
   threads_.reserve(workers_.size());
   for (int i = 0; i < size(); ++i) threads_.emplace_back([this, i] { worker_loop(i); });
-  log::get("moe")->debug("thread pool: {} workers in {} groups ({}), pinned: {}, caller spins <= {} us",
-                         size(), num_groups(), topology.describe(), pin, caller_spin_limit_us_);
+  log::get("moe")->debug("thread pool: {} workers in {} groups ({}), pinned: {}, caller wait {}, spins <= {} us",
+                         size(), num_groups(), topology.describe(), pin, caller_wait_name(options.caller_wait),
+                         caller_spin_limit_us_);
 }
 
 ThreadPool::~ThreadPool() {

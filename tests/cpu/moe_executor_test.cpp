@@ -151,7 +151,7 @@ TEST(MoeExecutor, ResultDoesNotDependOnThePoolSize) {
                                         {"pack:1 [numa] core:16 pu:1", 3},
                                         {"pack:1 [numa] core:16 pu:1", 16},
                                         {"pack:2 [numa] core:8 pu:1", 16}}) {
-      ThreadPool pool(Topology::synthetic(desc), {.threads = threads, .pin = false, .spin_us = 50, .caller_spin_us = 1000, .caller_wait = CallerWait::kAuto});
+      ThreadPool pool(Topology::synthetic(desc), {.threads = threads, .pin = false, .spin_us = 50, .caller_spin_us = 1000, .caller_wait = CallerWait::kSpin});
       MoeExecutor moe(pool, shape, tuning);
       std::vector<float> out(static_cast<size_t>(tokens * H), std::numeric_limits<float>::quiet_NaN());
       moe.run(ex.views, {tokens, in.hidden.data(), 6, in.ids.data(), in.weights.data(), out.data(), false});

@@ -145,10 +145,18 @@ TEST(ThreadPool, CallerWaitModes) {
                                    .caller_wait = CallerWait::kSpin})
                 .caller_spin_limit_us(),
             700);
-  // On this machine: a full pinned pool leaves the caller no free CPU exactly when the process
-  // may run only on the pool's CPUs.
+  // The default is kSpin (measured faster at the Xeon's full pool): up to caller_spin_us even
+  // for the full pinned pool, whose caller shares a worker's CPU.
   const Topology topo = Topology::detect();
-  ThreadPool full(topo);
+  EXPECT_EQ(ThreadPoolOptions{}.caller_wait, CallerWait::kSpin);
+  EXPECT_STREQ(caller_wait_name(CallerWait::kAuto), "auto");  // bench record suffixes
+  EXPECT_STREQ(caller_wait_name(CallerWait::kSpin), "spin");
+  EXPECT_STREQ(caller_wait_name(CallerWait::kSleep), "sleep");
+  EXPECT_EQ(ThreadPool(topo).caller_spin_limit_us(), ThreadPoolOptions{}.caller_spin_us);
+  // kAuto on this machine: a full pinned pool leaves the caller no free CPU exactly when the
+  // process may run only on the pool's CPUs.
+  ThreadPool full(topo, {.threads = 0, .pin = true, .spin_us = 50, .caller_spin_us = 1000,
+                         .caller_wait = CallerWait::kAuto});
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);

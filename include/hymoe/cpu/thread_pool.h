@@ -9,17 +9,23 @@
 //   make no system call.
 // - Each worker decrements `pending` after its job; the one that reaches 0 wakes the caller only
 //   when the caller sleeps (flag `caller_sleeping`).
-// - The caller is not pinned. When it has a core without a worker (pool smaller than its CPU
-//   set) it waits by polite spinning for up to caller_spin_us, then sleeps. When every CPU it may
-//   run on has a pinned worker (the full-machine pool), or it finds itself on a worker's CPU at
-//   run(), it spins at most 5 us, then sleeps (CallerWait::kAuto): a short job still ends within
-//   the spin, a long one gets the core back.
-//   Why: on the 16-core Xeon a 100 us job cost 214 us per run() at 16 threads (101 us at 1-4)
-//   while the spinning caller used 87 us of CPU per run: it seems to hold its worker's core for
-//   most of a job length, its sched_yield not handing the core over (under EEVDF a yield passes
-//   the core only to an eligible task). A 2-core VM does not show it (spin 106 us, sleep 105 us;
-//   but after an idle gap waking a sleeping caller costs ~20 us there). bench-cpu's pool_*
-//   records measure both waits at 8 threads and the full pool.
+// - The caller is not pinned. By default (CallerWait::kSpin) it waits by polite spinning for up
+//   to caller_spin_us, then sleeps, also when every CPU it may run on has a pinned worker (the
+//   full-machine pool: it then shares a worker's core). CallerWait::kAuto instead spins at most
+//   5 us, then sleeps, in that case or when it finds itself on a worker's CPU at run(); kSleep
+//   sleeps at once.
+//   Why kSpin: on the 16-core Xeon (bench-cpu, Xeon run 6, docs/benchmarks.md) at 16 threads,
+//   one FP8 GEMV call per run() measured in the same rounds took 174.0 us with the spinning
+//   caller against 182.9 us with kAuto (2048x7168) and 185.5 against 193.3 us (7168x2048): the
+//   sleeping caller pays its futex wake per call; against OpenBLAS sgemv that is 3.67x / 3.47x
+//   lower latency spinning, 3.57x / 3.31x with kAuto. A 100 us job cost 106.2 / 106.3 / 105.6 us
+//   per run() with kAuto / kSpin / kSleep (run 5: 107.0 / 106.5 / 105.4), and streaming GEMV
+//   rounds (one run() per ~12 ms) read 0.88-0.89 of the probe with either wait. kAuto came
+//   from run 4, before this futex protocol, where a 100 us job cost 214 us per run() at 16
+//   threads with the caller spinning; with the protocol that cost did not come back. On a 2-core
+//   VM the spinning caller is also ahead after an idle gap (waking a sleeping caller ~20 us).
+//   bench-cpu's pool_* records measure kAuto and kSleep beside the default at 8 threads and the
+//   full pool; fp8_gemv_*_auto records the kAuto caller on the GEMV and OpenBLAS cases.
 // run() is not reentrant.
 #pragma once
 
@@ -42,7 +48,7 @@ struct WorkerInfo {
   int threads_in_node = 1;
 };
 
-// How run()'s caller waits for the workers.
+// How run()'s caller waits for the workers (default kSpin, see the header comment).
 enum class CallerWait {
   // kSpin; but a spin of at most kSharedCallerSpinUs (short jobs end within it) before sleeping
   // when every CPU the constructing thread may run on has a pinned worker, or when run()'s caller
@@ -51,6 +57,9 @@ enum class CallerWait {
   kSpin,   // polite spin for up to caller_spin_us, then sleep
   kSleep,  // sleep on a futex at once
 };
+
+// "auto", "spin", "sleep".
+const char* caller_wait_name(CallerWait wait);
 
 inline constexpr int kSharedCallerSpinUs = 5;
 
@@ -63,7 +72,7 @@ struct ThreadPoolOptions {
   // caller takes little from a worker that shares its core; on an oversubscribed machine it
   // still burns up to this long per run().
   int caller_spin_us = 1000;
-  CallerWait caller_wait = CallerWait::kAuto;
+  CallerWait caller_wait = CallerWait::kSpin;
 };
 
 // Slow-path counters (only sleeps are counted, so the fast path stays free of shared writes).

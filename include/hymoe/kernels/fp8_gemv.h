@@ -74,17 +74,6 @@ struct GemvPrefetch {
 GemvPrefetch gemv_prefetch();
 void set_gemv_prefetch(const GemvPrefetch& p);
 
-// How the AVX512-BF16 variant decodes FP8 to BF16 (tuning and benchmarks; results are the same
-// bits either way). kTable: byte-permute table lookup, 4 shuffles per 64 codes (the default).
-// kShift: shifts, masks and adds, a table lookup only for 64 codes holding a zero, subnormal or
-// NaN code (fewer shuffles, more instructions; see kernels/cpu/fp8_decode_avx512.h). Default:
-// the environment (HYMOE_GEMV_DECODE=table|shift, read at first use), else kTable. Every call
-// (GEMV and fp8_to_bf16) reads the current setting.
-enum class GemvDecode { kTable, kShift };
-GemvDecode gemv_decode();
-void set_gemv_decode(GemvDecode d);
-const char* gemv_decode_name(GemvDecode d);
-
 // Plain reference: every weight through fp8_e4m3_to_float * scale, double accumulation.
 void fp8_gemv_reference(const Fp8GemvParams& p);
 
