@@ -59,9 +59,10 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
   HYMOE_CHECK(n >= 1 && k >= 16 && k % 16 == 0, kInvalidArgument,
               "grouped gemm: n {} k {} (k a multiple of 16)", n, k);
   if (backend_ == GemmBackend::kAuto) {
-    // The warp-specialised kernel with TMA loads: 38-51% of the FP8 ceiling for a layer at
-    // 4K-16K tokens on the H200 (run 19; cp.async kWgmmaWsPipe 36-46%, round 1's kWgmma 22-31%).
-    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGrouped
+    // The warp-specialised TMA kernel with the block scales in the ring and the cross-step
+    // schedule: 37.9 / 51.3% of the FP8 ceiling for a layer at 4K / 16K tokens on the H200 (run
+    // 27; kWgmmaWsTmaGrouped 35.7 / 47.9% in the same run, every other variant below ScC).
+    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScC
                : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
                                                 : GemmBackend::kCublasLt;
   }

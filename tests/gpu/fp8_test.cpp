@@ -210,10 +210,11 @@ TEST(GpuHost, GemmPlanFallsBackWhereCublasLtRefuses) {
   if (GemmPlan::supported(lt, GemmKind::kFp8BlockScale, shape)) {
     EXPECT_EQ(plan.backend(), GemmBackend::kCublasLt);
   } else if (fp8_block_gemm_wgmma_supported()) {
-    // Hopper: the warp-specialised wgmma kernels, 64-row tiles for m 35, TMA loads above 64.
+    // Hopper: the warp-specialised wgmma kernels, 64-row tiles for m 35, TMA loads with the
+    // cross-step schedule above 64.
     EXPECT_EQ(plan.backend(), GemmBackend::kWgmmaWs64);
     EXPECT_EQ(GemmPlan(lt, GemmKind::kFp8BlockScale, {65, 320, 256, 256, 256, 320}).backend(),
-              GemmBackend::kWgmmaWsTma);
+              GemmBackend::kWgmmaWsTmaC);
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale, shape, GemmBackend::kCublasLt), Error);
   } else if (fp8_block_gemm_supported()) {
     EXPECT_EQ(plan.backend(), GemmBackend::kHymoe);

@@ -27,7 +27,7 @@ namespace hymoe::gpu {
 
 enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // kAuto: cuBLASLt where it has an algorithm, else hymoe's kernel (kFp8BlockScale only: where
-// fp8_block_gemm_wgmma_supported(), kWgmmaWs64 for m <= 64 else kWgmmaWsTma, the fastest on the
+// fp8_block_gemm_wgmma_supported(), kWgmmaWs64 for m <= 64 else kWgmmaWsTmaC, the fastest on the
 // H200; elsewhere kHymoe).
 // kHymoe: hymoe's mma.sync kernel; kWgmma / kWgmma64: hymoe's wgmma kernel (sm_90a) with 128- /
 // 64-row tiles, loads and promotion in the same warps; kWgmmaWs / kWgmmaWsPipe: its
@@ -37,14 +37,16 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // same for the grouped expert GEMM: one tensor map per expert weight; GroupedFp8Gemm only),
 // kWgmmaWsTmaGroupedSt (that one storing its output tile through shared memory, 16-byte stores,
 // with kWgmmaWs's promotion after each block's wgmmas: the pipelined one then spills).
-// Round 4, opt-in until measured (GroupedFp8Gemm only): kWgmmaWsTmaGroupedSc (kWgmmaWsTmaGrouped
+// Round 4 (GroupedFp8Gemm only; run 24: none faster than kWgmmaWsTmaGrouped):
+// kWgmmaWsTmaGroupedSc (kWgmmaWsTmaGrouped
 // with each K block's block scales copied into the ring by the producer, read from shared memory
 // by the consumers), kWgmmaWsTmaGroupedX (kWgmmaWsTmaGrouped in expert-major tile order: an
 // expert's row tiles of one column tile consecutive, sharing the weight tile through L2),
 // kWgmmaWsTmaGroupedScX (both), kWgmmaWsTmaGroupedScXH (ScX, and a tile of <= 64 rows, an
 // expert's remainder, split by columns between the two consumers: 64 x 64 each, half the tensor
 // work of a 128-row tile).
-// Round 5, opt-in until measured: the cross-step schedule (each consumer issues K block kb + 1's
+// Round 5 (run 27: ScC is GroupedFp8Gemm's kAuto, kWgmmaWsTmaC GemmPlan's fallback): the
+// cross-step schedule (each consumer issues K block kb + 1's
 // wgmmas before waiting for kb's with wgmma.wait_group 1, promotes kb under them, releases kb's
 // slot after that wait): kWgmmaWsTmaGroupedC (kWgmmaWsTmaGrouped with it), kWgmmaWsTmaGroupedScC
 // (Sc with it), kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC
