@@ -57,6 +57,32 @@ __device__ __forceinline__ void mla_wgmma_load_rows(uint32_t dst, int tid, const
   }
 }
 
+// A block's split-K partials in mla_decode.cuh's workspace layout (the combine kernel is shared):
+// this thread's O fragment (a warpgroup's 64 x 256 accumulator, columns 256 wg..) for heads h and
+// h + 8, and (warpgroup 0, lane c == 0) their running max and sum.
+__device__ __forceinline__ void mla_wgmma_store_partials(const MlaDecodeParams& p,
+                                                         const float (&o)[128],
+                                                         const float (&m_run)[2],
+                                                         const float (&l_run)[2], int h, int b,
+                                                         int split, int splits, int wg, int c) {
+  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
+  float* o_ws = p.workspace;
+  float* ml_ws = p.workspace + parts * kMlaLatentDim;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t part = (static_cast<int64_t>(b) * p.heads + h + 8 * r) * splits + split;
+#pragma unroll
+    for (int i = 2 * r; i < 128; i += 4) {
+      const int dim = 256 * wg + 8 * (i / 4) + 2 * c;
+      *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + dim) = make_float2(o[i], o[i + 1]);
+    }
+    if (wg == 0 && c == 0) {
+      ml_ws[part * 2] = m_run[r];
+      ml_ws[part * 2 + 1] = l_run[r];
+    }
+  }
+}
+
 // kSplitS = false (MlaDecodeImpl::kWgmma): both warpgroups compute the whole S and keep P in
 // registers. kSplitS = true (kWgmmaSplitS): warpgroup wg computes S for tokens 32 wg .. 32 wg + 31
 // (wgmma m64n32k16), the two exchange their row maxima through shared memory, and write P (BF16,
@@ -242,24 +268,7 @@ __global__ void __launch_bounds__(kWgmmaMlaThreads, 1)
     }
   }
 
-  // Partials in mla_decode.cuh's workspace layout (the combine kernel is shared).
-  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
-  float* o_ws = p.workspace;
-  float* ml_ws = p.workspace + parts * kMlaLatentDim;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int h = h0 + 16 * warp + g + 8 * r;
-    const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
-#pragma unroll
-    for (int i = 2 * r; i < 128; i += 4) {
-      const int dim = 256 * wg + 8 * (i / 4) + 2 * c;
-      *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + dim) = make_float2(o[i], o[i + 1]);
-    }
-    if (wg == 0 && c == 0) {
-      ml_ws[part * 2] = m_run[r];
-      ml_ws[part * 2 + 1] = l_run[r];
-    }
-  }
+  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + 16 * warp + g, b, split, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

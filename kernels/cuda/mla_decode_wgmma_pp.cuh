@@ -287,24 +287,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
     l_run[1] += l_x[rows[1]];
   }
 
-  // Partials in mla_decode.cuh's workspace layout (the combine kernel is shared).
-  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
-  float* o_ws = p.workspace;
-  float* ml_ws = p.workspace + parts * kMlaLatentDim;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int h = h0 + rows[r];
-    const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
-#pragma unroll
-    for (int i = 2 * r; i < 128; i += 4) {
-      const int dim = 256 * wg + 8 * (i / 4) + 2 * c;
-      *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + dim) = make_float2(o[i], o[i + 1]);
-    }
-    if (wg == 0 && c == 0) {
-      ml_ws[part * 2] = m_run[r];
-      ml_ws[part * 2 + 1] = l_run[r];
-    }
-  }
+  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], b, split, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels
