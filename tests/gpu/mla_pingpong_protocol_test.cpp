@@ -20,22 +20,12 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/wgmma_layout.h"
+#include "mbarrier_model.h"
 
 namespace hymoe::gpu::wgmma {
 namespace {
 
-struct MBarrier {
-  int count = 0, pending = 0;
-  uint32_t phase = 0;
-  explicit MBarrier(int n) : count(n), pending(n) {}
-  void arrive() {
-    if (--pending == 0) {
-      ++phase;
-      pending = count;
-    }
-  }
-  bool try_wait_parity(uint32_t q) const { return (phase & 1u) != q; }
-};
+using test_model::MBarrier;
 
 struct PpModel {
   int tiles = 5;

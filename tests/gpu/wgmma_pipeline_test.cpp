@@ -19,24 +19,12 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/wgmma_layout.h"
+#include "mbarrier_model.h"
 
 namespace hymoe::gpu::wgmma {
 namespace {
 
-// An mbarrier: phase P completes when `count` arrivals happened in it; try_wait.parity q is true
-// once the phase of parity q completed, i.e. q != P % 2 for a barrier in phase P.
-struct MBarrier {
-  int count = 0, pending = 0;
-  uint32_t phase = 0;
-  explicit MBarrier(int n) : count(n), pending(n) {}
-  void arrive() {
-    if (--pending == 0) {
-      ++phase;
-      pending = count;
-    }
-  }
-  bool try_wait_parity(uint32_t q) const { return (phase & 1u) != q; }
-};
+using test_model::MBarrier;
 
 struct RingModel {
   int stages = 6, blocks = 40, producers = 4, consumers = 8;
