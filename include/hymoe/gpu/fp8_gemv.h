@@ -19,7 +19,7 @@ inline constexpr int kGemvMaxTokens = 8;
 // Tensor cores (mma.sync with the FP8 weights converted in registers; sm_89 and newer) or CUDA
 // cores (FP32 FMAs; any GPU, and the cross-check). kAuto: tensor cores for 2..8 tokens where the
 // GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
-// (measured faster there on the H200). kStream, opt-in until measured (sm_89 and newer): the
+// (measured faster there on the H200). kStream, opt-in (slower than the tile kernels in run 26; sm_89 and newer): the
 // tensor-core arithmetic fed from a shared-memory ring that each block fills with cp.async (16
 // rows x 512 columns a stage; 4 stages, or 10 when the tiles are fewer than 2 x SMs), over a grid
 // of at most one wave of blocks, each looping over 16-row tiles with the next tile's bytes already
@@ -46,10 +46,10 @@ struct Fp8GemvParams {
   // stream start early: a later launch with this flag overlaps this one's tail; any other launch
   // (no attribute) runs after this one completes, as usual.
   bool pdl = false;
-  // With pdl only (ignored otherwise and by kStream), opt-in until measured: before waiting for the previous
-  // kernel, each block also asks L2 for up to 32 KB of its weight beyond its first round of loads
-  // (cp.async.bulk.prefetch.L2), so more of its bytes are in flight while the previous kernel
-  // drains. Results unchanged.
+  // With pdl only (ignored otherwise and by kStream), opt-in (no gain in run 26): before
+  // waiting for the previous kernel, each block also asks L2 for up to 32 KB of its weight
+  // beyond its first round of loads (cp.async.bulk.prefetch.L2), so more of its bytes are in
+  // flight while the previous kernel drains. Results unchanged.
   bool pdl_prefetch_l2 = false;
 };
 
