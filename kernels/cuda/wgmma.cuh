@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "mbarrier.cuh"
+
 namespace hymoe::gpu::kernels {
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -63,105 +65,11 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// --- mbarriers and register reallocation (the warp-specialised kernel) ---
-//   mbarrier_init(bar, count)   one thread, before a __syncthreads: count arrivals per phase
-//   mbarrier_arrive             one arrival (release, CTA scope)
-//   mbarrier_wait(bar, parity)  spins on try_wait.parity until the phase of that parity completed
-//                               (acquire, CTA scope); wgmma_layout.h's RingPos says which parity;
-//                               traps after kMbarrierTimeoutClocks (a deadlock fails the launch)
-//   cp_async_arrive_noinc       an arrival on bar once every cp.async this thread issued so far
-//                               landed (.noinc: it counts as one of the count of mbarrier_init)
-//   cp_async_wait_all           waits for all of this thread's cp.async
-//   setmaxnreg_inc/dec<N>       the warpgroup's per-thread register budget (multiple of 8)
-__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-#else
-  (void)bar;
-  (void)count;
-  __trap();
-#endif
-}
-
-__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-#else
-  (void)bar;
-  __trap();
-#endif
-}
-
-// A wait that has not completed after this many clocks (~2 s) is a protocol bug: trap (the launch
-// fails with an error) rather than hang the process.
-inline constexpr long long kMbarrierTimeoutClocks = 1ll << 32;
-
-__device__ __forceinline__ bool mbarrier_try_wait(uint32_t bar, uint32_t parity) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  uint32_t done = 0;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-#else
-  (void)bar;
-  (void)parity;
-  __trap();
-  return false;
-#endif
-}
-
-__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  if (mbarrier_try_wait(bar, parity)) return;
-  const long long start = clock64();
-  while (!mbarrier_try_wait(bar, parity))
-    if (clock64() - start > kMbarrierTimeoutClocks) __trap();
-#else
-  (void)bar;
-  (void)parity;
-  __trap();
-#endif
-}
-
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-#else
-  (void)bar;
-  __trap();
-#endif
-}
-
-__device__ __forceinline__ void cp_async_wait_all() {
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-#else
-  __trap();
-#endif
-}
-
+// --- TMA (mbarriers, mbarrier_arrive_expect_tx and bulk copies are in mbarrier.cuh) ---
 // TMA: one thread announces the bytes a phase of bar will receive (and arrives), then issues
 // tensor copies that complete those bytes on bar. tma_load_2d copies the box at coordinates
 // (c0: innermost, c1) of the tensor map (a __grid_constant__ kernel parameter) to shared
 // address dst, in the map's swizzle; elements outside the tensor are zero-filled and counted.
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-#else
-  (void)bar;
-  (void)bytes;
-  __trap();
-#endif
-}
-
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint32_t bar, int c0,
                                             int c1) {
 #if defined(HYMOE_WGMMA_ENABLED)
@@ -196,6 +104,8 @@ __device__ __forceinline__ void tensormap_acquire(const void* map) {
 #endif
 }
 
+// --- register reallocation (the warp-specialised kernel) ---
+//   setmaxnreg_inc/dec<N>       the warpgroup's per-thread register budget (multiple of 8)
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
 #if defined(HYMOE_WGMMA_ENABLED)
