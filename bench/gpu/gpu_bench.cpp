@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -247,11 +248,13 @@ const char* gemv_impl_name(Fp8GemvImpl impl) {
   }
 }
 
-void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
+// only_shape: one of the shapes' names (hymoe-bench-gpu --gemv-shape, for a profiler run), or all.
+void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const std::string& only_shape) {
   cudaStream_t s = bench.stream();
   const Linear shapes[] = {{"7168x2048", 7168, 2048}, {"2048x7168", 2048, 7168},
                            {"24576x1536", 24576, 1536}, {"7168x16384", 7168, 16384}};
   for (const Linear& l : shapes) {
+    if (!only_shape.empty() && only_shape != l.name) continue;
     const size_t wbytes = size_t(l.n) * l.k;
     const int kb = (l.k + 127) / 128, nb = (l.n + 127) / 128;
     // Enough weight copies (>= 512 MB) that a repeat never finds its weight in L2.
@@ -272,7 +275,13 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
       bench.add({fmt::format("ceiling/read_probe same bytes as {} ({:.1f} MB)", l.name, wbytes / 1e6),
                  wbytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
     }
-    for (const Fp8GemvImpl impl : {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kStream}) {
+    // The stream kernel also with one block an SM (stream_blocks_per_sm = 1: "stream/1"; the
+    // default is 2). per_sm 0: the default.
+    for (const auto& variant : {std::pair{Fp8GemvImpl::kTensorCores, 0}, std::pair{Fp8GemvImpl::kCudaCores, 0},
+                                std::pair{Fp8GemvImpl::kStream, 0}, std::pair{Fp8GemvImpl::kStream, 1}}) {
+      const Fp8GemvImpl impl = variant.first;
+      const int per_sm = variant.second;
+      if (impl == Fp8GemvImpl::kStream && info.sm() < 90) continue;
       for (int tokens : {1, 2, 4, 8}) {
         if (impl == Fp8GemvImpl::kCudaCores && tokens > 1) continue;  // the cross-check: 1 token
         int next = 0;
@@ -281,10 +290,12 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info) {
           Fp8GemvParams p{w.as<Fp8E4M3>() + size_t(i) * wbytes, sc.as<float>() + size_t(i) * nb * kb,
                           x.as<Bf16>(), y.as<Bf16>(), tokens, l.n, l.k, l.k, kb, l.k, l.n};
           p.impl = impl;
+          if (per_sm > 0) p.stream_blocks_per_sm = per_sm;
           fp8_gemv(p, s);
         });
         const double bytes = double(wbytes) + nb * kb * 4.0;
-        bench.add({fmt::format("fp8_gemv[{}]/{} tokens={}", gemv_impl_name(impl), l.name, tokens),
+        bench.add({fmt::format("fp8_gemv[{}{}]/{} tokens={}", gemv_impl_name(impl), per_sm > 0 ? "/1" : "",
+                               l.name, tokens),
                    bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
       }
     }
@@ -335,13 +346,21 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
                            name, links.size(), bytes / 1e6),
                bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
   }
-  for (const Fp8GemvImpl impl :
-       {Fp8GemvImpl::kTensorCores, Fp8GemvImpl::kCudaCores, Fp8GemvImpl::kAuto, Fp8GemvImpl::kStream}) {
+  // The stream kernel also with one block an SM ("stream/1"; the default is 2), as a PDL graph
+  // only. per_sm 0: the default.
+  for (const auto& variant :
+       {std::pair{Fp8GemvImpl::kTensorCores, 0}, std::pair{Fp8GemvImpl::kCudaCores, 0},
+        std::pair{Fp8GemvImpl::kAuto, 0}, std::pair{Fp8GemvImpl::kStream, 0}, std::pair{Fp8GemvImpl::kStream, 1}}) {
+    const Fp8GemvImpl impl = variant.first;
+    const int per_sm = variant.second;
+    if (impl == Fp8GemvImpl::kStream && info.sm() < 90) continue;
     for (const int tokens : {1, 8}) {
       if ((impl == Fp8GemvImpl::kCudaCores || impl == Fp8GemvImpl::kAuto) && tokens > 1) continue;
       for (const bool graph : {false, true}) {
+        if (per_sm > 0 && !graph) continue;
         for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl + L2 prefetch
           if (mode == 2 && impl == Fp8GemvImpl::kStream) continue;
+          if (per_sm > 0 && mode != 1) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
               const GemvLink& l = links[i];
@@ -353,6 +372,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               p[0].impl = impl;
               p[0].pdl = mode >= 1;
               p[0].pdl_prefetch_l2 = mode == 2;
+              if (per_sm > 0) p[0].stream_blocks_per_sm = per_sm;
               const int parts = l.n2 > 0 ? 2 : 1;
               if (parts == 2) {
                 p[1] = p[0];
@@ -370,7 +390,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
             }
           };
           const std::string label =
-              fmt::format("fp8_gemv_chain[{}{}{}]/{} tokens={}", gemv_impl_name(impl),
+              fmt::format("fp8_gemv_chain[{}{}{}{}]/{} tokens={}", gemv_impl_name(impl), per_sm > 0 ? "/1" : "",
                           std::array{"", ",pdl", ",pdl+l2"}[mode], graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {
@@ -772,6 +792,7 @@ int run(int argc, char** argv) {
   std::string out_path;
   int max_tokens = 65536;
   std::string only;  // comma-separated section names; empty: all
+  std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_path = argv[++i];
@@ -779,9 +800,12 @@ int run(int argc, char** argv) {
       max_tokens = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       only = argv[++i];
+    } else if (!std::strcmp(argv[i], "--gemv-shape") && i + 1 < argc) {
+      gemv_shape = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]\n"
+                   "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
                    "mla_prefill mla_decode_wgmma\n");
       return 2;
@@ -811,8 +835,8 @@ int run(int argc, char** argv) {
     }
   };
   section("fp8_gemv", [&] {
-    bench_gemv(bench, c, info);
-    bench_gemv_chains(bench, c, info);
+    bench_gemv(bench, c, info, gemv_shape);
+    if (gemv_shape.empty()) bench_gemv_chains(bench, c, info);
   });
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });

@@ -18,6 +18,9 @@ bool pdl_supported() {
          major >= 9;
 }
 
+// The streaming GEMV kernel (mbarriers, bulk copies): compute capability 9.0 or newer, as PDL.
+bool stream_supported() { return pdl_supported(); }
+
 }  // namespace
 
 void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) {
@@ -57,8 +60,10 @@ void check_gemv(const Fp8GemvParams& p) {
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   check_gemv(p);
   const bool mma_ok = fp8_block_gemm_supported();  // the same requirement: FP8 conversions, sm_89+
-  HYMOE_CHECK((p.impl != Fp8GemvImpl::kTensorCores && p.impl != Fp8GemvImpl::kStream) || mma_ok,
-              kUnsupported, "fp8 gemv: the tensor-core kernels need compute capability 8.9 or newer");
+  HYMOE_CHECK(p.impl != Fp8GemvImpl::kTensorCores || mma_ok, kUnsupported,
+              "fp8 gemv: the tensor-core kernel needs compute capability 8.9 or newer");
+  HYMOE_CHECK(p.impl != Fp8GemvImpl::kStream || stream_supported(), kUnsupported,
+              "fp8 gemv: the streaming kernel needs compute capability 9.0 or newer");
   Fp8GemvParams q = p;
   q.pdl = p.pdl && pdl_supported();  // below sm_90: a plain launch (the flag is a no-op)
   if (p.impl == Fp8GemvImpl::kStream) {
@@ -84,8 +89,8 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream) 
                 kInvalidArgument, "fp8 gemv fused: part {} differs from part 0 in x, ldx, tokens or k", i);
     q[i] = parts[i];
   }
-  HYMOE_CHECK(fp8_block_gemm_supported(), kUnsupported,
-              "fp8 gemv fused: needs compute capability 8.9 or newer");
+  HYMOE_CHECK(stream_supported(), kUnsupported,
+              "fp8 gemv fused: needs compute capability 9.0 or newer");
   q[0].pdl = parts[0].pdl && pdl_supported();
   HYMOE_CUDA_CHECK(launch::fp8_gemv_stream(q, count, stream));
 }

@@ -51,47 +51,42 @@ cudaError_t launch_gemv(const Fp8GemvParams& p, cudaStream_t stream) {
   }
 }
 
-// The streaming kernel's variant, its dynamic shared memory (the ring) and its wave (SMs x
-// resident blocks) on the current device; the attribute set and the occupancy asked once per
-// device.
+// The streaming kernel's variant and the SMs of the current device; the shared-memory attribute
+// set and the occupancy checked once per device.
 struct StreamKernel {
   void (*kernel)(kernels::GemvStreamArgs);
-  int smem;
   int sms;
-  int wave;
+  int per_sm;  // blocks that fit an SM
 };
 
-template <bool kPdl, int kStages>
+template <bool kPdl>
 cudaError_t stream_kernel(StreamKernel& out) {
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached_wave[kMaxDevices], cached_sms[kMaxDevices];
-  out.kernel = kernels::fp8_gemv_stream_kernel<kPdl, kStages>;
-  out.smem = kStages * kernels::kStreamStageBytes;
+  static std::atomic<int> cached_per_sm[kMaxDevices], cached_sms[kMaxDevices];
+  out.kernel = kernels::fp8_gemv_stream_kernel<kPdl>;
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
-  if (device < kMaxDevices && (out.wave = cached_wave[device].load(std::memory_order_acquire)) > 0) {
+  if (device < kMaxDevices && (out.per_sm = cached_per_sm[device].load(std::memory_order_acquire)) > 0) {
     out.sms = cached_sms[device].load(std::memory_order_relaxed);
     return cudaSuccess;
   }
-  int per_sm = 0;
   err = cudaDeviceGetAttribute(&out.sms, cudaDevAttrMultiProcessorCount, device);
   if (err == cudaSuccess)
-    err = cudaFuncSetAttribute(out.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, out.smem);
+    err = cudaFuncSetAttribute(out.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kernels::kStreamRingBytes);
   if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out.kernel, kernels::kStreamThreads, out.smem);
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out.per_sm, out.kernel, kernels::kStreamThreads,
+                                                        kernels::kStreamRingBytes);
   if (err != cudaSuccess) return err;
-  if (per_sm < 1) return cudaErrorInvalidConfiguration;  // the ring does not fit this GPU
-  out.wave = out.sms * per_sm;
+  if (out.per_sm < 1) return cudaErrorInvalidConfiguration;  // the ring does not fit this GPU
   if (device < kMaxDevices) {
     cached_sms[device].store(out.sms, std::memory_order_relaxed);
-    cached_wave[device].store(out.wave, std::memory_order_release);
+    cached_per_sm[device].store(out.per_sm, std::memory_order_release);
   }
   return cudaSuccess;
 }
 
-// The deep ring where the tiles are too few to give every SM two shallow blocks (each SM then
-// keeps more bytes in flight with fewer blocks), the shallow one otherwise.
 template <bool kPdl>
 cudaError_t launch_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
   kernels::GemvStreamArgs a{};
@@ -103,14 +98,15 @@ cudaError_t launch_stream(const Fp8GemvParams* parts, int count, cudaStream_t st
   }
   a.parts = count;
   StreamKernel k{};
-  cudaError_t err = stream_kernel<kPdl, kernels::kStreamStagesShallow>(k);
-  if (err == cudaSuccess && tiles < 2 * k.sms) err = stream_kernel<kPdl, kernels::kStreamStagesDeep>(k);
+  cudaError_t err = stream_kernel<kPdl>(k);
   if (err != cudaSuccess) return err;
+  const int per_sm = std::min(k.per_sm, std::max(1, parts[0].stream_blocks_per_sm));
+  const int wave = k.sms * per_sm;
   // Rounds of tiles a block runs, then as few blocks as give every block that many (or one less):
   // no block is left with a round more than most.
-  const int rounds = (tiles + k.wave - 1) / k.wave;
+  const int rounds = (tiles + wave - 1) / wave;
   return launch_kernel_smem(k.kernel, dim3((tiles + rounds - 1) / rounds), dim3(kernels::kStreamThreads),
-                            size_t(k.smem), kPdl, stream, a);
+                            size_t(kernels::kStreamRingBytes), kPdl, stream, a);
 }
 
 }  // namespace

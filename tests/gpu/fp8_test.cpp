@@ -9,6 +9,7 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/device.h"
 #include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
@@ -275,6 +276,10 @@ TEST_P(GemvTest, MatchesReference) {
       std::printf("%s: no FP8 mma.sync on this GPU, skipped\n", name);
       continue;
     }
+    if (impl == Fp8GemvImpl::kStream && current_device_sm() < 90) {
+      std::printf("%s: needs sm_90 or newer, skipped\n", name);
+      continue;
+    }
     auto dy = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
     Fp8GemvParams p{dw.as<Fp8E4M3>(), ds.as<float>(), dx.as<Bf16>(), dy.as<Bf16>(), c.tokens, c.n,
                     c.k, c.k, kb, c.k, c.n};
@@ -290,20 +295,24 @@ TEST_P(GemvTest, MatchesReference) {
       EXPECT_EQ(differ, 0) << "stream: outputs differ from the tensor-core kernel's";
     }
     // The opt-in launch variants, each on a freshly poisoned output: bitwise the plain launch's.
-    // {pdl, pdl_prefetch_l2}.
-    const bool variants[][2] = {{true, false}, {true, true}};
+    // {pdl, pdl_prefetch_l2, stream_blocks_per_sm} (the last one: another grid of the stream kernel
+    // than its default 2 blocks an SM).
+    const int variants[][3] = {{1, 0, 2}, {1, 1, 2}, {0, 0, 1}, {1, 0, 1}};
     for (const auto& v : variants) {
+      if (v[2] != 2 && impl != Fp8GemvImpl::kStream) continue;
       auto dy_var = test::poisoned<Bf16>(size_t(c.tokens) * c.n, stream);
       p.y = dy_var.as<Bf16>();
-      p.pdl = v[0];
-      p.pdl_prefetch_l2 = v[1];
+      p.pdl = v[0] != 0;
+      p.pdl_prefetch_l2 = v[1] != 0;
+      p.stream_blocks_per_sm = v[2];
       fp8_gemv(p, stream);
       const auto y_var = test::to_host<Bf16>(dy_var, size_t(c.tokens) * c.n, stream);
       int differ = 0;
       for (size_t i = 0; i < y_var.size(); ++i) differ += y_var[i].bits != y_bf16[i].bits;
       EXPECT_EQ(differ, 0) << name << " pdl=" << v[0] << " pdl_prefetch_l2=" << v[1]
-                           << ": outputs differ from the plain launch";
+                           << " stream_blocks_per_sm=" << v[2] << ": outputs differ from the plain launch";
     }
+    p.stream_blocks_per_sm = 2;
   }
 }
 
@@ -314,10 +323,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                                            GemvCase{1, 300, 16384}, GemvCase{7, 131, 4096},
                                            GemvCase{1, 256, 2048, true},
                                            GemvCase{8, 130, 1024, true},
-                                           // The stream kernel's shallow ring (>= 2 x SMs
-                                           // 16-row tiles), with blocks looping over 2 tiles
-                                           // (750 tiles > the H200's wave of 660) and without.
-                                           GemvCase{1, 12000, 512}, GemvCase{8, 6000, 256}));
+                                           // The stream kernel's blocks looping over several
+                                           // tiles (750 and 375 tiles, more than the H200's
+                                           // 132 SMs), the ring wrapping across tiles.
+                                           GemvCase{1, 12000, 512}, GemvCase{8, 6000, 256},
+                                           GemvCase{2, 4000, 3072}));
 
 // A chain of dependent GEMVs launched with PDL equals the same chain launched plainly, bit for
 // bit. Built so that a missing or misplaced griddepcontrol.wait shows: a long producer (2048 x
@@ -349,6 +359,8 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
   const GemvChainCase c = GetParam();
   if (c.impl != Fp8GemvImpl::kCudaCores && !fp8_block_gemm_supported())
     GTEST_SKIP() << "no FP8 mma.sync on this GPU";
+  if (c.impl == Fp8GemvImpl::kStream && query_device(0).sm() < 90)
+    GTEST_SKIP() << "the streaming kernel needs sm_90 or newer";
   if (query_device(0).sm() < 90)
     std::printf("sm_%d has no PDL: the flag is a no-op, checked anyway\n", query_device(0).sm());
   auto rng = make_rng();
@@ -456,7 +468,8 @@ class GemvFusedTest : public ::testing::TestWithParam<GemvFusedCase> {};
 
 TEST_P(GemvFusedTest, EqualsSeparateLaunches) {
   HYMOE_REQUIRE_GPU();
-  if (!fp8_block_gemm_supported()) GTEST_SKIP() << "no FP8 mma.sync on this GPU";
+  if (!fp8_block_gemm_supported() || current_device_sm() < 90)
+    GTEST_SKIP() << "fp8_gemv_fused needs sm_90 or newer";
   const GemvFusedCase c = GetParam();
   auto rng = make_rng();
   Stream stream;

@@ -19,11 +19,13 @@ inline constexpr int kGemvMaxTokens = 8;
 // Tensor cores (mma.sync with the FP8 weights converted in registers; sm_89 and newer) or CUDA
 // cores (FP32 FMAs; any GPU, and the cross-check). kAuto: tensor cores for 2..8 tokens where the
 // GPU has them and for one token when k >= 8192, CUDA cores for one token on shorter rows
-// (measured faster there on the H200). kStream, opt-in (slower than the tile kernels in run 26; sm_89 and newer): the
-// tensor-core arithmetic fed from a shared-memory ring that each block fills with cp.async (16
-// rows x 512 columns a stage; 4 stages, or 10 when the tiles are fewer than 2 x SMs), over a grid
-// of at most one wave of blocks, each looping over 16-row tiles with the next tile's bytes already
-// in flight; results bitwise those of kTensorCores. The one kernel behind fp8_gemv_fused.
+// (measured faster there on the H200). kStream (compute capability 9.0 or newer): the
+// tensor-core arithmetic fed by the copy engine: a producer warp keeps a 5-stage shared-memory
+// ring (16 rows x 1024 columns a stage) filled with cp.async.bulk row copies completing on
+// mbarriers while 8 warps compute, over a grid of at most stream_blocks_per_sm blocks an SM, each
+// looping over 16-row tiles with the next tile's bytes already in flight; results bitwise those of
+// kTensorCores. The one kernel behind fp8_gemv_fused. Slower than kTensorCores / kCudaCores on
+// the H200 (run 30: 30-51% of copy against 35-69%), so kAuto does not pick it.
 enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores, kStream };
 
 struct Fp8GemvParams {
@@ -51,6 +53,10 @@ struct Fp8GemvParams {
   // beyond its first round of loads (cp.async.bulk.prefetch.L2), so more of its bytes are in
   // flight while the previous kernel drains. Results unchanged.
   bool pdl_prefetch_l2 = false;
+  // kStream and fp8_gemv_fused (from parts[0]; ignored by the other kernels): resident blocks an SM
+  // at most (values below 1 read as 1; capped at what fits). Default 2: faster than 1 in every
+  // single launch and PDL chain of run 30 (H200), e.g. 7168x16384 51 vs 39% of copy.
+  int stream_blocks_per_sm = 2;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
@@ -58,8 +64,8 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
 // Several GEMVs over the same activations in one launch of the kStream kernel, as a decode step
 // runs q_a with kv_a, or a shared expert's gate with up: parts[0..count) (1..kGemvMaxFused) share
 // x, ldx, tokens and k (each has its own w, w_scales, y, n, ldw, scale_ld, ldy); the launch takes
-// pdl from parts[0] (impl and pdl_prefetch_l2 are ignored). Results bitwise those of each part's own
-// kTensorCores launch. Needs compute capability 8.9 or newer.
+// pdl and stream_blocks_per_sm from parts[0] (impl and pdl_prefetch_l2 are ignored). Results
+// bitwise those of each part's own kTensorCores launch. Needs compute capability 9.0 or newer.
 inline constexpr int kGemvMaxFused = 4;
 void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 
