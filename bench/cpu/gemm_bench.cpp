@@ -59,7 +59,7 @@ __attribute__((target("amx-tile,amx-bf16"))) double amx_peak_flops(int64_t iters
   alignas(64) static thread_local uint16_t src[16 * 32];
   alignas(64) static thread_local float dst[16 * 16];
   for (auto& v : src) v = 0x3F80;
-  _tile_loadconfig(&cfg);
+  asm volatile("ldtilecfg %0" ::"m"(cfg));  // GCC 12's _tile_loadconfig declares only 8 bytes read
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

@@ -1,20 +1,31 @@
 // FP8 GEMM, AMX-BF16 (Sapphire Rapids and later): the same panels as the AVX512-BF16 GEMM, with
-// 32 x 32 blocks of C computed by four 16 x 16 FP32 tiles (tmm0-3) from two X tiles (tmm4-5,
-// loaded straight from X) and two panel tiles (tmm6-7). Each 128-wide K block's tile sums are
-// stored, post-scaled and added into C. Row tails (< 32 rows) run through the same tiles from a
-// zero-padded copy of their X rows, so that a row's result does not depend on how many rows
-// share the call (batch invariance); K blocks that are not a multiple of 32 wide use the
-// AVX512-BF16 micro-kernel for every row.
+// 32 x 32 blocks of C computed by four 16 x 16 FP32 tiles (tmm0-3) from two X tiles (tmm4-5) and
+// two panel tiles (tmm6-7). Each 128-wide K block's tile sums are stored, post-scaled and added
+// into an FP32 accumulator block, which is copied to C once all K blocks are in.
+//
+// Blocking, so that every operand of the tile loads comes from L1/L2 rather than L3: per chunk of
+// kAmxChunkM rows x kAmxChunkN columns (the accumulator, 512 KB, in a per-thread scratch) and per
+// K block, the chunk's X rows are copied into a contiguous slab (kAmxChunkM x 128 BF16, 256 KB,
+// rows and K past the ends zero-filled) and the chunk's 4 panels are decoded (32 KB); every
+// 32-row block of the slab then meets every panel. (The kernel before this one loaded its X
+// tiles straight from X, a 14 KB row pitch at K = 7168, again for every panel: half this one's
+// speed on the Xeon, results bitwise the same; docs/benchmarks.md.) Row tails and K blocks that
+// are not a multiple of 32 wide run through the same tiles on the zero-filled slab and panels, so
+// a row's result does not depend on how many rows share the call (batch invariance).
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
+#include <memory>
 
 #include "gemm_avx512bf16_kernel.h"
 #include "variants.h"
 
 namespace hymoe::kernels::detail {
 namespace {
+
+inline constexpr int64_t kAmxChunkN = 128;  // C columns per accumulator chunk: 4 panels
+inline constexpr int kAmxPanels = static_cast<int>(kAmxChunkN / kGemmPanelN);
+inline constexpr int64_t kSlabPitch = Fp8Matrix::kBlock;  // BF16 per slab row: one K block
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -34,27 +45,66 @@ class TileScope {
       cfg.colsb[t] = 64;
       cfg.rows[t] = 16;
     }
-    _tile_loadconfig(&cfg);
+    // Not _tile_loadconfig: GCC 12's tells the compiler that ldtilecfg reads 8 bytes of the
+    // configuration, so the stores of the tile shapes above were dropped as dead (every tile
+    // instruction then faulted). The whole 64 bytes are this asm's operand.
+    asm volatile("ldtilecfg %0" ::"m"(cfg));
   }
   ~TileScope() { _tile_release(); }
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;
 };
 
-// C[m0 .. m0+rows)[n0 .. n0+ncols) (+)= scale * X[0..rows)[k0..k1) . panel, X rows from `x`
-// (32 readable rows of stride x_stride, column k at x[k - k0]); (k1 - k0) % 32 == 0, rows <= 32.
-void block32(const Fp8GemmParams& p, const uint16_t* x, int64_t x_stride, int rows,
-             const uint32_t* panel, int64_t m0, int64_t n0, int64_t k0, int64_t k1, int64_t ncols,
-             float scale, bool first, float* tmp) {
+// One thread's buffers, allocated on its first call (784 KB: L2-sized on the Xeons with AMX).
+struct AmxScratch {
+  alignas(64) uint16_t slab[kAmxChunkM * kSlabPitch];
+  alignas(64) float acc[kAmxChunkM * kAmxChunkN];
+  alignas(64) uint32_t panels[kAmxPanels][kGemmPanelPairs * kGemmPanelN];
+  alignas(64) float tmp[32 * 32];
+};
+
+AmxScratch& amx_scratch() {
+  thread_local std::unique_ptr<AmxScratch> scratch;
+  if (!scratch) scratch = std::make_unique<AmxScratch>();
+  return *scratch;
+}
+
+// Slab rows [r0, r1) = X rows m0 + r0 .. m0 + r1 (rows of them exist), columns [k0, k1); zero
+// past both ends. Its loads from X are about a third of the kernel's time at K = 7168 (they come
+// from L3, 256 bytes a row, too many streams for the hardware prefetchers); neither a software
+// prefetch of the next slab nor packing it 32 rows at a time between the current slab's tile
+// blocks (to overlap the two) measured faster on this machine's Xeon.
+void pack_slab_rows(const Fp8GemmParams& p, int64_t m0, int64_t rows, int64_t r0, int64_t r1,
+                    int64_t k0, int64_t k1, uint16_t* slab) {
+  const int64_t len = k1 - k0;
+  for (int64_t i = r0; i < r1; ++i) {
+    uint16_t* dst = slab + i * kSlabPitch;
+    if (i >= rows) {
+      for (int64_t k = 0; k < kSlabPitch; k += 32) _mm512_store_si512(dst + k, _mm512_setzero_si512());
+      continue;
+    }
+    const uint16_t* src = p.x + (m0 + i) * p.x_stride + k0;
+    for (int64_t k = 0; k < kSlabPitch; k += 32) {
+      const int64_t left = len - k;
+      const __mmask32 m = _cvtu32_mask32(left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u);
+      _mm512_store_si512(dst + k, _mm512_maskz_loadu_epi16(m, src + k));
+    }
+  }
+}
+
+// acc[0..32)[0..32) (pitch kAmxChunkN) (+)= scale * slab rows [0, 32) . panel over `steps` 32-wide
+// K steps; first: store instead of accumulate (the first K block).
+void block32(const uint16_t* slab, const uint32_t* panel, int64_t steps, float scale, bool first,
+             float* acc, float* tmp) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  const int64_t xs = x_stride * 2;
-  for (int64_t k = k0; k < k1; k += 32) {
-    const uint32_t* b = panel + ((k - k0) / 2) * kGemmPanelN;
-    _tile_loadd(4, x + (k - k0), xs);
-    _tile_loadd(5, x + 16 * x_stride + (k - k0), xs);
+  constexpr int64_t xs = kSlabPitch * 2;
+  for (int64_t s = 0; s < steps; ++s) {
+    const uint32_t* b = panel + s * 16 * kGemmPanelN;
+    _tile_loadd(4, slab + s * 32, xs);
+    _tile_loadd(5, slab + 16 * kSlabPitch + s * 32, xs);
     _tile_loadd(6, b, kGemmPanelN * 4);
     _tile_loadd(7, b + 16, kGemmPanelN * 4);
     _tile_dpbf16ps(0, 4, 6);
@@ -66,62 +116,63 @@ void block32(const Fp8GemmParams& p, const uint16_t* x, int64_t x_stride, int ro
   _tile_stored(1, tmp + 16, 128);
   _tile_stored(2, tmp + 16 * 32, 128);
   _tile_stored(3, tmp + 16 * 32 + 16, 128);
-  const __m512 s = _mm512_set1_ps(scale);
-  const __mmask16 m0k = ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1u);
-  const __mmask16 m1k = ncols >= 32 ? __mmask16(0xFFFF)
-                        : ncols <= 16 ? __mmask16(0)
-                                      : __mmask16((1u << (ncols - 16)) - 1u);
-  for (int i = 0; i < rows; ++i) {
-    float* c = p.c + (m0 + i) * p.c_stride + n0;
-    __m512 v0, v1;  // explicit FMA, as in the AVX512-BF16 micro-kernel
+  const __m512 sv = _mm512_set1_ps(scale);
+  for (int i = 0; i < 32; ++i) {
+    float* a = acc + i * kAmxChunkN;
+    const __m512 t0 = _mm512_load_ps(tmp + i * 32), t1 = _mm512_load_ps(tmp + i * 32 + 16);
+    // Explicit FMA, as in the AVX512-BF16 micro-kernel (no contraction that differs by caller).
     if (first) {
-      v0 = _mm512_mul_ps(_mm512_load_ps(tmp + i * 32), s);
-      v1 = _mm512_mul_ps(_mm512_load_ps(tmp + i * 32 + 16), s);
+      _mm512_store_ps(a, _mm512_mul_ps(t0, sv));
+      _mm512_store_ps(a + 16, _mm512_mul_ps(t1, sv));
     } else {
-      v0 = _mm512_fmadd_ps(_mm512_load_ps(tmp + i * 32), s, _mm512_maskz_loadu_ps(m0k, c));
-      v1 = _mm512_fmadd_ps(_mm512_load_ps(tmp + i * 32 + 16), s, _mm512_maskz_loadu_ps(m1k, c + 16));
+      _mm512_store_ps(a, _mm512_fmadd_ps(t0, sv, _mm512_load_ps(a)));
+      _mm512_store_ps(a + 16, _mm512_fmadd_ps(t1, sv, _mm512_load_ps(a + 16)));
     }
-    _mm512_mask_storeu_ps(c, m0k, v0);
-    _mm512_mask_storeu_ps(c + 16, m1k, v1);
+  }
+}
+
+// C rows m0 .. m0 + rows, columns n0 .. n0 + ncols = the accumulator chunk.
+void store_chunk(const Fp8GemmParams& p, const float* acc, int64_t m0, int64_t rows, int64_t n0,
+                 int64_t ncols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* c = p.c + (m0 + i) * p.c_stride + n0;
+    const float* a = acc + i * kAmxChunkN;
+    for (int64_t j = 0; j < ncols; j += 16) {
+      const int64_t left = ncols - j;
+      const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+      _mm512_mask_storeu_ps(c + j, m, _mm512_load_ps(a + j));
+    }
   }
 }
 
 }  // namespace
 
 void fp8_gemm_amx(const Fp8GemmParams& p) {
+  if (p.m == 0 || p.n_begin == p.n_end) return;
+  AmxScratch& s = amx_scratch();  // before the tile configuration: its first call allocates
   const TileScope tiles;
   const Fp8Bf16Decoder dec;
-  alignas(64) uint32_t panel[kGemmPanelPairs * kGemmPanelN];
-  alignas(64) float tmp[32 * 32];
-  alignas(64) uint16_t xpad[32 * Fp8Matrix::kBlock];  // a row tail's X block, zero-padded
   const int64_t k_total = p.w.cols;
   for (int64_t mc = 0; mc < p.m; mc += kAmxChunkM) {
-    const int64_t mc_end = std::min(p.m, mc + kAmxChunkM);
-    for (int64_t n0 = p.n_begin; n0 < p.n_end; n0 += kGemmPanelN) {
-      const int64_t ncols = std::min<int64_t>(kGemmPanelN, p.n_end - n0);
+    const int64_t rows = std::min(kAmxChunkM, p.m - mc);
+    const int64_t rows_padded = (rows + 31) / 32 * 32;
+    for (int64_t nc = p.n_begin; nc < p.n_end; nc += kAmxChunkN) {
+      const int64_t ncols = std::min(kAmxChunkN, p.n_end - nc);
+      const int panels = static_cast<int>((ncols + kGemmPanelN - 1) / kGemmPanelN);
       for (int64_t kb = 0; kb < p.w.scale_cols(); ++kb) {
         const int64_t k0 = kb * Fp8Matrix::kBlock;
         const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
-        const float scale = p.w.scale(n0, k0);
-        pack_panel(p.w, n0, k0, k1, dec, panel);
-        if ((k1 - k0) % 32 != 0) {
-          panel_rows_avx512bf16(p, panel, mc, mc_end, n0, k0, k1, ncols, scale, kb == 0);
-          continue;
-        }
-        int64_t m = mc;
-        for (; m + 32 <= mc_end; m += 32)
-          block32(p, p.x + m * p.x_stride + k0, p.x_stride, 32, panel, m, n0, k0, k1, ncols, scale,
-                  kb == 0, tmp);
-        if (m < mc_end) {
-          const int rows = static_cast<int>(mc_end - m);
-          std::memset(xpad, 0, sizeof(xpad));
-          for (int i = 0; i < rows; ++i)
-            std::memcpy(xpad + i * Fp8Matrix::kBlock, p.x + (m + i) * p.x_stride + k0,
-                        sizeof(uint16_t) * static_cast<size_t>(k1 - k0));
-          block32(p, xpad, Fp8Matrix::kBlock, rows, panel, m, n0, k0, k1, ncols, scale, kb == 0,
-                  tmp);
+        const int64_t steps = (k1 - k0 + 31) / 32;  // zero-filled past k1 in slab and panels
+        pack_slab_rows(p, mc, rows, 0, rows_padded, k0, k1, s.slab);
+        for (int j = 0; j < panels; ++j) pack_panel(p.w, nc + j * kGemmPanelN, k0, k1, dec, s.panels[j]);
+        for (int64_t m = 0; m < rows_padded; m += 32) {
+          for (int j = 0; j < panels; ++j) {
+            block32(s.slab + m * kSlabPitch, s.panels[j], steps, p.w.scale(nc + j * kGemmPanelN, k0),
+                    kb == 0, s.acc + m * kAmxChunkN + j * kGemmPanelN, s.tmp);
+          }
         }
       }
+      store_chunk(p, s.acc, mc, rows, nc, ncols);
     }
   }
 }

@@ -27,6 +27,9 @@ TEST_P(PerGemmImpl, MatchesReferenceOnRandomInputs) {
       {1, 64, 128, 0, 64},       {7, 96, 256, 32, 96},      {33, 256, 384, 0, 256},
       {70, 200, 1000, 0, 200},   {300, 160, 512, 64, 160},  {64, 576, 7168, 0, 576},
       {45, 130, 96, 96, 130},    {9, 64, 40, 0, 64},        {13, 96, 192, 0, 96},
+      // More rows than the AMX kernel's 1024-row chunk and more columns than its 128-column one
+      // (chunk tails in both), with a K tail.
+      {1100, 330, 200, 32, 330},
   };
   for (const Case& c : cases) {
     test::RandomFp8Matrix w(c.n, c.k, rng);
