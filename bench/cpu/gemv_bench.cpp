@@ -110,7 +110,7 @@ constexpr int kWarmupPairs = 2;
 // wait: how run()'s caller waits (the pool's default, as the engine runs; kAuto for the
 // comparison records, suffix _auto).
 void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
-             const PrefetchVariant* variant, cpu::CallerWait wait) {
+             const PrefetchVariant* variant, cpu::CallerWait wait, bool amx) {
   const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
   if (variant) kernels::set_gemv_prefetch(variant->setting);
   Fp8MatrixSet& set = matrices(ctx, s);
@@ -131,7 +131,8 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
         auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
         p.row_begin = r0;
         p.row_end = r1;
-        kernels::fp8_gemv(p);
+        if (amx) kernels::fp8_gemv_amx(p);
+        else kernels::fp8_gemv(p);
       }
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -162,12 +163,12 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   kernels::set_gemv_prefetch(saved);
   ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) +
                     (variant ? std::string("_pf_") + variant->name : std::string()) +
-                    (wait == kDefaultCallerWait ? "" : std::string("_") + caller_wait_name(wait)),
+                    (wait == kDefaultCallerWait ? "" : std::string("_") + caller_wait_name(wait)) + (amx ? "_amx" : ""),
             threads, gbps, "GB/s", ceiling, ratio,
             fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved; value, ceiling = "
                         "median GB/s, ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / "
                         "best probe {:.2f} = {:.3f}; core L2 decode before/after {:.2f} / {:.2f} GB/s; caller spins <= {} us",
-                        kernels::isa_name(kernels::best_isa()), set.matrices().size(), kWarmupPairs, ratios.size(),
+                        amx ? std::string_view("amx") : kernels::isa_name(kernels::best_isa()), set.matrices().size(), kWarmupPairs, ratios.size(),
                         *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
                         best_gemv, best_probe, best_gemv / best_probe, core_before, core_after,
                         pool.caller_spin_limit_us())});
@@ -176,7 +177,7 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
 // One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
 // called over and over): what the core could consume if DRAM kept up. The ratio to the 1-thread
 // probe is the headroom: below 1, a core cannot saturate even its own read bandwidth.
-void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa) {
+void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa, bool amx) {
   Fp8MatrixSet& set = ctx->cached<Fp8MatrixSet>("gemv_l2", std::to_string(s.rows) + "x" + std::to_string(s.cols),
                                                 [&] { return new Fp8MatrixSet(s.rows, s.cols, 1, ctx->pool(1)); });
   std::mt19937 rng(5);
@@ -186,11 +187,15 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
   auto p = kernels::Fp8GemvParams::strided(set.matrices()[0], batch, x.data(), s.cols, y.data(), s.rows);
   constexpr int kCalls = 64;
-  for (int i = 0; i < 4; ++i) kernels::fp8_gemv(isa, p);  // into L2
+  auto call = [&] {
+    if (amx) kernels::fp8_gemv_amx(p);
+    else kernels::fp8_gemv(isa, p);
+  };
+  for (int i = 0; i < 4; ++i) call();  // into L2
   double bytes = 0, seconds = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kCalls; ++i) kernels::fp8_gemv(isa, p);
+    for (int i = 0; i < kCalls; ++i) call();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.SetIterationTime(dt);
     bytes += static_cast<double>(kCalls) * s.rows * s.cols;
@@ -199,10 +204,10 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
   benchmark::DoNotOptimize(y.data());
   const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(1);
   state.counters["GBps"] = gbps;
-  const std::string suffix = isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
+  const std::string suffix = amx ? "_amx" : isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
   ctx->put({"fp8_gemv_l2_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) + suffix,
             1, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
-            std::string(kernels::isa_name(isa)) + ", weights in L2; ratio = headroom over the 1-thread read probe"});
+            std::string(amx ? "amx" : kernels::isa_name(isa)) + ", weights in L2; ratio = headroom over the 1-thread read probe"});
 }
 
 }  // namespace
@@ -218,7 +223,21 @@ void register_gemv(BenchContext& ctx) {
         if (!best && (b > 1 || s.cols != 7168)) continue;
         const std::string name = "fp8_gemv_l2/" + std::string(kernels::isa_name(isa)) + "/" + std::to_string(s.rows) +
                                  "x" + std::to_string(s.cols) + "/batch:" + std::to_string(b);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa, false)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.3);
+      }
+    }
+  }
+  // The opt-in AMX variant (kernels::fp8_gemv_amx) at every batch on both shapes: records
+  // fp8_gemv_l2_<shape>_b<B>_amx.
+  if (kernels::fp8_gemv_amx_supported()) {
+    for (Shape s : {Shape{64, 7168}, Shape{224, 2048}}) {
+      for (int b : {1, 2, 4, 8}) {
+        const std::string name = "fp8_gemv_l2/amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                 "/batch:" + std::to_string(b);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, kernels::best_isa(), true)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.3);
@@ -233,7 +252,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -244,10 +263,22 @@ void register_gemv(BenchContext& ctx) {
     // caller_spin_us), records fp8_gemv_<shape>_b1_auto.
     const std::string name = "fp8_gemv_auto/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              "/batch:1/threads:" + std::to_string(ctx.max_threads());
-    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto)
+    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto, false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);
+    // The AMX variant at all threads, batch 1..8 (records fp8_gemv_<shape>_b<B>_amx).
+    if (kernels::fp8_gemv_amx_supported()) {
+      for (int b : {1, 2, 4, 8}) {
+        const std::string amx_name = "fp8_gemv_amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                     "/batch:" + std::to_string(b) + "/threads:" + std::to_string(ctx.max_threads());
+        benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), b, nullptr,
+                                     kDefaultCallerWait, true)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(kPairedRounds);
+      }
+    }
   }
   // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
   // l2 = always into L2, l1 = always into L1, nofirst = no up-front prefetch of a call's first pass;
@@ -293,7 +324,7 @@ void register_gemv(BenchContext& ctx) {
       for (const PrefetchVariant* v : variants) {
         const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);

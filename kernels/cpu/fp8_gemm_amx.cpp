@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "amx_tiles.h"
 #include "gemm_avx512bf16_kernel.h"
 #include "variants.h"
 
@@ -27,33 +28,12 @@ inline constexpr int64_t kAmxChunkN = 128;  // C columns per accumulator chunk: 
 inline constexpr int kAmxPanels = static_cast<int>(kAmxChunkN / kGemmPanelN);
 inline constexpr int64_t kSlabPitch = Fp8Matrix::kBlock;  // BF16 per slab row: one K block
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// Loads the tile configuration on construction and releases the tile state on destruction.
-class TileScope {
- public:
-  TileScope() {
-    TileConfig cfg;
-    for (int t = 0; t < 8; ++t) {
-      cfg.colsb[t] = 64;
-      cfg.rows[t] = 16;
-    }
-    // Not _tile_loadconfig: GCC 12's tells the compiler that ldtilecfg reads 8 bytes of the
-    // configuration, so the stores of the tile shapes above were dropped as dead (every tile
-    // instruction then faulted). The whole 64 bytes are this asm's operand.
-    asm volatile("ldtilecfg %0" ::"m"(cfg));
-  }
-  ~TileScope() { _tile_release(); }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-};
+// Every tile 16 rows x 64 bytes: C 16 x 16 FP32, X 16 x 32 BF16, panels 16 K pairs x 16 columns.
+TileConfig gemm_tile_config() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.set(t, 16, 64);
+  return cfg;
+}
 
 // One thread's buffers, allocated on its first call (784 KB: L2-sized on the Xeons with AMX).
 struct AmxScratch {
@@ -150,7 +130,7 @@ void store_chunk(const Fp8GemmParams& p, const float* acc, int64_t m0, int64_t r
 void fp8_gemm_amx(const Fp8GemmParams& p) {
   if (p.m == 0 || p.n_begin == p.n_end) return;
   AmxScratch& s = amx_scratch();  // before the tile configuration: its first call allocates
-  const TileScope tiles;
+  const TileScope tiles(gemm_tile_config());
   const Fp8Bf16Decoder dec;
   const int64_t k_total = p.w.cols;
   for (int64_t mc = 0; mc < p.m; mc += kAmxChunkM) {

@@ -69,6 +69,10 @@ void fp8_gemv(Isa isa, const Fp8GemvParams& p) {
 
 void fp8_gemv(const Fp8GemvParams& p) { fp8_gemv(best_isa(), p); }
 
+void fp8_gemv_amx(const Fp8GemvParams& p) { detail::fp8_gemv_amx(p); }
+
+bool fp8_gemv_amx_supported() { return isa_supported(Isa::kAvx512Bf16) && amx_usable(); }
+
 void fp8_to_bf16(Isa isa, const uint8_t* src, uint16_t* dst, size_t n) {
   switch (isa) {
     case Isa::kScalar: return detail::fp8_to_bf16_scalar(src, dst, n);

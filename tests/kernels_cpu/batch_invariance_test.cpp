@@ -2,12 +2,15 @@
 // share the call (bitwise), so that a request's output does not change with the server's load.
 // GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
 // BF16 GEMV: tokens 1..8 against 1; GEMV rows split over 1, 2, 3, 16 workers (and at random row
-// boundaries) against one call over every row. Fresh random inputs each run.
+// boundaries) against one call over every row; the FP8 GEMV checks cover every ISA variant and
+// the AMX one. Fresh random inputs each run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hymoe/kernels/bf16_gemv.h"
@@ -20,23 +23,36 @@ namespace {
 
 bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
 
+// The GEMV variants of this machine: every ISA's, and the AMX one (isa = nullopt) where it runs.
+struct GemvVariant {
+  std::optional<Isa> isa;
+  void run(const Fp8GemvParams& p) const { isa ? fp8_gemv(*isa, p) : fp8_gemv_amx(p); }
+  std::string name() const { return isa ? std::string(isa_name(*isa)) : std::string("amx"); }
+};
+std::vector<GemvVariant> gemv_variants() {
+  std::vector<GemvVariant> v;
+  for (const Isa isa : supported_isas()) v.push_back({isa});
+  if (fp8_gemv_amx_supported()) v.push_back({std::nullopt});
+  return v;
+}
+
 TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
   std::mt19937_64 rng(std::random_device{}());
-  for (const Isa isa : supported_isas()) {
+  for (const GemvVariant& v : gemv_variants()) {
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{200, 7168}, {96, 2048}, {130, 384}}) {
       test::RandomFp8Matrix w(n, k, rng);
       const auto x = test::random_bf16(static_cast<size_t>(8 * k), rng);
       std::vector<float> alone(static_cast<size_t>(8 * n)), batched(static_cast<size_t>(8 * n));
       for (int b = 0; b < 8; ++b) {
         auto p = Fp8GemvParams::strided(w.view, 1, x.data() + b * k, k, alone.data() + b * n, n);
-        fp8_gemv(isa, p);
+        v.run(p);
       }
       for (int batch = 2; batch <= 8; ++batch) {
         auto p = Fp8GemvParams::strided(w.view, batch, x.data(), k, batched.data(), n);
-        fp8_gemv(isa, p);
+        v.run(p);
         for (int b = 0; b < batch; ++b)
           EXPECT_TRUE(same_bits(alone.data() + b * n, batched.data() + b * n, n))
-              << isa_name(isa) << " " << n << "x" << k << ": row " << b << " of batch " << batch;
+              << v.name() << " " << n << "x" << k << ": row " << b << " of batch " << batch;
       }
     }
   }
@@ -47,13 +63,13 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
 // the output is the same at every thread count. The parts pass the next part as prefetch_next.
 TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
   std::mt19937_64 rng(std::random_device{}());
-  for (const Isa isa : supported_isas()) {
+  for (const GemvVariant& v : gemv_variants()) {
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{448, 2048}, {256, 7168}, {200, 384}}) {
       test::RandomFp8Matrix w(n, k, rng);
       const auto x = test::random_bf16(static_cast<size_t>(3 * k), rng);
       for (const int batch : {1, 3}) {
         std::vector<float> whole(static_cast<size_t>(batch * n));
-        fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, whole.data(), n));
+        v.run(Fp8GemvParams::strided(w.view, batch, x.data(), k, whole.data(), n));
         // Row boundaries of each split: workers in 16-row units, then random cut points.
         std::vector<std::vector<int64_t>> splits;
         for (const int64_t workers : {1, 2, 3, 16}) {
@@ -74,10 +90,10 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
             p.row_end = c[i + 1];
             // As a caller that knows its next call would (a prefetch hint: must not change results).
             if (i + 2 < c.size()) p.prefetch_next = w.view.data + c[i + 1] * k;
-            fp8_gemv(isa, p);
+            v.run(p);
           }
           EXPECT_TRUE(same_bits(whole.data(), part.data(), batch * n))
-              << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": split into "
+              << v.name() << " " << n << "x" << k << " batch " << batch << ": split into "
               << c.size() - 1 << " parts";
         }
       }

@@ -6,7 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
@@ -21,6 +23,23 @@ class PerIsa : public ::testing::TestWithParam<Isa> {};
 
 std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {
   return std::string(isa_name(info.param));
+}
+
+// A GEMV variant: one ISA's, or the AMX one (amx = true) where the machine has it.
+struct GemvVariant {
+  Isa isa;
+  bool amx = false;
+  void run(const Fp8GemvParams& p) const { amx ? fp8_gemv_amx(p) : fp8_gemv(isa, p); }
+};
+std::vector<GemvVariant> gemv_variants() {
+  std::vector<GemvVariant> v;
+  for (const Isa isa : supported_isas()) v.push_back({isa});
+  if (fp8_gemv_amx_supported()) v.push_back({Isa::kAvx512Bf16, true});
+  return v;
+}
+class PerGemvVariant : public ::testing::TestWithParam<GemvVariant> {};
+std::string gemv_variant_name(const ::testing::TestParamInfo<GemvVariant>& info) {
+  return info.param.amx ? std::string("amx") : std::string(isa_name(info.param.isa));
 }
 
 TEST_P(PerIsa, DecodesEveryFp8CodeExactly) {
@@ -48,7 +67,7 @@ struct Shape {
   int64_t rows, cols;
 };
 
-TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
+TEST_P(PerGemvVariant, GemvMatchesReferenceOnRandomInputs) {
   std::mt19937_64 rng(std::random_device{}());
   // 40 x 9000 at batch 8 is past the AVX512-BF16 variant's lane-order copy of x (8 x 9024 words >
   // kGemvLaneOrderWords), so its natural-order path runs too; batch <= 7 takes the copy.
@@ -64,7 +83,7 @@ TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
       auto p = Fp8GemvParams::strided(w.view, batch, x.data(), xs, y.data(), ys);
       if (batch % 2) std::copy(scale.begin(), scale.end(), p.out_scale);
       validate(p);
-      fp8_gemv(GetParam(), p);
+      GetParam().run(p);
       for (int b = 0; b < batch; ++b) p.y[b] = ref.data() + b * ys;
       fp8_gemv_reference(p);
       for (int b = 0; b < batch; ++b) {
@@ -78,7 +97,7 @@ TEST_P(PerIsa, GemvMatchesReferenceOnRandomInputs) {
   }
 }
 
-TEST_P(PerIsa, GemvComputesOnlyItsRowRange) {
+TEST_P(PerGemvVariant, GemvComputesOnlyItsRowRange) {
   std::mt19937_64 rng(std::random_device{}());
   RandomFp8Matrix w(512, 384, rng);
   auto x = test::random_bf16(2 * 384, rng);
@@ -87,7 +106,7 @@ TEST_P(PerIsa, GemvComputesOnlyItsRowRange) {
   auto p = Fp8GemvParams::strided(w.view, 2, x.data(), 384, y.data(), 512);
   p.row_begin = 131;
   p.row_end = 389;
-  fp8_gemv(GetParam(), p);
+  GetParam().run(p);
   p.y[0] = ref.data();
   p.y[1] = ref.data() + 512;
   fp8_gemv_reference(p);
@@ -101,14 +120,14 @@ TEST_P(PerIsa, GemvComputesOnlyItsRowRange) {
   }
 }
 
-TEST_P(PerIsa, GemvHandlesSubnormalWeights) {
+TEST_P(PerGemvVariant, GemvHandlesSubnormalWeights) {
   // A BF16 dot product that flushed the subnormal FP8 codes would give zeros here.
   std::mt19937_64 rng(std::random_device{}());
   RandomFp8Matrix w(128, 1024, rng, /*subnormal_only=*/true);
   auto x = test::random_bf16(1024, rng);
   auto y = test::nan_vector(128), ref = test::nan_vector(128);
   auto p = Fp8GemvParams::strided(w.view, 1, x.data(), 1024, y.data(), 128);
-  fp8_gemv(GetParam(), p);
+  GetParam().run(p);
   p.y[0] = ref.data();
   fp8_gemv_reference(p);
   EXPECT_LT(test::normalised_error(y.data(), ref.data(), 128), 1e-5);
@@ -116,6 +135,7 @@ TEST_P(PerIsa, GemvHandlesSubnormalWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, PerIsa, ::testing::ValuesIn(supported_isas().begin(), supported_isas().end()),
                          isa_param_name);
+INSTANTIATE_TEST_SUITE_P(Cpu, PerGemvVariant, ::testing::ValuesIn(gemv_variants()), gemv_variant_name);
 
 TEST(Fp8Gemv, ValidateNamesTheBadField) {
   std::mt19937_64 rng(1);

@@ -54,6 +54,17 @@ struct Fp8GemvParams {
 void fp8_gemv(const Fp8GemvParams& p);
 // One named variant; the caller guarantees isa_supported(isa).
 void fp8_gemv(Isa isa, const Fp8GemvParams& p);
+// The AMX-BF16 variant (the caller guarantees fp8_gemv_amx_supported()): the AVX512-BF16 variant's decode, 16
+// rows at a time into tiles in L1, and the dot products on the tile unit (tdpbf16ps against the
+// activations as a 16 K pair x batch tile), so batch 2..8 cost about what batch 1 does. Opt-in:
+// fp8_gemv(p) never picks it. On this project's Xeons it is slower at batch 1 (0.6-0.8x of
+// AVX512-BF16) and faster from batch 4 (1.2-2.3x; docs/benchmarks.md), and a token's result
+// must not depend on its batch (batch invariance), so one variant serves every batch: the
+// AVX512-BF16 one. Rows are bitwise the same at every batch size and row split within this
+// variant. Its activation buffers are per-thread scratch, grown when a thread first meets a
+// larger batch x K.
+void fp8_gemv_amx(const Fp8GemvParams& p);
+bool fp8_gemv_amx_supported();  // amx_usable() and the AVX512-BF16 variant's decode
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const Fp8GemvParams& p);
 

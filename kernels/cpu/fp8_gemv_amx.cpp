@@ -1,0 +1,191 @@
+// FP8 GEMV, AMX-BF16 variant (Sapphire Rapids and later): the weights are the A operand. Each
+// group of 16 rows is decoded 64 codes a row at a time by the AVX512-BF16 variant's table lookup
+// (Fp8Bf16Decoder::lane_order) into two 16 x 32 BF16 A tiles in L1 (1 KB each, double-buffered
+// across the two 64-code halves of a K block), and tdpbf16ps multiplies them with a B tile of the
+// activations: 16 K pairs x `batch` tokens, built once per call from the activations in the same
+// lane order (transposed so that a tile row is one K pair of every token). One 16 x batch FP32 C
+// tile per 128-wide K block; its sums are stored and post-scaled by each row's block scale into
+// register totals. The dot products run on the tile unit, so the batch costs next to nothing
+// beyond batch 1 (vdpbf16ps, one per 32 weights per token, bounds the AVX512-BF16 variant from
+// batch 2 on); the decode is the same. Each output depends only on its own row and token, so
+// rows are bitwise the same at every batch size and under any row split.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "amx_tiles.h"
+#include "fp8_decode_avx512.h"
+#include "gemm_avx512bf16_kernel.h"  // transpose16x16_epi32
+#include "variants.h"
+
+namespace hymoe::kernels::detail {
+namespace {
+
+constexpr int kRows = 16;  // rows of a group: the tiles' M
+// Software prefetch distance along each of the group's 16 weight rows (into L1): 16 streams are
+// too many for the L1 prefetcher to follow alone.
+constexpr int64_t kGemvAmxPrefetch = 512;
+
+// Tiles: 0, 1 = C (16 rows x batch FP32), 2..5 = A (16 rows x 32 BF16), 6, 7 = B (16 K pairs x
+// batch).
+TileConfig gemv_tile_config(int batch) {
+  TileConfig cfg;
+  cfg.set(0, kRows, 4 * batch);
+  cfg.set(1, kRows, 4 * batch);
+  for (int t = 2; t <= 5; ++t) cfg.set(t, kRows, 64);
+  cfg.set(6, 16, 4 * batch);
+  cfg.set(7, 16, 4 * batch);
+  return cfg;
+}
+
+// B operand of all 32-wide K steps: xb[(16 s + kp) * batch + t] = the BF16 pair kp of step s of
+// token t in lane order, i.e. the [K / 2][batch] transpose of the lane-order rows as 32-bit pairs.
+void build_b(const Fp8GemvParams& p, int64_t padded, uint16_t* lane, uint32_t* xb) {
+  const int batch = p.batch;
+  for (int b = 0; b < batch; ++b) bf16_to_lane_order(p.x[b], p.w.cols, lane + b * padded);
+  const int64_t pairs = padded / 2;
+  if (batch == 1) {
+    std::copy_n(reinterpret_cast<const uint32_t*>(lane), pairs, xb);
+    return;
+  }
+  for (int64_t j = 0; j < pairs; j += 16) {  // 16 pairs of every token -> 16 rows of `batch`
+    __m512i r[16];
+#pragma GCC unroll 16
+    for (int b = 0; b < 16; ++b)
+      r[b] = b < batch ? _mm512_load_si512(reinterpret_cast<const uint32_t*>(lane + b * padded) + j)
+                       : _mm512_setzero_si512();
+    transpose16x16_epi32(r);
+    const __mmask16 m = static_cast<__mmask16>((1u << batch) - 1u);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) _mm512_mask_storeu_epi32(xb + (j + i) * batch, m, r[i]);
+  }
+}
+
+// One thread's activation buffers, grown on demand (so a call allocates only when a thread
+// meets a larger batch x K than before).
+struct AmxGemvScratch {
+  struct Free {
+    void operator()(void* q) const { ::operator delete(q, std::align_val_t{64}); }
+  };
+  int64_t words = 0;
+  std::unique_ptr<uint16_t[], Free> lane;
+  std::unique_ptr<uint32_t[], Free> xb;
+};
+
+AmxGemvScratch& amx_gemv_scratch(int64_t words) {
+  thread_local AmxGemvScratch s;
+  if (s.words < words) {
+    s.lane.reset(static_cast<uint16_t*>(::operator new(sizeof(uint16_t) * words, std::align_val_t{64})));
+    s.xb.reset(static_cast<uint32_t*>(::operator new(sizeof(uint16_t) * words, std::align_val_t{64})));
+    s.words = words;
+  }
+  return s;
+}
+
+}  // namespace
+
+void fp8_gemv_amx(const Fp8GemvParams& p) {
+  if (p.row_begin == p.row_end) return;
+  const int batch = p.batch;
+  const int64_t k_total = p.w.cols, padded = (k_total + 63) / 64 * 64;
+  // Activations in lane order, then as B tiles (2 x batch x K words, per-thread scratch).
+  AmxGemvScratch& scratch = amx_gemv_scratch(batch * padded);
+  uint32_t* xb = scratch.xb.get();
+  build_b(p, padded, scratch.lane.get(), xb);
+
+  const Fp8Bf16Decoder dec;
+  const TileScope tiles(gemv_tile_config(batch));
+  const int64_t kblocks = p.w.scale_cols();
+  // Software-pipelined over K blocks: iteration kb decodes block kb + 1 into the other A buffer,
+  // runs block kb's tiles, and post-scales block kb - 1's stored sums. So a buffer's stores have
+  // a whole decode to drain before its tile loads read them, and a C tile's store before its
+  // sums are read (no store forwarding into or out of the tiles).
+  alignas(64) uint16_t a[2][2][2][kRows * 32];  // [K block parity][half][tile][row * 32 + k]
+  alignas(64) float c[2][kRows * 16] = {};      // columns past the batch: never written, never read out
+  for (int64_t r0 = p.row_begin; r0 < p.row_end; r0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, p.row_end - r0));
+    // The group's weight rows and block-scale rows; rows past its end read the last row with an
+    // all-zero mask (zero codes; their outputs are never stored).
+    const uint8_t* wr[kRows];
+    const float* sr[kRows];
+    uint64_t live[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t i = r0 + std::min(r, rows - 1);
+      wr[r] = p.w.data + i * k_total;
+      sr[r] = p.w.scale_inv + (i / Fp8Matrix::kBlock) * p.w.scale_cols();
+      live[r] = r < rows ? ~uint64_t{0} : 0;
+    }
+    // Block kb's codes of the group, decoded into a[kb % 2].
+    auto decode = [&](int64_t kb) {
+      for (int h = 0; h < 2; ++h) {
+        const int64_t k = kb * Fp8Matrix::kBlock + 64 * h;
+        if (k >= k_total) break;
+        const int64_t left = k_total - k;
+        const uint64_t mk = left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1;
+        uint16_t(&dst)[2][kRows * 32] = a[kb % 2][h];
+#pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) {
+          // The next group's same bytes (one pass ahead, as the AVX512-BF16 variant) into L2, and
+          // this row's bytes kGemvAmxPrefetch ahead into L1.
+          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kRows * k_total), _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kGemvAmxPrefetch), _MM_HINT_T0);
+          __m512i codes = _mm512_maskz_loadu_epi8(_cvtu64_mask64(mk & live[r]), wr[r] + k);
+          // Opaque to the compiler, as in the AVX512-BF16 variant: keeps the codes in a register
+          // (GCC 12 otherwise rebuilds them through the stack for each destructive vpermi2b).
+          asm("" : "+v"(codes));
+          __m512i w0, w1;
+          dec.lane_order(codes, w0, w1);
+          _mm512_store_si512(dst[0] + r * 32, w0);
+          _mm512_store_si512(dst[1] + r * 32, w1);
+        }
+      }
+    };
+    __m512 tot[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) tot[r] = _mm512_setzero_ps();
+    auto post_scale = [&](int64_t kb) {
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r)
+        tot[r] = _mm512_fmadd_ps(_mm512_load_ps(c[kb % 2] + r * 16), _mm512_set1_ps(sr[r][kb]), tot[r]);
+    };
+    // Block kb's products into C tile kb % 2 (A tiles 2, 3 for the first half, 4, 5 for the
+    // second), stored to c[kb % 2]. The tile numbers of these intrinsics are literals.
+#define HYMOE_AMX_HALF(C, A0, A1, H)                                                  \
+  {                                                                                   \
+    const int64_t step = (k0 + 64 * (H)) / 32; /* lane order: w0 step 2q, w1 2q + 1 */ \
+    _tile_loadd(A0, a[kb % 2][H][0], 64);                                             \
+    _tile_loadd(6, xb + step * 16 * batch, 4 * batch);                                \
+    _tile_dpbf16ps(C, A0, 6);                                                         \
+    _tile_loadd(A1, a[kb % 2][H][1], 64);                                             \
+    _tile_loadd(7, xb + (step + 1) * 16 * batch, 4 * batch);                          \
+    _tile_dpbf16ps(C, A1, 7);                                                         \
+  }
+#define HYMOE_AMX_BLOCK(C)                                     \
+  {                                                            \
+    _tile_zero(C);                                             \
+    HYMOE_AMX_HALF(C, 2, 3, 0)                                 \
+    if (k0 + 64 < k_total) HYMOE_AMX_HALF(C, 4, 5, 1)          \
+    _tile_stored(C, c[kb % 2], 64);                            \
+  }
+    decode(0);
+    for (int64_t kb = 0; kb < kblocks; ++kb) {
+      const int64_t k0 = kb * Fp8Matrix::kBlock;
+      if (kb + 1 < kblocks) decode(kb + 1);
+      if (kb % 2) HYMOE_AMX_BLOCK(1) else HYMOE_AMX_BLOCK(0)
+      if (kb > 0) post_scale(kb - 1);
+    }
+    post_scale(kblocks - 1);
+#undef HYMOE_AMX_BLOCK
+#undef HYMOE_AMX_HALF
+    alignas(64) float out[kRows][16];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) _mm512_store_ps(out[r], tot[r]);
+    for (int r = 0; r < rows; ++r)
+      for (int b = 0; b < batch; ++b) p.y[b][r0 + r] = out[r][b] * p.out_scale[b];
+  }
+}
+
+}  // namespace hymoe::kernels::detail
