@@ -41,52 +41,13 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16_peak_flops(int64_t i
   return static_cast<double>(iters) * 24 * 64;
 }
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Four independent 16x16x32 tdpbf16ps per step: 4 x 16384 flops.
-__attribute__((target("amx-tile,amx-bf16"))) double amx_peak_flops(int64_t iters) {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  alignas(64) static thread_local uint16_t src[16 * 32];
-  alignas(64) static thread_local float dst[16 * 16];
-  for (auto& v : src) v = 0x3F80;
-  asm volatile("ldtilecfg %0" ::"m"(cfg));  // GCC 12's _tile_loadconfig declares only 8 bytes read
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_loadd(4, src, 64);
-  _tile_loadd(5, src, 64);
-  _tile_loadd(6, src, 64);
-  _tile_loadd(7, src, 64);
-  for (int64_t i = 0; i < iters; ++i) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  _tile_stored(0, dst, 64);
-  _tile_release();
-  benchmark::DoNotOptimize(dst[0]);
-  return static_cast<double>(iters) * 4 * 16384;
-}
-
 double peak_tflops(BenchContext* ctx, kernels::GemmImpl impl) {
   cpu::ThreadPool& pool = ctx->pool(ctx->max_threads());
   const int64_t iters = impl == kernels::GemmImpl::kAmxBf16 ? kPeakIters / 16 : kPeakIters;
   std::vector<double> flops(pool.size());
   const auto t0 = std::chrono::steady_clock::now();
   pool.run([&](const cpu::WorkerInfo& w) {
-    flops[w.index] = impl == kernels::GemmImpl::kAmxBf16 ? amx_peak_flops(iters)
+    flops[w.index] = impl == kernels::GemmImpl::kAmxBf16 ? kernels::amx_peak_loop_flops(iters)
                                                           : dpbf16_peak_flops(iters);
   });
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -46,6 +46,8 @@ const char* gemm_impl_name(GemmImpl impl) {
   return "?";
 }
 
+double amx_peak_loop_flops(int64_t iters) { return detail::amx_peak_loop(iters); }
+
 void fp8_gemm(GemmImpl impl, const Fp8GemmParams& p) {
   switch (impl) {
     case GemmImpl::kReference: return detail::fp8_gemm_reference(p);

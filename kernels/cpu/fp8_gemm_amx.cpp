@@ -157,4 +157,28 @@ void fp8_gemm_amx(const Fp8GemmParams& p) {
   }
 }
 
+double amx_peak_loop(int64_t iters) {
+  alignas(64) uint16_t src[16 * 32];
+  alignas(64) float dst[16 * 16];
+  for (auto& v : src) v = 0x3F80;  // 1.0
+  const TileScope tiles(gemm_tile_config());
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, dst, 64);
+  asm volatile("" ::"m"(dst));  // the sums are used
+  return static_cast<double>(iters) * 4 * 16 * 16 * 32 * 2;
+}
+
 }  // namespace hymoe::kernels::detail

@@ -17,6 +17,7 @@ void fp8_gemv_avx2(const Fp8GemvParams& p);
 void fp8_gemv_avx512(const Fp8GemvParams& p);
 void fp8_gemv_avx512bf16(const Fp8GemvParams& p);
 void fp8_gemv_amx(const Fp8GemvParams& p);  // AMX-BF16 tiles; needs amx_usable()
+double amx_peak_loop(int64_t iters);         // kernels::amx_peak_loop_flops
 
 void fp8_to_bf16_scalar(const uint8_t* src, uint16_t* dst, size_t n);
 void fp8_to_bf16_avx2(const uint8_t* src, uint16_t* dst, size_t n);

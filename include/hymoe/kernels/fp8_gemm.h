@@ -37,6 +37,10 @@ const char* gemm_impl_name(GemmImpl impl);
 
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const Fp8GemmParams& p);
+// The AMX GEMM's compute ceiling for benchmarks: a register-only loop of four independent 16 x 16
+// x 32 tdpbf16ps per step, iters steps, in the kernel's tile configuration; returns the FLOPs done
+// (time it). Needs gemm_impl_supported(GemmImpl::kAmxBf16).
+double amx_peak_loop_flops(int64_t iters);
 void fp8_gemm(GemmImpl impl, const Fp8GemmParams& p);
 inline void fp8_gemm(const Fp8GemmParams& p) { fp8_gemm(best_gemm_impl(), p); }
 
