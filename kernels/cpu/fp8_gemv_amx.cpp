@@ -1,14 +1,14 @@
 // FP8 GEMV, AMX-BF16 variant (Sapphire Rapids and later): the weights are the A operand. Each
 // group of 16 rows is decoded 64 codes a row at a time by the AVX512-BF16 variant's table lookup
-// (Fp8Bf16Decoder::lane_order) into two 16 x 32 BF16 A tiles in L1 (1 KB each, double-buffered
-// across the two 64-code halves of a K block), and tdpbf16ps multiplies them with a B tile of the
-// activations: 16 K pairs x `batch` tokens, built once per call from the activations in the same
-// lane order (transposed so that a tile row is one K pair of every token). One 16 x batch FP32 C
-// tile per 128-wide K block; its sums are stored and post-scaled by each row's block scale into
-// register totals. The dot products run on the tile unit, so the batch costs next to nothing
-// beyond batch 1 (vdpbf16ps, one per 32 weights per token, bounds the AVX512-BF16 variant from
-// batch 2 on); the decode is the same. Each output depends only on its own row and token, so
-// rows are bitwise the same at every batch size and under any row split.
+// (Fp8Bf16Decoder::lane_order) into 16 x 32 BF16 A tiles in L1 (1 KB each, four a 128-wide K
+// block), and tdpbf16ps multiplies them with B tiles of the activations: 16 K pairs x `batch`
+// tokens, built once per call from the activations in the same lane order (transposed so that a
+// tile row is one K pair of every token). One 16 x batch FP32 C tile per K block; its sums are
+// stored and post-scaled by each row's block scale into register totals. The K blocks are
+// software-pipelined (see the loop). The dot products run on the tile unit, so the batch costs
+// next to nothing beyond batch 1 (vdpbf16ps, one per 32 weights per token, bounds the
+// AVX512-BF16 variant from batch 2 on); the decode is the same. Each output depends only on its
+// own row and token, so rows are bitwise the same at every batch size and under any row split.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -42,14 +42,12 @@ TileConfig gemv_tile_config(int batch) {
 
 // B operand of all 32-wide K steps: xb[(16 s + kp) * batch + t] = the BF16 pair kp of step s of
 // token t in lane order, i.e. the [K / 2][batch] transpose of the lane-order rows as 32-bit pairs.
+// At batch 1 that is the lane-order row itself.
 void build_b(const Fp8GemvParams& p, int64_t padded, uint16_t* lane, uint32_t* xb) {
   const int batch = p.batch;
+  if (batch == 1) return bf16_to_lane_order(p.x[0], p.w.cols, reinterpret_cast<uint16_t*>(xb));
   for (int b = 0; b < batch; ++b) bf16_to_lane_order(p.x[b], p.w.cols, lane + b * padded);
   const int64_t pairs = padded / 2;
-  if (batch == 1) {
-    std::copy_n(reinterpret_cast<const uint32_t*>(lane), pairs, xb);
-    return;
-  }
   for (int64_t j = 0; j < pairs; j += 16) {  // 16 pairs of every token -> 16 rows of `batch`
     __m512i r[16];
 #pragma GCC unroll 16
