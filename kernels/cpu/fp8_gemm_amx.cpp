@@ -49,15 +49,15 @@ AmxScratch& amx_scratch() {
   return *scratch;
 }
 
-// Slab rows [r0, r1) = X rows m0 + r0 .. m0 + r1 (rows of them exist), columns [k0, k1); zero
-// past both ends. Its loads from X are about a third of the kernel's time at K = 7168 (they come
+// Slab rows [0, rows_padded) = X rows m0 .. m0 + rows_padded (rows of them exist), columns
+// [k0, k1); zero past both ends. Its loads from X are about a third of the kernel's time at K = 7168 (they come
 // from L3, 256 bytes a row, too many streams for the hardware prefetchers); neither a software
 // prefetch of the next slab nor packing it 32 rows at a time between the current slab's tile
 // blocks (to overlap the two) measured faster on this machine's Xeon.
-void pack_slab_rows(const Fp8GemmParams& p, int64_t m0, int64_t rows, int64_t r0, int64_t r1,
-                    int64_t k0, int64_t k1, uint16_t* slab) {
+void pack_slab(const Fp8GemmParams& p, int64_t m0, int64_t rows, int64_t rows_padded, int64_t k0,
+               int64_t k1, uint16_t* slab) {
   const int64_t len = k1 - k0;
-  for (int64_t i = r0; i < r1; ++i) {
+  for (int64_t i = 0; i < rows_padded; ++i) {
     uint16_t* dst = slab + i * kSlabPitch;
     if (i >= rows) {
       for (int64_t k = 0; k < kSlabPitch; k += 32) _mm512_store_si512(dst + k, _mm512_setzero_si512());
@@ -143,7 +143,7 @@ void fp8_gemm_amx(const Fp8GemmParams& p) {
         const int64_t k0 = kb * Fp8Matrix::kBlock;
         const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
         const int64_t steps = (k1 - k0 + 31) / 32;  // zero-filled past k1 in slab and panels
-        pack_slab_rows(p, mc, rows, 0, rows_padded, k0, k1, s.slab);
+        pack_slab(p, mc, rows, rows_padded, k0, k1, s.slab);
         for (int j = 0; j < panels; ++j) pack_panel(p.w, nc + j * kGemmPanelN, k0, k1, dec, s.panels[j]);
         for (int64_t m = 0; m < rows_padded; m += 32) {
           for (int j = 0; j < panels; ++j) {

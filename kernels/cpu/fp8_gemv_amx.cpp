@@ -116,6 +116,9 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
       sr[r] = p.w.scale_inv + (i / Fp8Matrix::kBlock) * p.w.scale_cols();
       live[r] = r < rows ? ~uint64_t{0} : 0;
     }
+    // One group ahead, but never past the call's rows (another thread's, or past the matrix: DRAM
+    // bandwidth spent for nothing); the last group re-touches its own rows instead.
+    const int64_t ahead = r0 + kRows < p.row_end ? kRows * k_total : 0;
     // Block kb's codes of the group, decoded into a[kb % 2].
     auto decode = [&](int64_t kb) {
       for (int h = 0; h < 2; ++h) {
@@ -128,7 +131,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
         for (int r = 0; r < kRows; ++r) {
           // The next group's same bytes (one pass ahead, as the AVX512-BF16 variant) into L2, and
           // this row's bytes kGemvAmxPrefetch ahead into L1.
-          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kRows * k_total), _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + ahead), _MM_HINT_T1);
           _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kGemvAmxPrefetch), _MM_HINT_T0);
           __m512i codes = _mm512_maskz_loadu_epi8(_cvtu64_mask64(mk & live[r]), wr[r] + k);
           // Opaque to the compiler, as in the AVX512-BF16 variant: keeps the codes in a register
