@@ -248,6 +248,27 @@ const char* gemv_impl_name(Fp8GemvImpl impl) {
   }
 }
 
+// An FP8-activation GEMV over x quantised into xq / xs (x_scale_ld kGemvMaxTokens), k-strided
+// rows.
+Fp8GemvQ8Params gemv_q8_params(const Fp8E4M3* w, const float* w_scales, const DeviceBuffer& xq,
+                               const DeviceBuffer& xs, Bf16* y, int tokens, int n, int k, int64_t ldy) {
+  Fp8GemvQ8Params p;
+  p.w = w;
+  p.w_scales = w_scales;
+  p.x = xq.as<Fp8E4M3>();
+  p.x_scales = xs.as<float>();
+  p.y = y;
+  p.tokens = tokens;
+  p.n = n;
+  p.k = k;
+  p.ldw = k;
+  p.scale_ld = (k + 127) / 128;
+  p.ldx = k;
+  p.x_scale_ld = kGemvMaxTokens;
+  p.ldy = ldy;
+  return p;
+}
+
 // only_shape: one of the shapes' names (hymoe-bench-gpu --gemv-shape, for a profiler run), or all.
 void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const std::string& only_shape) {
   cudaStream_t s = bench.stream();
@@ -297,6 +318,31 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
         bench.add({fmt::format("fp8_gemv[{}{}]/{} tokens={}", gemv_impl_name(impl), per_sm > 0 ? "/1" : "",
                                l.name, tokens),
                    bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      }
+    }
+    if (fp8_gemv_q8_supported()) {  // FP8 activations: x quantised once, the GEMV alone timed
+      DeviceBuffer xq(size_t(kGemvMaxTokens) * l.k), xs(size_t(kb) * kGemvMaxTokens * 4);
+      quantize_fp8_per_token_block({x.as<Bf16>(), xq.as<Fp8E4M3>(), xs.as<float>(), kGemvMaxTokens, l.k,
+                                    l.k, l.k, kGemvMaxTokens},
+                                   s);
+      // The launcher's block shape ("q8"), and each one ("q8/w4" ...: warps a tile) at 1 token.
+      for (const int warps : {0, 4, 8, 16}) {
+        for (int tokens : {1, 2, 4, 8}) {
+          if (warps > 0 && tokens > 1) continue;
+          int next = 0;
+          const double ms = bench.time_ms([&] {
+            const int i = next++ % copies;
+            Fp8GemvQ8Params p = gemv_q8_params(w.as<Fp8E4M3>() + size_t(i) * wbytes,
+                                               sc.as<float>() + size_t(i) * nb * kb, xq, xs, y.as<Bf16>(),
+                                               tokens, l.n, l.k, l.n);
+            p.warps_per_tile = warps;
+            fp8_gemv_q8(p, s);
+          });
+          const double bytes = double(wbytes) + nb * kb * 4.0;
+          bench.add({fmt::format("fp8_gemv[q8{}]/{} tokens={}", warps ? fmt::format("/w{}", warps) : "", l.name,
+                                 tokens),
+                     bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
       }
     }
   }
@@ -392,6 +438,68 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
           const std::string label =
               fmt::format("fp8_gemv_chain[{}{}{}{}]/{} tokens={}", gemv_impl_name(impl), per_sm > 0 ? "/1" : "",
                           std::array{"", ",pdl", ",pdl+l2"}[mode], graph ? ",graph" : "", name, tokens);
+          double ms = 0;
+          if (graph) {
+            try {
+              const CapturedGraph g(s, enqueue);
+              ms = bench.time_ms([&] { g.launch(s); });
+            } catch (const Error& e) {
+              std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
+              (void)cudaGetLastError();
+              continue;
+            }
+          } else {
+            ms = bench.time_ms(enqueue);
+          }
+          bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+        }
+      }
+    }
+  }
+  // FP8 activations: each new input quantised (quantize_fp8_per_token_block) before the GEMVs
+  // that read it: q_a|kv_a and gate|up (one fused launch each) share one quantisation, a chain
+  // over one fixed x quantises it once. Plain launches or PDL (quantiser and GEMVs alike).
+  if (fp8_gemv_q8_supported()) {
+    std::vector<DeviceBuffer> xq, xs;
+    for (const int width : widths) {
+      xq.emplace_back(size_t(kGemvMaxTokens) * width);
+      xs.emplace_back(size_t((width + 127) / 128) * kGemvMaxTokens * 4);
+    }
+    for (const int tokens : {1, 8}) {
+      for (const bool graph : {false, true}) {
+        for (const bool pdl : {false, true}) {
+          if (pdl && info.sm() < 90) continue;
+          auto enqueue = [&] {
+            for (size_t i = 0; i < links.size(); ++i) {
+              const GemvLink& l = links[i];
+              const bool fresh = i == 0 || links[i - 1].x != l.x || links[i - 1].y == l.x ||
+                                 (links[i - 1].n2 > 0 && links[i - 1].y2 == l.x);
+              if (fresh) {
+                Fp8QuantParams qp{act[l.x].as<Bf16>(), xq[l.x].as<Fp8E4M3>(), xs[l.x].as<float>(), tokens, l.k,
+                                  widths[l.x], widths[l.x], kGemvMaxTokens};
+                qp.pdl = pdl;
+                quantize_fp8_per_token_block(qp, s);
+              }
+              Fp8GemvQ8Params p[2];
+              p[0] = gemv_q8_params(w[i].as<Fp8E4M3>(), sc[i].as<float>(), xq[l.x], xs[l.x], act[l.y].as<Bf16>(),
+                                    tokens, l.n, l.k, widths[l.y]);
+              p[0].ldx = widths[l.x];
+              p[0].pdl = pdl;
+              const int parts = l.n2 > 0 ? 2 : 1;
+              if (parts == 2) {
+                const int kb = (l.k + 127) / 128;
+                p[1] = p[0];
+                p[1].w = w[i].as<Fp8E4M3>() + size_t(l.n) * l.k;
+                p[1].w_scales = sc[i].as<float>() + size_t((l.n + 127) / 128) * kb;
+                p[1].y = act[l.y2].as<Bf16>();
+                p[1].n = l.n2;
+                p[1].ldy = widths[l.y2];
+              }
+              fp8_gemv_q8_fused(p, parts, s);
+            }
+          };
+          const std::string label = fmt::format("fp8_gemv_chain[q8{}{}]/{} tokens={}", pdl ? ",pdl" : "",
+                                                graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {
             try {

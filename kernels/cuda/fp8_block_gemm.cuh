@@ -20,19 +20,6 @@ inline constexpr int kBgStride = kBgK + 16;  // bytes per smem row: 36 words, co
 inline constexpr int kBgStageBytes = (kBgM + kBgN) * kBgStride;
 inline constexpr int kBgSmemBytes = 2 * kBgStageBytes;
 
-__device__ __forceinline__ void mma_fp8_16832(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                              uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();  // the launcher refuses devices below sm_89
-#endif
-}
-
 // Stage kb's A [64 x 128] and B [128 x 128] tiles into smem (16-byte chunks, zero-filled outside).
 __device__ __forceinline__ void bg_load_stage(const Fp8BlockGemmParams& p, uint8_t* stage, int m0,
                                               int n0, int kb, int tid) {

@@ -1,17 +1,24 @@
 // Per-token, per-128-column FP8 quantisation. One warp per (token, column block); each lane owns
-// four consecutive columns (8-byte loads when rows allow).
+// four consecutive columns (8-byte loads when rows allow). kPdl: launched as a programmatic
+// dependent (pdl.cuh): lets the next kernel launch, then waits for the previous one before it
+// reads x or writes anything.
 #pragma once
 
 #include "common.cuh"
 #include "hymoe/gpu/fp8_quant.h"
+#include "pdl.cuh"
 
 namespace hymoe::gpu::kernels {
 
 inline constexpr int kQuantWarpsPerBlock = 8;
 
-template <bool kVec>
+template <bool kVec, bool kPdl>
 __global__ void __launch_bounds__(kQuantWarpsPerBlock * kWarpSize)
 fp8_quant_kernel(Fp8QuantParams p, int col_blocks) {
+  if constexpr (kPdl) {
+    pdl_launch_dependents();
+    pdl_wait();
+  }
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kQuantWarpsPerBlock + warp;
   if (item >= static_cast<int64_t>(p.tokens) * col_blocks) return;

@@ -1,5 +1,6 @@
 // Tensor-core and async-copy building blocks shared by the mma.sync kernels (sm_80+ unless noted).
 //   mma_16816      m16n8k16 BF16 x BF16 -> FP32, accumulating in place
+//   mma_fp8_16832  m16n8k32 E4M3 x E4M3 -> FP32 (sm_89+), accumulating in place
 //   ldmatrix_x4    four 8x8 BF16 matrices from shared memory (lane l: a row address of matrix
 //                  l / 8), .trans variant for token-major operands used as B with k = token
 //   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread);
@@ -21,6 +22,21 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// m16n8k32 E4M3 fragments (PTX ISA): A a0/a2 row g, a1/a3 row g + 8, bytes i at k 4c + i (a0, a1)
+// and 16 + 4c + i (a2, a3); B b0 k 4c + i, b1 k 16 + 4c + i, col g; C as m16n8k16.
+__device__ __forceinline__ void mma_fp8_16832(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // the launcher refuses devices below sm_89
+#endif
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_addr) {

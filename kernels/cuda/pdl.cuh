@@ -41,6 +41,16 @@ __device__ __forceinline__ uint4 load_dependent(const uint4* p) {
   }
 }
 
+// The same for one float (a scale the previous kernel wrote).
+template <bool kPdl>
+__device__ __forceinline__ float load_dependent(const float* p) {
+  if constexpr (kPdl) {
+    return __ldca(p);
+  } else {
+    return __ldg(p);
+  }
+}
+
 // Asks L2 to fetch [p, p + bytes) (bytes a multiple of 16, p 16-byte aligned) without waiting:
 // cp.async.bulk.prefetch.L2 (sm_90 and newer; nothing below).
 __device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {

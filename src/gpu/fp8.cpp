@@ -36,7 +36,9 @@ void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream) 
   const bool vec = p.cols % 128 == 0 && p.x_stride % 4 == 0 && p.out_stride % 4 == 0 &&
                    (reinterpret_cast<uintptr_t>(p.x) & 7u) == 0 &&
                    (reinterpret_cast<uintptr_t>(p.out) & 3u) == 0;
-  HYMOE_CUDA_CHECK(launch::quantize_fp8(p, vec, stream));
+  Fp8QuantParams q = p;
+  q.pdl = p.pdl && pdl_supported();  // below sm_90: a plain launch
+  HYMOE_CUDA_CHECK(launch::quantize_fp8(q, vec, stream));
 }
 
 namespace {
@@ -93,6 +95,50 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream) 
               "fp8 gemv fused: needs compute capability 9.0 or newer");
   q[0].pdl = parts[0].pdl && pdl_supported();
   HYMOE_CUDA_CHECK(launch::fp8_gemv_stream(q, count, stream));
+}
+
+namespace {
+
+void check_gemv_q8(const Fp8GemvQ8Params& p) {
+  HYMOE_CHECK(p.tokens >= 1 && p.tokens <= kGemvMaxTokens, kInvalidArgument,
+              "fp8 gemv q8: {} tokens (1..{})", p.tokens, kGemvMaxTokens);
+  HYMOE_CHECK(p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.ldw >= p.k && p.ldw % 16 == 0 &&
+                  p.ldx >= p.k && p.ldx % 16 == 0 && p.ldy >= p.n &&
+                  p.scale_ld >= (p.k + 127) / 128 && p.x_scale_ld >= p.tokens,
+              kInvalidArgument,
+              "fp8 gemv q8: bad shape n={} k={} ldw={} ldx={} ldy={} scale_ld={} x_scale_ld={}", p.n,
+              p.k, p.ldw, p.ldx, p.ldy, p.scale_ld, p.x_scale_ld);
+  HYMOE_CHECK(p.w && p.w_scales && p.x && p.x_scales && p.y, kInvalidArgument, "fp8 gemv q8: null pointer");
+  HYMOE_CHECK(p.warps_per_tile == 0 || p.warps_per_tile == 4 || p.warps_per_tile == 8 || p.warps_per_tile == 16,
+              kInvalidArgument, "fp8 gemv q8: warps_per_tile {} (0, 4, 8 or 16)", p.warps_per_tile);
+  HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.w) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.x) & 15u) == 0,
+              kInvalidArgument, "fp8 gemv q8: weight and activations must be 16-byte aligned");
+}
+
+}  // namespace
+
+bool fp8_gemv_q8_supported() { return fp8_block_gemm_supported(); }  // FP8 mma.sync: sm_89+
+
+void fp8_gemv_q8(const Fp8GemvQ8Params& p, cudaStream_t stream) { fp8_gemv_q8_fused(&p, 1, stream); }
+
+void fp8_gemv_q8_fused(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream) {
+  HYMOE_CHECK(parts && count >= 1 && count <= kGemvMaxFused, kInvalidArgument,
+              "fp8 gemv q8: {} parts (1..{})", count, kGemvMaxFused);
+  Fp8GemvQ8Params q[kGemvMaxFused];
+  for (int i = 0; i < count; ++i) {
+    check_gemv_q8(parts[i]);
+    HYMOE_CHECK(parts[i].x == parts[0].x && parts[i].x_scales == parts[0].x_scales &&
+                    parts[i].ldx == parts[0].ldx && parts[i].x_scale_ld == parts[0].x_scale_ld &&
+                    parts[i].tokens == parts[0].tokens && parts[i].k == parts[0].k,
+                kInvalidArgument,
+                "fp8 gemv q8: part {} differs from part 0 in x, x_scales, ldx, x_scale_ld, tokens or k", i);
+    q[i] = parts[i];
+  }
+  HYMOE_CHECK(fp8_gemv_q8_supported(), kUnsupported,
+              "fp8 gemv q8: FP8 tensor cores need compute capability 8.9 or newer");
+  q[0].pdl = parts[0].pdl && pdl_supported();
+  HYMOE_CUDA_CHECK(launch::fp8_gemv_q8(q, count, stream));
 }
 
 }  // namespace hymoe::gpu

@@ -6,6 +6,7 @@
 
 #include "fp8_gemv.cuh"
 #include "fp8_gemv_mma.cuh"
+#include "fp8_gemv_q8.cuh"
 #include "fp8_gemv_stream.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
@@ -17,11 +18,15 @@ cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream)
   const int col_blocks = (p.cols + kFp8BlockSize - 1) / kFp8BlockSize;
   const int64_t items = static_cast<int64_t>(p.tokens) * col_blocks;
   constexpr int kWarps = kernels::kQuantWarpsPerBlock;
-  const dim3 grid(static_cast<unsigned>((items + kWarps - 1) / kWarps));
+  const dim3 grid(static_cast<unsigned>((items + kWarps - 1) / kWarps)), block(kWarps * kernels::kWarpSize);
+  if (p.pdl) {
+    return vec ? launch_kernel(kernels::fp8_quant_kernel<true, true>, grid, block, true, stream, p, col_blocks)
+               : launch_kernel(kernels::fp8_quant_kernel<false, true>, grid, block, true, stream, p, col_blocks);
+  }
   if (vec) {
-    kernels::fp8_quant_kernel<true><<<grid, kWarps * kernels::kWarpSize, 0, stream>>>(p, col_blocks);
+    kernels::fp8_quant_kernel<true, false><<<grid, block, 0, stream>>>(p, col_blocks);
   } else {
-    kernels::fp8_quant_kernel<false><<<grid, kWarps * kernels::kWarpSize, 0, stream>>>(p, col_blocks);
+    kernels::fp8_quant_kernel<false, false><<<grid, block, 0, stream>>>(p, col_blocks);
   }
   return cudaGetLastError();
 }
@@ -137,6 +142,89 @@ cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t str
 cudaError_t fp8_gemv_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream) {
   if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
   return parts[0].pdl ? launch_stream<true>(parts, count, stream) : launch_stream<false>(parts, count, stream);
+}
+
+namespace {
+
+// The FP8-activation kernel's block shapes: warps a tile, 128-column blocks in flight a warp,
+// resident blocks an SM its registers are cut for.
+template <int kWarps>
+struct Q8Shape;
+template <>
+struct Q8Shape<4> {
+  static constexpr int kUnroll = 4, kMinBlocks = 4;
+};
+template <>
+struct Q8Shape<8> {
+  static constexpr int kUnroll = 2, kMinBlocks = 3;
+};
+template <>
+struct Q8Shape<16> {
+  static constexpr int kUnroll = 2, kMinBlocks = 1;
+};
+
+template <int kWarps, bool kPdl>
+constexpr auto q8_kernel = kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kPdl>;
+
+// Resident blocks a shape has on the current device (cached per device; 0: not known yet).
+cudaError_t q8_slots(int warps, int& slots) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices][3];
+  const int which = warps == 4 ? 0 : warps == 8 ? 1 : 2;
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if (device < kMaxDevices && (slots = cached[device][which].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
+  int sms = 0, per_sm = 0;
+  err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  const int threads = warps * kernels::kWarpSize;
+  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, false>, threads, 0)
+        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, false>, threads, 0)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, false>, threads, 0);
+  if (err != cudaSuccess) return err;
+  slots = std::max(1, sms * per_sm);
+  if (device < kMaxDevices) cached[device][which].store(slots, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+template <bool kPdl>
+cudaError_t launch_gemv_q8(const kernels::GemvQ8Args& a, int tiles, int warps, cudaStream_t stream) {
+  switch (warps) {
+    case 4: return launch_kernel(q8_kernel<4, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), kPdl, stream, a);
+    case 8: return launch_kernel(q8_kernel<8, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), kPdl, stream, a);
+    default: return launch_kernel(q8_kernel<16, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), kPdl, stream, a);
+  }
+}
+
+}  // namespace
+
+cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream) {
+  if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
+  kernels::GemvQ8Args a{};
+  int tiles = 0;
+  for (int i = 0; i < count; ++i) {
+    a.part[i] = parts[i];
+    tiles += (parts[i].n + 15) / 16;
+    a.tile_end[i] = tiles;
+  }
+  a.parts = count;
+  int warps = parts[0].warps_per_tile;
+  if (warps == 0) {  // the fewest waves of resident blocks over the tiles; ties: more warps a tile
+    int best_waves = 0;
+    for (const int w : {16, 8, 4}) {
+      int slots = 0;
+      const cudaError_t err = q8_slots(w, slots);
+      if (err != cudaSuccess) return err;
+      const int waves = (tiles + slots - 1) / slots;
+      if (warps == 0 || waves < best_waves) {
+        warps = w;
+        best_waves = waves;
+      }
+    }
+  }
+  if (warps != 4 && warps != 8 && warps != 16) return cudaErrorInvalidValue;
+  return parts[0].pdl ? launch_gemv_q8<true>(a, tiles, warps, stream) : launch_gemv_q8<false>(a, tiles, warps, stream);
 }
 
 }  // namespace hymoe::gpu::launch

@@ -1,5 +1,6 @@
 // FP8 kernels against scalar references: the activation quantiser (bit-exact), the cuBLASLt GEMMs
-// (BF16, per-tensor FP8, DeepSeek block-scaled FP8) and the FP8 GEMV for 1..8 tokens.
+// (BF16, per-tensor FP8, DeepSeek block-scaled FP8) and the FP8 GEMVs for 1..8 tokens (BF16 and
+// FP8 activations).
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -73,6 +74,15 @@ TEST_P(QuantTest, BitExact) {
   for (size_t i = 0; i < scales.size(); ++i) bad_s += scales[i] != std::bit_cast<uint32_t>(rs[i]);
   EXPECT_EQ(bad_q, 0) << "codes differ (gaps must stay 0xFF)";
   EXPECT_EQ(bad_s, 0) << "scales differ (unused slots must stay poisoned)";
+  // The PDL launch (a plain one below sm_90) on fresh poisoned outputs: bitwise the same.
+  auto dq2 = test::poisoned<uint8_t>(s.tokens * s.out_stride, stream);
+  auto ds2 = test::poisoned<float>(blocks * s.scale_ld, stream);
+  Fp8QuantParams pdl{dx.as<Bf16>(), dq2.as<Fp8E4M3>(), ds2.as<float>(), s.tokens, s.cols,
+                     s.x_stride, s.out_stride, s.scale_ld};
+  pdl.pdl = true;
+  quantize_fp8_per_token_block(pdl, stream);
+  EXPECT_EQ(test::to_host<uint8_t>(dq2, s.tokens * s.out_stride, stream), q) << "pdl: codes differ";
+  EXPECT_EQ(test::to_host<uint32_t>(ds2, blocks * s.scale_ld, stream), scales) << "pdl: scales differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantTest,
@@ -524,6 +534,170 @@ INSTANTIATE_TEST_SUITE_P(Parts, GemvFusedTest,
                                            GemvFusedCase{1, 1040, {33}},
                                            // 769 tiles: blocks loop across parts.
                                            GemvFusedCase{3, 512, {8192, 4000, 100}}));
+
+// ---- FP8 GEMV with FP8 activations ----------------------------------------------------------
+// fp8_gemv_q8 against an FP64 reference over the very codes and scales the GPU quantiser wrote
+// (the kernel's definition: sum over 128-blocks of w_scale x x_scale x (W . xq)), per element
+// within BF16 rounding plus the FP32 sums' error; every part of a fused launch, the PDL launch and
+// every block shape bitwise the plain single launch, on NaN-poisoned outputs with a row stride
+// beyond n.
+struct GemvQ8Case {
+  int tokens, k;
+  std::vector<int> n;  // parts
+  int64_t x_scale_ld;  // >= tokens
+};
+void PrintTo(const GemvQ8Case& c, std::ostream* os) {
+  *os << c.tokens << " tokens k" << c.k << " x_scale_ld " << c.x_scale_ld << " parts";
+  for (const int n : c.n) *os << " " << n;
+}
+
+class GemvQ8Test : public ::testing::TestWithParam<GemvQ8Case> {};
+
+TEST_P(GemvQ8Test, MatchesReference) {
+  HYMOE_REQUIRE_GPU();
+  if (!fp8_gemv_q8_supported()) GTEST_SKIP() << "no FP8 mma.sync on this GPU";
+  const GemvQ8Case c = GetParam();
+  auto rng = make_rng();
+  Stream stream;
+  const int parts = static_cast<int>(c.n.size()), kb = (c.k + 127) / 128;
+  const int64_t ldx = (c.k + 16 + 15) / 16 * 16;  // a row stride beyond k
+  const auto x = test::random_bf16(size_t(c.tokens) * c.k, rng, 3.0f);
+  auto dx = test::to_device(x, stream);
+  auto dxq = test::poisoned<uint8_t>(size_t(c.tokens) * ldx, stream);
+  auto dxs = test::poisoned<float>(size_t(kb) * c.x_scale_ld, stream);
+  quantize_fp8_per_token_block({dx.as<Bf16>(), dxq.as<Fp8E4M3>(), dxs.as<float>(), c.tokens, c.k, c.k,
+                                ldx, c.x_scale_ld},
+                               stream);
+  const auto xq = test::to_host<uint8_t>(dxq, size_t(c.tokens) * ldx, stream);
+  const auto xs = test::to_host<float>(dxs, size_t(kb) * c.x_scale_ld, stream);
+  std::vector<DeviceBuffer> w, sc;
+  std::vector<std::vector<Fp8E4M3>> hw;
+  std::vector<std::vector<float>> hs;
+  std::vector<Fp8GemvQ8Params> p(parts);
+  for (int i = 0; i < parts; ++i) {
+    hw.push_back(test::random_fp8(size_t(c.n[i]) * c.k, rng));
+    hs.push_back(test::random_f32(size_t((c.n[i] + 127) / 128) * kb, rng, 0.0005f, 0.004f));
+    w.push_back(test::to_device(hw[i], stream));
+    sc.push_back(test::to_device(hs[i], stream));
+    p[i].w = w[i].as<Fp8E4M3>();
+    p[i].w_scales = sc[i].as<float>();
+    p[i].x = dxq.as<Fp8E4M3>();
+    p[i].x_scales = dxs.as<float>();
+    p[i].tokens = c.tokens;
+    p[i].n = c.n[i];
+    p[i].k = c.k;
+    p[i].ldw = c.k;
+    p[i].scale_ld = kb;
+    p[i].ldx = ldx;
+    p[i].x_scale_ld = c.x_scale_ld;
+    p[i].ldy = c.n[i] + 3;
+  }
+  std::vector<std::vector<Bf16>> single(parts);
+  for (int i = 0; i < parts; ++i) {
+    auto dy = test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream);
+    Fp8GemvQ8Params q = p[i];
+    q.y = dy.as<Bf16>();
+    fp8_gemv_q8(q, stream);
+    single[i] = test::to_host<Bf16>(dy, size_t(c.tokens) * p[i].ldy, stream);
+    int bad = 0, unwritten = 0;
+    for (int t = 0; t < c.tokens; ++t)
+      for (int r = 0; r < c.n[i]; ++r) {
+        double sum = 0.0, mag = 0.0;
+        for (int b = 0; b < kb; ++b) {
+          double blk = 0.0, blk_mag = 0.0;
+          for (int j = b * 128; j < std::min(c.k, b * 128 + 128); ++j) {
+            const double prod = double{hw[i][size_t(r) * c.k + j].to_float()} *
+                                Fp8E4M3{xq[size_t(t) * ldx + j]}.to_float();
+            blk += prod;
+            blk_mag += std::fabs(prod);
+          }
+          const double scale = double{hs[i][size_t(r / 128) * kb + b]} * xs[size_t(b) * c.x_scale_ld + t];
+          sum += blk * scale;
+          mag += blk_mag * std::fabs(scale);
+        }
+        const float got = single[i][size_t(t) * p[i].ldy + r].to_float();
+        if (!std::isfinite(got)) {
+          ++unwritten;
+          continue;
+        }
+        // BF16 output rounding (half an ulp: 2^-8 relative) and the sums' rounding, bounded by
+        // 2^-13 of the |terms|: the tensor cores' FP8 accumulation keeps about 14 bits (DeepSeek-V3
+        // report, H800), the FP32 register sums far more.
+        bad += std::fabs(got - sum) > std::ldexp(std::fabs(sum), -8) + std::ldexp(mag, -13);
+      }
+    EXPECT_EQ(unwritten, 0) << "part " << i << ": outputs left unwritten";
+    EXPECT_EQ(bad, 0) << "part " << i << ": outputs off the reference";
+  }
+  // Plain and PDL, and each block shape (warps a tile; 0: the launcher's choice).
+  for (const auto& [pdl, warps] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{false, 4},
+                                   std::pair{true, 8}, std::pair{false, 16}}) {
+    std::vector<DeviceBuffer> dy;
+    for (int i = 0; i < parts; ++i) {
+      dy.push_back(test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream));
+      p[i].y = dy[i].as<Bf16>();
+      p[i].pdl = pdl;
+      p[i].warps_per_tile = warps;
+    }
+    fp8_gemv_q8_fused(p.data(), parts, stream);
+    for (int i = 0; i < parts; ++i) {
+      const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
+      int differ = 0;
+      for (int t = 0; t < c.tokens; ++t)
+        for (int r = 0; r < c.n[i]; ++r) {
+          const size_t at = size_t(t) * p[i].ldy + r;
+          differ += got[at].bits != single[i][at].bits;
+        }
+      EXPECT_EQ(differ, 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
+                           << ": differs from its own launch";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Parts, GemvQ8Test,
+                         ::testing::Values(GemvQ8Case{1, 7168, {1536, 576}, 1},
+                                           GemvQ8Case{8, 7168, {2048}, 8},
+                                           GemvQ8Case{2, 2048, {7168}, 3},
+                                           GemvQ8Case{1, 16384, {300}, 1},
+                                           GemvQ8Case{5, 1040, {7, 300, 16, 129}, 9},  // k % 128 = 16
+                                           GemvQ8Case{3, 16, {33}, 3},
+                                           GemvQ8Case{7, 1536, {4000}, 7},
+                                           // 8-warp blocks (more tiles than two an SM) over parts.
+                                           GemvQ8Case{4, 512, {8192, 1000}, 4}));
+
+TEST(GpuHost, GemvQ8RejectsBadShapes) {
+  alignas(16) static const uint8_t bytes[64] = {};
+  Fp8GemvQ8Params a;
+  a.w = reinterpret_cast<const Fp8E4M3*>(bytes);
+  a.w_scales = reinterpret_cast<const float*>(bytes);
+  a.x = reinterpret_cast<const Fp8E4M3*>(bytes);
+  a.x_scales = reinterpret_cast<const float*>(bytes);
+  a.y = reinterpret_cast<Bf16*>(const_cast<uint8_t*>(bytes));
+  a.tokens = 1;
+  a.n = a.k = 16;
+  a.ldw = a.ldx = a.ldy = 16;
+  a.scale_ld = a.x_scale_ld = 1;
+  Fp8GemvQ8Params b = a;
+  b.tokens = 9;
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  b = a;
+  b.ldx = 24;  // not a multiple of 16
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  b = a;
+  b.tokens = 2;  // x_scale_ld below tokens
+  b.ldy = 16;
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  b = a;
+  b.x_scales = nullptr;
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  b = a;
+  b.warps_per_tile = 6;
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  Fp8GemvQ8Params parts[kGemvMaxFused + 1] = {a, a, a, a, a};
+  EXPECT_THROW(fp8_gemv_q8_fused(parts, 0, nullptr), Error);
+  EXPECT_THROW(fp8_gemv_q8_fused(parts, kGemvMaxFused + 1, nullptr), Error);
+  parts[1].x_scales = reinterpret_cast<const float*>(bytes + 16);  // not the shared x's scales
+  EXPECT_THROW(fp8_gemv_q8_fused(parts, 2, nullptr), Error);
+}
 
 TEST(GpuHost, GemvRejectsBadShapes) {
   Fp8GemvParams p;

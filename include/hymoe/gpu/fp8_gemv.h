@@ -69,4 +69,39 @@ void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);
 inline constexpr int kGemvMaxFused = 4;
 void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 
+// FP8 activations, as DeepSeek-V3's own inference feeds every FP8 linear layer: x quantised per
+// token per 128 columns (quantize_fp8_per_token_block, fp8_quant.h), and
+//   y[t][i] = sum_kb w_scale[i/128][kb] * x_scale[t][kb] * sum_{j in kb} W[i][j] * xq[t][j],
+// the FP8 products of one 128-column block summed in FP32 by the tensor cores (m16n8k32 E4M3, no
+// conversion of the weights), then scaled and accumulated in FP32; BF16 output. Needs compute
+// capability 8.9 or newer (fp8_gemv_q8_supported()). Numerics differ from fp8_gemv's (BF16
+// activations) by the activations' quantisation error (E4M3: 3 mantissa bits). Deterministic:
+// a launch's results do not depend on the grid or on which other parts share it.
+struct Fp8GemvQ8Params {
+  const Fp8E4M3* w = nullptr;       // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
+  const float* w_scales = nullptr;  // [ceil(n/128), scale_ld]: the checkpoint's weight_scale_inv
+  const Fp8E4M3* x = nullptr;       // [tokens, k] quantised activations, row t at x + t * ldx
+  const float* x_scales = nullptr;  // token t, columns 128kb..: x_scales[kb * x_scale_ld + t]
+  Bf16* y = nullptr;                // [tokens, n], row t at y + t * ldy
+  int tokens = 0;                   // 1..kGemvMaxTokens
+  int n = 0;                        // any
+  int k = 0;                        // a multiple of 16
+  int64_t ldw = 0;                  // multiple of 16
+  int64_t scale_ld = 0;             // >= ceil(k/128)
+  int64_t ldx = 0;                  // multiple of 16 (x 16-byte aligned)
+  int64_t x_scale_ld = 0;           // >= tokens
+  int64_t ldy = 0;
+  bool pdl = false;                 // as Fp8GemvParams::pdl: weights stream before the wait
+  // Warps a 16-row tile (4, 8 or 16; from parts[0] in a fused launch; results do not depend on
+  // it). 0: the launcher's choice, the block shape whose resident blocks cover the launch's tiles
+  // in the fewest waves (ties: more warps a tile).
+  int warps_per_tile = 0;
+};
+
+bool fp8_gemv_q8_supported();
+void fp8_gemv_q8(const Fp8GemvQ8Params& p, cudaStream_t stream);
+// Parts over the same x (x, x_scales, ldx, x_scale_ld, tokens and k shared; pdl from parts[0]) in
+// one launch: 1..kGemvMaxFused of them. Each part's results bitwise its own fp8_gemv_q8 launch's.
+void fp8_gemv_q8_fused(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream);
+
 }  // namespace hymoe::gpu

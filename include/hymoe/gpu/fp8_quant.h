@@ -38,6 +38,10 @@ struct Fp8QuantParams {
   // scales[grouped_scale_offset(col_blocks, offsets[g], g) + kb * m_g + (t - offsets[g])].
   const int32_t* group_offsets = nullptr;  // [groups + 1] on the device, offsets[groups] == tokens
   int groups = 0;
+  // Programmatic dependent launch (sm_90 and newer; ignored below), as Fp8GemvParams::pdl: the
+  // next kernel may launch at once (a PDL GEMV streams its weights meanwhile); x is read only
+  // after the previous kernel has completed.
+  bool pdl = false;
 };
 
 void quantize_fp8_per_token_block(const Fp8QuantParams& p, cudaStream_t stream);

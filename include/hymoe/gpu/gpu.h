@@ -19,7 +19,8 @@
 //   gemm.h         cuBLASLt GEMM plans: BF16, FP8 per-tensor, DeepSeek block-scaled FP8
 //   fp8_block_gemm.h  our block-scaled FP8 GEMM (mma.sync), GemmPlan's fallback where cuBLASLt
 //                  has no algorithm
-//   fp8_gemv.h     FP8 GEMV for 1..8 decode tokens (opt-in programmatic dependent launch)
+//   fp8_gemv.h     FP8 GEMV for 1..8 decode tokens, BF16 or FP8 activations (opt-in
+//                  programmatic dependent launch)
 //   mla_decode.h   MLA decode attention, absorbed form, paged latent cache, split-K
 //   mla_prefill.h  MLA prefill attention, causal, chunked prefill over a cache
 //   moe.h          MoE prefill: expert offsets, permute, grouped FP8 GEMM, weighted un-permute
