@@ -325,22 +325,24 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
       quantize_fp8_per_token_block({x.as<Bf16>(), xq.as<Fp8E4M3>(), xs.as<float>(), kGemvMaxTokens, l.k,
                                     l.k, l.k, kGemvMaxTokens},
                                    s);
-      // The launcher's block shape ("q8"), and each one ("q8/w4" ...: warps a tile) at 1 token.
-      for (const int warps : {0, 4, 8, 16}) {
+      // The launcher's block shape ("q8"), each one ("q8/w4" ...: warps a tile) at 1 token, and
+      // the launcher's without staging x in shared memory ("q8/unstaged", warps -1).
+      for (const int warps : {0, 4, 8, 16, -1}) {
         for (int tokens : {1, 2, 4, 8}) {
-          if (warps > 0 && tokens > 1) continue;
+          if (warps != 0 && tokens > 1 && !(warps == -1 && tokens == 8)) continue;
           int next = 0;
           const double ms = bench.time_ms([&] {
             const int i = next++ % copies;
             Fp8GemvQ8Params p = gemv_q8_params(w.as<Fp8E4M3>() + size_t(i) * wbytes,
                                                sc.as<float>() + size_t(i) * nb * kb, xq, xs, y.as<Bf16>(),
                                                tokens, l.n, l.k, l.n);
-            p.warps_per_tile = warps;
+            p.warps_per_tile = std::max(0, warps);
+            p.stage_activations = warps != -1;
             fp8_gemv_q8(p, s);
           });
           const double bytes = double(wbytes) + nb * kb * 4.0;
-          bench.add({fmt::format("fp8_gemv[q8{}]/{} tokens={}", warps ? fmt::format("/w{}", warps) : "", l.name,
-                                 tokens),
+          const std::string variant = warps == -1 ? "/unstaged" : warps > 0 ? fmt::format("/w{}", warps) : "";
+          bench.add({fmt::format("fp8_gemv[q8{}]/{} tokens={}", variant, l.name, tokens),
                      bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         }
       }

@@ -5,9 +5,9 @@
 // 16-byte loads a row half per lane and four m16n8k32 E4M3 mma.
 // Block = one 16-row tile x kWarps warps splitting K: warp w takes the 128-column blocks w,
 // w + kWarps, ... (kUnroll of them in flight a round). Three shapes of block (4 warps x 4 blocks
-// in flight, 8 x 2, 16 x 2: launcher); fewer warps a tile fit more tiles on the GPU at once. Lane (g, c) = (lane / 4, lane % 4)
-// loads 16 bytes of rows g and g + 8 and of token g's activations at columns 16c.. and 64 + 16c..
-// of the block. mma j (0..3) of a block takes the lane's word pair (2j mod 4, 2j + 1 mod 4) of
+// in flight, 8 x 2, 16 x 2: launcher); fewer warps a tile fit more tiles on the GPU at once.
+// Lane (g, c) = (lane / 4, lane % 4) loads 16 bytes of rows g and g + 8 and of token g's
+// activations at columns 16c.. and 64 + 16c.. of the block. mma j (0..3) of a block takes the lane's word pair (2j mod 4, 2j + 1 mod 4) of
 // chunk j / 2: A a0 / a2 = row g's words, a1 / a3 = row g + 8's, B b0 / b1 = token g's, so logical
 // k (4c + i, 16 + 4c + i) maps to the same physical column for weights and activations alike and
 // the dot products are unchanged. The block's FP32 partial (FP8 products summed by the tensor
@@ -34,9 +34,21 @@ struct GemvQ8Args {
   int parts;
 };
 
+// kStaged: the block first copies the activations and the products weight scale x token scale
+// into shared memory (dynamic, q8_staged_bytes: row pitch q8_staged_pitch, 64 mod 128 so a
+// quarter-warp's 16-byte reads of rows g and g + 1 hit distinct banks), while its first round of
+// weight loads is in flight; otherwise every block of a round loads them from L2 in the compute
+// loop, a round trip each (ncu, run 34: 73% of warp cycles on L1TEX waits). The products are the
+// same FP32 multiplications either way: results are bitwise identical.
+inline constexpr int kQ8StagedMaxBytes = 40 * 1024;  // + 8 KB static: the default 48 KB a block
+__host__ __device__ constexpr int64_t q8_staged_pitch(int k) { return (int64_t{k} + 127) / 128 * 128 + 64; }
+__host__ __device__ constexpr int64_t q8_staged_bytes(int tokens, int k) {
+  return int64_t{(k + 127) / 128} * 8 * 4 + int64_t{tokens} * q8_staged_pitch(k);
+}
+
 // kUnroll: 128-column blocks in flight per warp; kMinBlocks: resident blocks an SM the register
 // budget is cut for (launch bounds).
-template <int kWarps, int kUnroll, int kMinBlocks, bool kPdl>
+template <int kWarps, int kUnroll, int kMinBlocks, bool kStaged, bool kPdl>
 __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_kernel(const GemvQ8Args a) {
   if constexpr (kPdl) pdl_launch_dependents();
   constexpr int kSums = 16, kAccs = kSums / kWarps;  // running sums, those of one warp
@@ -60,9 +72,17 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
   // C fragment columns: tokens 2c and 2c + 1 (their activation scales; 0 for absent tokens).
   const bool t0 = 2 * c < p.tokens, t1 = 2 * c + 1 < p.tokens;
 
+  extern __shared__ __align__(16) uint8_t staged[];
+  const auto* sprod = reinterpret_cast<const float*>(staged);  // [blocks][8] scale products
+  const uint8_t* sx = staged + blocks * 8 * 4;                 // [tokens][pitch] activations
+  const int64_t pitch = q8_staged_pitch(p.k);
+
   float acc[kAccs][4] = {};
-  bool waited = false;
-  for (int b0 = warp; b0 < blocks; b0 += kWarps * kUnroll) {
+  // Every warp runs round 0 (its loads predicated off past k: the staging's barrier needs all of
+  // them), then the rounds it has blocks for.
+  for (int round = 0;; ++round) {
+    const int b0 = warp + round * kWarps * kUnroll;
+    if (round > 0 && b0 >= blocks) break;
     uint4 wl[kUnroll][2], wh[kUnroll][2];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -74,9 +94,23 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
         wh[u][h] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col + 64 * h)) : make_uint4(0, 0, 0, 0);
       }
     }
-    if (kPdl && !waited) {
-      pdl_wait();
-      waited = true;
+    if (round == 0) {  // its weight loads in flight
+      if constexpr (kPdl) pdl_wait();
+      if constexpr (kStaged) {
+        auto* prod = reinterpret_cast<float*>(staged);
+        for (int i = threadIdx.x; i < blocks * 8; i += kWarps * kWarpSize) {
+          const int kb = i / 8, t = i % 8;
+          prod[i] = t < p.tokens ? __ldg(w_scales + kb) * load_dependent<kPdl>(p.x_scales + int64_t{kb} * p.x_scale_ld + t)
+                                 : 0.0f;
+        }
+        const int row_chunks = p.k / 16;
+        for (int i = threadIdx.x; i < p.tokens * row_chunks; i += kWarps * kWarpSize) {
+          const int t = i / row_chunks, j = i % row_chunks;
+          *reinterpret_cast<uint4*>(staged + blocks * 8 * 4 + t * pitch + j * 16) =
+              load_dependent<kPdl>(reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(p.x) + t * p.ldx) + j);
+        }
+        __syncthreads();
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -90,8 +124,12 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const bool in = col + 64 * h < p.k;
-        xv[h] = in && token ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col + 64 * h))
-                            : make_uint4(0, 0, 0, 0);
+        if constexpr (kStaged) {
+          xv[h] = in && token ? *reinterpret_cast<const uint4*>(sx + g * pitch + col + 64 * h) : make_uint4(0, 0, 0, 0);
+        } else {
+          xv[h] = in && token ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col + 64 * h))
+                              : make_uint4(0, 0, 0, 0);
+        }
       }
       float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -105,10 +143,17 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
           mma_fp8_16832(part_sum, af, xs[2 * j], xs[2 * j + 1]);
         }
       }
-      const float ws = __ldg(w_scales + kb);
-      const float* xsc = p.x_scales + static_cast<int64_t>(kb) * p.x_scale_ld;
-      const float sc0 = t0 ? ws * load_dependent<kPdl>(xsc + 2 * c) : 0.0f;
-      const float sc1 = t1 ? ws * load_dependent<kPdl>(xsc + 2 * c + 1) : 0.0f;
+      float sc0, sc1;
+      if constexpr (kStaged) {
+        const float2 sp = *reinterpret_cast<const float2*>(sprod + kb * 8 + 2 * c);
+        sc0 = sp.x;
+        sc1 = sp.y;
+      } else {
+        const float ws = __ldg(w_scales + kb);
+        const float* xsc = p.x_scales + static_cast<int64_t>(kb) * p.x_scale_ld;
+        sc0 = t0 ? ws * load_dependent<kPdl>(xsc + 2 * c) : 0.0f;
+        sc1 = t1 ? ws * load_dependent<kPdl>(xsc + 2 * c + 1) : 0.0f;
+      }
       // kb = warp + kWarps (round * kUnroll + u): sum kb % 16 is this warp's accumulator u % kAccs.
       float(&sum)[4] = acc[u % kAccs];
       sum[0] = fmaf(part_sum[0], sc0, sum[0]);
@@ -117,7 +162,6 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
       sum[3] = fmaf(part_sum[3], sc1, sum[3]);
     }
   }
-  if constexpr (kPdl) pdl_wait();  // warps with no block (k <= 128 * warp) met none in the loop
   // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
 #pragma unroll
   for (int j = 0; j < kAccs; ++j) {

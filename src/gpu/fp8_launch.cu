@@ -163,10 +163,13 @@ struct Q8Shape<16> {
   static constexpr int kUnroll = 2, kMinBlocks = 1;
 };
 
-template <int kWarps, bool kPdl>
-constexpr auto q8_kernel = kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kPdl>;
+template <int kWarps, bool kStaged, bool kPdl>
+constexpr auto q8_kernel =
+    kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kStaged, kPdl>;
 
-// Resident blocks a shape has on the current device (cached per device; 0: not known yet).
+// Resident blocks a shape has on the current device (cached per device; 0: not known yet). The
+// unstaged kernel's: the staged one has the same register cap (launch bounds) and its shared
+// memory (<= 48 KB a block) fits the same count on the GPUs built for.
 cudaError_t q8_slots(int warps, int& slots) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cached[kMaxDevices][3];
@@ -179,21 +182,28 @@ cudaError_t q8_slots(int warps, int& slots) {
   err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return err;
   const int threads = warps * kernels::kWarpSize;
-  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, false>, threads, 0)
-        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, false>, threads, 0)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, false>, threads, 0);
+  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, false, false>, threads, 0)
+        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, false, false>, threads, 0)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, false, false>, threads, 0);
   if (err != cudaSuccess) return err;
   slots = std::max(1, sms * per_sm);
   if (device < kMaxDevices) cached[device][which].store(slots, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
-template <bool kPdl>
+template <bool kStaged, bool kPdl>
 cudaError_t launch_gemv_q8(const kernels::GemvQ8Args& a, int tiles, int warps, cudaStream_t stream) {
+  const size_t smem = kStaged ? size_t(kernels::q8_staged_bytes(a.part[0].tokens, a.part[0].k)) : 0;
   switch (warps) {
-    case 4: return launch_kernel(q8_kernel<4, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), kPdl, stream, a);
-    case 8: return launch_kernel(q8_kernel<8, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), kPdl, stream, a);
-    default: return launch_kernel(q8_kernel<16, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), kPdl, stream, a);
+    case 4:
+      return launch_kernel_smem(q8_kernel<4, kStaged, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), smem, kPdl,
+                                stream, a);
+    case 8:
+      return launch_kernel_smem(q8_kernel<8, kStaged, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), smem, kPdl,
+                                stream, a);
+    default:
+      return launch_kernel_smem(q8_kernel<16, kStaged, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), smem,
+                                kPdl, stream, a);
   }
 }
 
@@ -224,7 +234,18 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
     }
   }
   if (warps != 4 && warps != 8 && warps != 16) return cudaErrorInvalidValue;
-  return parts[0].pdl ? launch_gemv_q8<true>(a, tiles, warps, stream) : launch_gemv_q8<false>(a, tiles, warps, stream);
+  // Activations and scale products staged in shared memory where it paid in run 36 (H200): 1-2
+  // tokens on the 4- and 8-warp shapes (24576x1536 62.5 vs 59.0% of copy, PDL chains of
+  // 7168x16384 78 vs 72%); not at 8 tokens (8 x k bytes a block before its first math: 7168x2048
+  // 35.6 vs 41.2%) nor on the 16-warp shape (few tiles, the staging not hidden: 38.9 vs 42.3%).
+  const bool staged = parts[0].stage_activations && parts[0].tokens <= 2 && warps != 16 &&
+                      kernels::q8_staged_bytes(parts[0].tokens, parts[0].k) <= kernels::kQ8StagedMaxBytes;
+  if (parts[0].pdl) {
+    return staged ? launch_gemv_q8<true, true>(a, tiles, warps, stream)
+                  : launch_gemv_q8<false, true>(a, tiles, warps, stream);
+  }
+  return staged ? launch_gemv_q8<true, false>(a, tiles, warps, stream)
+                : launch_gemv_q8<false, false>(a, tiles, warps, stream);
 }
 
 }  // namespace hymoe::gpu::launch

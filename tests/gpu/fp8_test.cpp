@@ -628,15 +628,25 @@ TEST_P(GemvQ8Test, MatchesReference) {
     EXPECT_EQ(unwritten, 0) << "part " << i << ": outputs left unwritten";
     EXPECT_EQ(bad, 0) << "part " << i << ": outputs off the reference";
   }
-  // Plain and PDL, and each block shape (warps a tile; 0: the launcher's choice).
-  for (const auto& [pdl, warps] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{false, 4},
-                                   std::pair{true, 8}, std::pair{false, 16}}) {
+  // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), activations staged
+  // in shared memory (where they fit) or not.
+  struct Variant {
+    bool pdl;
+    int warps;
+    bool staged;
+  };
+  for (const Variant v : {Variant{false, 0, true}, Variant{true, 0, true}, Variant{false, 4, true},
+                          Variant{true, 8, true}, Variant{false, 16, true}, Variant{false, 0, false},
+                          Variant{true, 4, false}, Variant{false, 16, false}}) {
+    const bool pdl = v.pdl;
+    const int warps = v.warps;
     std::vector<DeviceBuffer> dy;
     for (int i = 0; i < parts; ++i) {
       dy.push_back(test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream));
       p[i].y = dy[i].as<Bf16>();
       p[i].pdl = pdl;
       p[i].warps_per_tile = warps;
+      p[i].stage_activations = v.staged;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i) {
@@ -648,7 +658,7 @@ TEST_P(GemvQ8Test, MatchesReference) {
           differ += got[at].bits != single[i][at].bits;
         }
       EXPECT_EQ(differ, 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
-                           << ": differs from its own launch";
+                           << " staged=" << v.staged << ": differs from its own launch";
     }
   }
 }

@@ -96,6 +96,11 @@ struct Fp8GemvQ8Params {
   // it). 0: the launcher's choice, the block shape whose resident blocks cover the launch's tiles
   // in the fewest waves (ties: more warps a tile).
   int warps_per_tile = 0;
+  // Lets each block first copy x and the products weight scale x token scale into shared memory
+  // (from parts[0]), where the launcher found it pays: 1-2 tokens, the 4- and 8-warp block
+  // shapes, and at most 40 KB (k <= 16384 at 2 tokens). Results do not depend on it. Off: every
+  // block reads them from L2 in its loop.
+  bool stage_activations = true;
 };
 
 bool fp8_gemv_q8_supported();
