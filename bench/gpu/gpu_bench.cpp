@@ -325,11 +325,12 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
       quantize_fp8_per_token_block({x.as<Bf16>(), xq.as<Fp8E4M3>(), xs.as<float>(), kGemvMaxTokens, l.k,
                                     l.k, l.k, kGemvMaxTokens},
                                    s);
-      // The launcher's block shape ("q8"), each one ("q8/w4" ...: warps a tile) at 1 token, and
-      // the launcher's without staging x in shared memory ("q8/unstaged", warps -1).
-      for (const int warps : {0, 4, 8, 16, -1}) {
+      // The launcher's block shape and staging ("q8"), each block shape ("q8/w4" ...: warps a
+      // tile) at 1 token, and the launcher's shape with each staging forced ("q8/unstaged",
+      // "q8/scales", "q8/scales+x": warps -1, -2, -3) at 1 and 8 tokens.
+      for (const int warps : {0, 4, 8, 16, -1, -2, -3}) {
         for (int tokens : {1, 2, 4, 8}) {
-          if (warps != 0 && tokens > 1 && !(warps == -1 && tokens == 8)) continue;
+          if (warps != 0 && tokens > 1 && !(warps < 0 && tokens == 8)) continue;
           int next = 0;
           const double ms = bench.time_ms([&] {
             const int i = next++ % copies;
@@ -337,11 +338,18 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                                                sc.as<float>() + size_t(i) * nb * kb, xq, xs, y.as<Bf16>(),
                                                tokens, l.n, l.k, l.n);
             p.warps_per_tile = std::max(0, warps);
-            p.stage_activations = warps != -1;
+            p.staging = warps == -1   ? Fp8GemvQ8Staging::kNone
+                        : warps == -2 ? Fp8GemvQ8Staging::kScales
+                        : warps == -3 ? Fp8GemvQ8Staging::kScalesAndX
+                                      : Fp8GemvQ8Staging::kAuto;
             fp8_gemv_q8(p, s);
           });
           const double bytes = double(wbytes) + nb * kb * 4.0;
-          const std::string variant = warps == -1 ? "/unstaged" : warps > 0 ? fmt::format("/w{}", warps) : "";
+          const std::string variant = warps == -1   ? "/unstaged"
+                                      : warps == -2 ? "/scales"
+                                      : warps == -3 ? "/scales+x"
+                                      : warps > 0   ? fmt::format("/w{}", warps)
+                                                    : "";
           bench.add({fmt::format("fp8_gemv[q8{}]/{} tokens={}", variant, l.name, tokens),
                      bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         }
@@ -469,8 +477,10 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
     }
     for (const int tokens : {1, 8}) {
       for (const bool graph : {false, true}) {
-        for (const bool pdl : {false, true}) {
+        for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced
+          const bool pdl = mode >= 1;
           if (pdl && info.sm() < 90) continue;
+          if (mode == 2 && !graph) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
               const GemvLink& l = links[i];
@@ -487,6 +497,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
                                     tokens, l.n, l.k, widths[l.y]);
               p[0].ldx = widths[l.x];
               p[0].pdl = pdl;
+              if (mode == 2) p[0].staging = Fp8GemvQ8Staging::kScales;
               const int parts = l.n2 > 0 ? 2 : 1;
               if (parts == 2) {
                 const int kb = (l.k + 127) / 128;
@@ -500,8 +511,8 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               fp8_gemv_q8_fused(p, parts, s);
             }
           };
-          const std::string label = fmt::format("fp8_gemv_chain[q8{}{}]/{} tokens={}", pdl ? ",pdl" : "",
-                                                graph ? ",graph" : "", name, tokens);
+          const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}", mode == 2 ? "/scales" : "",
+                                                pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {
             try {

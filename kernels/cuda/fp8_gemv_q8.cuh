@@ -34,21 +34,23 @@ struct GemvQ8Args {
   int parts;
 };
 
-// kStaged: the block first copies the activations and the products weight scale x token scale
-// into shared memory (dynamic, q8_staged_bytes: row pitch q8_staged_pitch, 64 mod 128 so a
-// quarter-warp's 16-byte reads of rows g and g + 1 hit distinct banks), while its first round of
-// weight loads is in flight; otherwise every block of a round loads them from L2 in the compute
-// loop, a round trip each (ncu, run 34: 73% of warp cycles on L1TEX waits). The products are the
-// same FP32 multiplications either way: results are bitwise identical.
+// kStage (Fp8GemvQ8Staging): 1 (kScales), the block first computes the products weight scale x
+// token scale of all its 128-column blocks into shared memory; 2 (kScalesAndX), it also copies
+// the activations there (row pitch q8_staged_pitch, 64 mod 128 so a quarter-warp's 16-byte reads
+// of rows g and g + 1 hit distinct banks); both while its first round of weight loads is in
+// flight (dynamic shared memory, q8_staged_bytes). Otherwise every block of a round loads them
+// from L2 in the compute loop, a round trip each (ncu, run 34: 73% of warp cycles on L1TEX
+// waits). The products are the same FP32 multiplications either way: results are bitwise
+// identical.
 inline constexpr int kQ8StagedMaxBytes = 40 * 1024;  // + 8 KB static: the default 48 KB a block
 __host__ __device__ constexpr int64_t q8_staged_pitch(int k) { return (int64_t{k} + 127) / 128 * 128 + 64; }
-__host__ __device__ constexpr int64_t q8_staged_bytes(int tokens, int k) {
-  return int64_t{(k + 127) / 128} * 8 * 4 + int64_t{tokens} * q8_staged_pitch(k);
+__host__ __device__ constexpr int64_t q8_staged_bytes(int stage, int tokens, int k) {
+  return stage == 0 ? 0 : int64_t{(k + 127) / 128} * 8 * 4 + (stage == 2 ? int64_t{tokens} * q8_staged_pitch(k) : 0);
 }
 
 // kUnroll: 128-column blocks in flight per warp; kMinBlocks: resident blocks an SM the register
 // budget is cut for (launch bounds).
-template <int kWarps, int kUnroll, int kMinBlocks, bool kStaged, bool kPdl>
+template <int kWarps, int kUnroll, int kMinBlocks, int kStage, bool kPdl>
 __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_kernel(const GemvQ8Args a) {
   if constexpr (kPdl) pdl_launch_dependents();
   constexpr int kSums = 16, kAccs = kSums / kWarps;  // running sums, those of one warp
@@ -96,19 +98,23 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
     }
     if (round == 0) {  // its weight loads in flight
       if constexpr (kPdl) pdl_wait();
-      if constexpr (kStaged) {
+      if constexpr (kStage >= 1) {
         auto* prod = reinterpret_cast<float*>(staged);
         for (int i = threadIdx.x; i < blocks * 8; i += kWarps * kWarpSize) {
           const int kb = i / 8, t = i % 8;
           prod[i] = t < p.tokens ? __ldg(w_scales + kb) * load_dependent<kPdl>(p.x_scales + int64_t{kb} * p.x_scale_ld + t)
                                  : 0.0f;
         }
+      }
+      if constexpr (kStage == 2) {
         const int row_chunks = p.k / 16;
         for (int i = threadIdx.x; i < p.tokens * row_chunks; i += kWarps * kWarpSize) {
           const int t = i / row_chunks, j = i % row_chunks;
           *reinterpret_cast<uint4*>(staged + blocks * 8 * 4 + t * pitch + j * 16) =
               load_dependent<kPdl>(reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(p.x) + t * p.ldx) + j);
         }
+      }
+      if constexpr (kStage >= 1) {
         __syncthreads();
       }
     }
@@ -124,7 +130,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const bool in = col + 64 * h < p.k;
-        if constexpr (kStaged) {
+        if constexpr (kStage == 2) {
           xv[h] = in && token ? *reinterpret_cast<const uint4*>(sx + g * pitch + col + 64 * h) : make_uint4(0, 0, 0, 0);
         } else {
           xv[h] = in && token ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col + 64 * h))
@@ -144,7 +150,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
         }
       }
       float sc0, sc1;
-      if constexpr (kStaged) {
+      if constexpr (kStage >= 1) {
         const float2 sp = *reinterpret_cast<const float2*>(sprod + kb * 8 + 2 * c);
         sc0 = sp.x;
         sc1 = sp.y;

@@ -163,9 +163,9 @@ struct Q8Shape<16> {
   static constexpr int kUnroll = 2, kMinBlocks = 1;
 };
 
-template <int kWarps, bool kStaged, bool kPdl>
+template <int kWarps, int kStage, bool kPdl>
 constexpr auto q8_kernel =
-    kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kStaged, kPdl>;
+    kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kStage, kPdl>;
 
 // Resident blocks a shape has on the current device (cached per device; 0: not known yet). The
 // unstaged kernel's: the staged one has the same register cap (launch bounds) and its shared
@@ -182,28 +182,37 @@ cudaError_t q8_slots(int warps, int& slots) {
   err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return err;
   const int threads = warps * kernels::kWarpSize;
-  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, false, false>, threads, 0)
-        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, false, false>, threads, 0)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, false, false>, threads, 0);
+  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, 0, false>, threads, 0)
+        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, 0, false>, threads, 0)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, 0, false>, threads, 0);
   if (err != cudaSuccess) return err;
   slots = std::max(1, sms * per_sm);
   if (device < kMaxDevices) cached[device][which].store(slots, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
-template <bool kStaged, bool kPdl>
+template <int kStage, bool kPdl>
 cudaError_t launch_gemv_q8(const kernels::GemvQ8Args& a, int tiles, int warps, cudaStream_t stream) {
-  const size_t smem = kStaged ? size_t(kernels::q8_staged_bytes(a.part[0].tokens, a.part[0].k)) : 0;
+  const size_t smem = size_t(kernels::q8_staged_bytes(kStage, a.part[0].tokens, a.part[0].k));
   switch (warps) {
     case 4:
-      return launch_kernel_smem(q8_kernel<4, kStaged, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), smem, kPdl,
+      return launch_kernel_smem(q8_kernel<4, kStage, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), smem, kPdl,
                                 stream, a);
     case 8:
-      return launch_kernel_smem(q8_kernel<8, kStaged, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), smem, kPdl,
+      return launch_kernel_smem(q8_kernel<8, kStage, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), smem, kPdl,
                                 stream, a);
     default:
-      return launch_kernel_smem(q8_kernel<16, kStaged, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), smem,
+      return launch_kernel_smem(q8_kernel<16, kStage, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), smem,
                                 kPdl, stream, a);
+  }
+}
+
+template <bool kPdl>
+cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int warps, int stage, cudaStream_t stream) {
+  switch (stage) {
+    case 0: return launch_gemv_q8<0, kPdl>(a, tiles, warps, stream);
+    case 1: return launch_gemv_q8<1, kPdl>(a, tiles, warps, stream);
+    default: return launch_gemv_q8<2, kPdl>(a, tiles, warps, stream);
   }
 }
 
@@ -234,18 +243,23 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
     }
   }
   if (warps != 4 && warps != 8 && warps != 16) return cudaErrorInvalidValue;
-  // Activations and scale products staged in shared memory where it paid in run 36 (H200): 1-2
-  // tokens on the 4- and 8-warp shapes (24576x1536 62.5 vs 59.0% of copy, PDL chains of
-  // 7168x16384 78 vs 72%); not at 8 tokens (8 x k bytes a block before its first math: 7168x2048
-  // 35.6 vs 41.2%) nor on the 16-warp shape (few tiles, the staging not hidden: 38.9 vs 42.3%).
-  const bool staged = parts[0].stage_activations && parts[0].tokens <= 2 && warps != 16 &&
-                      kernels::q8_staged_bytes(parts[0].tokens, parts[0].k) <= kernels::kQ8StagedMaxBytes;
-  if (parts[0].pdl) {
-    return staged ? launch_gemv_q8<true, true>(a, tiles, warps, stream)
-                  : launch_gemv_q8<false, true>(a, tiles, warps, stream);
+  // Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
+  // staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
+  // activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
+  // vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
+  // unstaged, 24576x1536 chain 70.9 vs 66.2; x at 8 tokens loses, 8 x k bytes a block before its
+  // first math: 7168x2048 35.5 vs 41.3; 1 token 7168x16384 74.9 vs 72.2 with x).
+  const Fp8GemvQ8Params& p0 = parts[0];
+  int stage = 0;
+  switch (p0.staging) {
+    case Fp8GemvQ8Staging::kAuto: stage = warps == 16 ? 0 : p0.tokens <= 2 && p0.k < 8192 ? 2 : 1; break;
+    case Fp8GemvQ8Staging::kNone: stage = 0; break;
+    case Fp8GemvQ8Staging::kScales: stage = 1; break;
+    case Fp8GemvQ8Staging::kScalesAndX: stage = 2; break;
   }
-  return staged ? launch_gemv_q8<true, false>(a, tiles, warps, stream)
-                : launch_gemv_q8<false, false>(a, tiles, warps, stream);
+  while (stage > 0 && kernels::q8_staged_bytes(stage, p0.tokens, p0.k) > kernels::kQ8StagedMaxBytes) --stage;
+  return p0.pdl ? launch_gemv_q8_staged<true>(a, tiles, warps, stage, stream)
+                : launch_gemv_q8_staged<false>(a, tiles, warps, stage, stream);
 }
 
 }  // namespace hymoe::gpu::launch

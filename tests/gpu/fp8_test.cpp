@@ -628,16 +628,17 @@ TEST_P(GemvQ8Test, MatchesReference) {
     EXPECT_EQ(unwritten, 0) << "part " << i << ": outputs left unwritten";
     EXPECT_EQ(bad, 0) << "part " << i << ": outputs off the reference";
   }
-  // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), activations staged
-  // in shared memory (where they fit) or not.
+  // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), each staging.
+  using S = Fp8GemvQ8Staging;
   struct Variant {
     bool pdl;
     int warps;
-    bool staged;
+    S staging;
   };
-  for (const Variant v : {Variant{false, 0, true}, Variant{true, 0, true}, Variant{false, 4, true},
-                          Variant{true, 8, true}, Variant{false, 16, true}, Variant{false, 0, false},
-                          Variant{true, 4, false}, Variant{false, 16, false}}) {
+  for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{false, 4, S::kAuto},
+                          Variant{true, 8, S::kAuto}, Variant{false, 16, S::kAuto}, Variant{false, 0, S::kNone},
+                          Variant{true, 4, S::kNone}, Variant{false, 16, S::kScalesAndX},
+                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX}}) {
     const bool pdl = v.pdl;
     const int warps = v.warps;
     std::vector<DeviceBuffer> dy;
@@ -646,7 +647,7 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].y = dy[i].as<Bf16>();
       p[i].pdl = pdl;
       p[i].warps_per_tile = warps;
-      p[i].stage_activations = v.staged;
+      p[i].staging = v.staging;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i) {
@@ -658,7 +659,7 @@ TEST_P(GemvQ8Test, MatchesReference) {
           differ += got[at].bits != single[i][at].bits;
         }
       EXPECT_EQ(differ, 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
-                           << " staged=" << v.staged << ": differs from its own launch";
+                           << " staging=" << static_cast<int>(v.staging) << ": differs from its own launch";
     }
   }
 }

@@ -77,6 +77,13 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // capability 8.9 or newer (fp8_gemv_q8_supported()). Numerics differ from fp8_gemv's (BF16
 // activations) by the activations' quantisation error (E4M3: 3 mantissa bits). Deterministic:
 // a launch's results do not depend on the grid or on which other parts share it.
+// kScales: the products weight scale x token scale of every 128-column block; kScalesAndX: those
+// and the activations (at most 40 KB: k <= 16384 at 2 tokens; falls back to kScales beyond);
+// kNone: every block reads them from L2 in its loop. kAuto: the launcher's choice (measured on
+// the H200, runs 36 and 38): kNone on the 16-warp block shape, kScalesAndX at 1-2 tokens with
+// k < 8192, kScales otherwise.
+enum class Fp8GemvQ8Staging { kAuto, kNone, kScales, kScalesAndX };
+
 struct Fp8GemvQ8Params {
   const Fp8E4M3* w = nullptr;       // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
   const float* w_scales = nullptr;  // [ceil(n/128), scale_ld]: the checkpoint's weight_scale_inv
@@ -96,11 +103,9 @@ struct Fp8GemvQ8Params {
   // it). 0: the launcher's choice, the block shape whose resident blocks cover the launch's tiles
   // in the fewest waves (ties: more warps a tile).
   int warps_per_tile = 0;
-  // Lets each block first copy x and the products weight scale x token scale into shared memory
-  // (from parts[0]), where the launcher found it pays: 1-2 tokens, the 4- and 8-warp block
-  // shapes, and at most 40 KB (k <= 16384 at 2 tokens). Results do not depend on it. Off: every
-  // block reads them from L2 in its loop.
-  bool stage_activations = true;
+  // What each block copies into shared memory before its math (from parts[0]; results do not
+  // depend on it): see Fp8GemvQ8Staging.
+  Fp8GemvQ8Staging staging = Fp8GemvQ8Staging::kAuto;
 };
 
 bool fp8_gemv_q8_supported();
