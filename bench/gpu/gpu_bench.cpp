@@ -326,9 +326,10 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                                     l.k, l.k, kGemvMaxTokens},
                                    s);
       // The launcher's block shape and staging ("q8"), each block shape ("q8/w4" ...: warps a
-      // tile) at 1 token, and the launcher's shape with each staging forced ("q8/unstaged",
-      // "q8/scales", "q8/scales+x": warps -1, -2, -3) at 1 and 8 tokens.
-      for (const int warps : {0, 4, 8, 16, -1, -2, -3}) {
+      // tile) at 1 token, the launcher's shape with each staging forced ("q8/unstaged",
+      // "q8/scales", "q8/scales+x": warps -1, -2, -3) at 1 and 8 tokens, and BF16 x quantised by
+      // the call ("q8/bf16x", warps -4: the quantiser launch and the GEMV).
+      for (const int warps : {0, 4, 8, 16, -1, -2, -3, -4}) {
         for (int tokens : {1, 2, 4, 8}) {
           if (warps != 0 && tokens > 1 && !(warps < 0 && tokens == 8)) continue;
           int next = 0;
@@ -338,6 +339,10 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                                                sc.as<float>() + size_t(i) * nb * kb, xq, xs, y.as<Bf16>(),
                                                tokens, l.n, l.k, l.n);
             p.warps_per_tile = std::max(0, warps);
+            if (warps == -4) {
+              p.x_bf16 = x.as<Bf16>();
+              p.ldx_bf16 = l.k;
+            }
             p.staging = warps == -1   ? Fp8GemvQ8Staging::kNone
                         : warps == -2 ? Fp8GemvQ8Staging::kScales
                         : warps == -3 ? Fp8GemvQ8Staging::kScalesAndX
@@ -345,7 +350,8 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
             fp8_gemv_q8(p, s);
           });
           const double bytes = double(wbytes) + nb * kb * 4.0;
-          const std::string variant = warps == -1   ? "/unstaged"
+          const std::string variant = warps == -4   ? "/bf16x"
+                                      : warps == -1 ? "/unstaged"
                                       : warps == -2 ? "/scales"
                                       : warps == -3 ? "/scales+x"
                                       : warps > 0   ? fmt::format("/w{}", warps)
@@ -477,16 +483,18 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
     }
     for (const int tokens : {1, 8}) {
       for (const bool graph : {false, true}) {
-        for (const int mode : {0, 1, 2}) {  // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced
+        // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced, pdl with BF16 x given to the GEMV
+        // call (which launches the quantiser itself, for every link: even a repeated x).
+        for (const int mode : {0, 1, 2, 3}) {
           const bool pdl = mode >= 1;
           if (pdl && info.sm() < 90) continue;
-          if (mode == 2 && !graph) continue;
+          if (mode >= 2 && !graph) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
               const GemvLink& l = links[i];
               const bool fresh = i == 0 || links[i - 1].x != l.x || links[i - 1].y == l.x ||
                                  (links[i - 1].n2 > 0 && links[i - 1].y2 == l.x);
-              if (fresh) {
+              if (fresh && mode != 3) {
                 Fp8QuantParams qp{act[l.x].as<Bf16>(), xq[l.x].as<Fp8E4M3>(), xs[l.x].as<float>(), tokens, l.k,
                                   widths[l.x], widths[l.x], kGemvMaxTokens};
                 qp.pdl = pdl;
@@ -498,6 +506,10 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               p[0].ldx = widths[l.x];
               p[0].pdl = pdl;
               if (mode == 2) p[0].staging = Fp8GemvQ8Staging::kScales;
+              if (mode == 3) {
+                p[0].x_bf16 = act[l.x].as<Bf16>();
+                p[0].ldx_bf16 = widths[l.x];
+              }
               const int parts = l.n2 > 0 ? 2 : 1;
               if (parts == 2) {
                 const int kb = (l.k + 127) / 128;
@@ -511,7 +523,8 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               fp8_gemv_q8_fused(p, parts, s);
             }
           };
-          const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}", mode == 2 ? "/scales" : "",
+          const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}",
+                                                mode == 2 ? "/scales" : mode == 3 ? "/bf16x" : "",
                                                 pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
           double ms = 0;
           if (graph) {

@@ -218,8 +218,56 @@ cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int w
 
 }  // namespace
 
+namespace {
+
+// A launch's grid (tiles), block shape (warps a tile) and staging (kStage of the kernel).
+struct Q8Plan {
+  int tiles = 0, warps = 0, stage = 0;
+};
+
+cudaError_t q8_plan(const Fp8GemvQ8Params* parts, int count, Q8Plan& plan) {
+  plan.tiles = 0;
+  for (int i = 0; i < count; ++i) plan.tiles += (parts[i].n + 15) / 16;
+  const Fp8GemvQ8Params& p0 = parts[0];
+  plan.warps = p0.warps_per_tile;
+  if (plan.warps == 0) {  // the fewest waves of resident blocks over the tiles; ties: more warps a tile
+    int best_waves = 0;
+    for (const int w : {16, 8, 4}) {
+      int slots = 0;
+      const cudaError_t err = q8_slots(w, slots);
+      if (err != cudaSuccess) return err;
+      const int waves = (plan.tiles + slots - 1) / slots;
+      if (plan.warps == 0 || waves < best_waves) {
+        plan.warps = w;
+        best_waves = waves;
+      }
+    }
+  }
+  if (plan.warps != 4 && plan.warps != 8 && plan.warps != 16) return cudaErrorInvalidValue;
+  // Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
+  // staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
+  // activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
+  // vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
+  // unstaged, 24576x1536 chain 70.9 vs 66.2; x at 8 tokens loses, 8 x k bytes a block before its
+  // first math: 7168x2048 35.5 vs 41.3; 1 token 7168x16384 74.9 vs 72.2 with x).
+  switch (p0.staging) {
+    case Fp8GemvQ8Staging::kAuto: plan.stage = plan.warps == 16 ? 0 : p0.tokens <= 2 && p0.k < 8192 ? 2 : 1; break;
+    case Fp8GemvQ8Staging::kNone: plan.stage = 0; break;
+    case Fp8GemvQ8Staging::kScales: plan.stage = 1; break;
+    case Fp8GemvQ8Staging::kScalesAndX: plan.stage = 2; break;
+  }
+  while (plan.stage > 0 && kernels::q8_staged_bytes(plan.stage, p0.tokens, p0.k) > kernels::kQ8StagedMaxBytes)
+    --plan.stage;
+  return cudaSuccess;
+}
+
+}  // namespace
+
 cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream) {
   if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
+  Q8Plan plan;
+  const cudaError_t err = q8_plan(parts, count, plan);
+  if (err != cudaSuccess) return err;
   kernels::GemvQ8Args a{};
   int tiles = 0;
   for (int i = 0; i < count; ++i) {
@@ -228,38 +276,8 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
     a.tile_end[i] = tiles;
   }
   a.parts = count;
-  int warps = parts[0].warps_per_tile;
-  if (warps == 0) {  // the fewest waves of resident blocks over the tiles; ties: more warps a tile
-    int best_waves = 0;
-    for (const int w : {16, 8, 4}) {
-      int slots = 0;
-      const cudaError_t err = q8_slots(w, slots);
-      if (err != cudaSuccess) return err;
-      const int waves = (tiles + slots - 1) / slots;
-      if (warps == 0 || waves < best_waves) {
-        warps = w;
-        best_waves = waves;
-      }
-    }
-  }
-  if (warps != 4 && warps != 8 && warps != 16) return cudaErrorInvalidValue;
-  // Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
-  // staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
-  // activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
-  // vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
-  // unstaged, 24576x1536 chain 70.9 vs 66.2; x at 8 tokens loses, 8 x k bytes a block before its
-  // first math: 7168x2048 35.5 vs 41.3; 1 token 7168x16384 74.9 vs 72.2 with x).
-  const Fp8GemvQ8Params& p0 = parts[0];
-  int stage = 0;
-  switch (p0.staging) {
-    case Fp8GemvQ8Staging::kAuto: stage = warps == 16 ? 0 : p0.tokens <= 2 && p0.k < 8192 ? 2 : 1; break;
-    case Fp8GemvQ8Staging::kNone: stage = 0; break;
-    case Fp8GemvQ8Staging::kScales: stage = 1; break;
-    case Fp8GemvQ8Staging::kScalesAndX: stage = 2; break;
-  }
-  while (stage > 0 && kernels::q8_staged_bytes(stage, p0.tokens, p0.k) > kernels::kQ8StagedMaxBytes) --stage;
-  return p0.pdl ? launch_gemv_q8_staged<true>(a, tiles, warps, stage, stream)
-                : launch_gemv_q8_staged<false>(a, tiles, warps, stage, stream);
+  return parts[0].pdl ? launch_gemv_q8_staged<true>(a, plan.tiles, plan.warps, plan.stage, stream)
+                      : launch_gemv_q8_staged<false>(a, plan.tiles, plan.warps, plan.stage, stream);
 }
 
 }  // namespace hymoe::gpu::launch

@@ -33,7 +33,7 @@ cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t str
 // parts[0]).
 cudaError_t fp8_gemv_stream(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // The FP8-activation kernel over parts[0..count) (checked by the caller: same x, tokens, k; pdl
-// from parts[0]).
+// from parts[0]; x_bf16 ignored: the caller quantised it into x / x_scales).
 cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream);
 cudaError_t fp8_block_gemm(const Fp8BlockGemmParams& p, Fp8BlockGemmKernel kernel,
                            cudaStream_t stream);

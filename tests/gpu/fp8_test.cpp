@@ -662,6 +662,44 @@ TEST_P(GemvQ8Test, MatchesReference) {
                            << " staging=" << static_cast<int>(v.staging) << ": differs from its own launch";
     }
   }
+  // BF16 activations, quantised by the launch (in its blocks, or by a quantiser launch into the
+  // NaN-poisoned scratch x / x_scales): bitwise the quantiser + GEMV above, on a strided x.
+  const int64_t ldx_bf16 = c.k + 8;
+  std::vector<Bf16> xs_strided(size_t(c.tokens) * ldx_bf16, Bf16{0x7fc0});
+  for (int t = 0; t < c.tokens; ++t)
+    for (int j = 0; j < c.k; ++j) xs_strided[size_t(t) * ldx_bf16 + j] = x[size_t(t) * c.k + j];
+  auto dx_bf16 = test::to_device(xs_strided, stream);
+  for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{true, 16, S::kAuto},
+                          Variant{false, 4, S::kScalesAndX}, Variant{true, 8, S::kNone},
+                          Variant{false, 0, S::kScales}}) {
+    auto scratch_q = test::poisoned<uint8_t>(size_t(c.tokens) * ldx, stream);
+    auto scratch_s = test::poisoned<float>(size_t(kb) * c.x_scale_ld, stream);
+    std::vector<DeviceBuffer> dy;
+    for (int i = 0; i < parts; ++i) {
+      dy.push_back(test::poisoned<Bf16>(size_t(c.tokens) * p[i].ldy, stream));
+      p[i].y = dy[i].as<Bf16>();
+      p[i].pdl = v.pdl;
+      p[i].warps_per_tile = v.warps;
+      p[i].staging = v.staging;
+      p[i].x = scratch_q.as<Fp8E4M3>();
+      p[i].x_scales = scratch_s.as<float>();
+      p[i].x_bf16 = dx_bf16.as<Bf16>();
+      p[i].ldx_bf16 = ldx_bf16;
+    }
+    fp8_gemv_q8_fused(p.data(), parts, stream);
+    for (int i = 0; i < parts; ++i) {
+      const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
+      int differ = 0;
+      for (int t = 0; t < c.tokens; ++t)
+        for (int r = 0; r < c.n[i]; ++r) {
+          const size_t at = size_t(t) * p[i].ldy + r;
+          differ += got[at].bits != single[i][at].bits;
+        }
+      EXPECT_EQ(differ, 0) << "BF16 x, part " << i << " pdl=" << v.pdl << " warps_per_tile=" << v.warps
+                           << " staging=" << static_cast<int>(v.staging)
+                           << ": differs from quantiser + GEMV";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Parts, GemvQ8Test,
@@ -708,6 +746,13 @@ TEST(GpuHost, GemvQ8RejectsBadShapes) {
   EXPECT_THROW(fp8_gemv_q8_fused(parts, kGemvMaxFused + 1, nullptr), Error);
   parts[1].x_scales = reinterpret_cast<const float*>(bytes + 16);  // not the shared x's scales
   EXPECT_THROW(fp8_gemv_q8_fused(parts, 2, nullptr), Error);
+  b = a;
+  b.x_bf16 = reinterpret_cast<const Bf16*>(bytes);
+  b.ldx_bf16 = 12;  // not a multiple of 8
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
+  b.ldx_bf16 = 16;
+  b.x = nullptr;  // no scratch for the quantised activations
+  EXPECT_THROW(fp8_gemv_q8(b, nullptr), Error);
 }
 
 TEST(GpuHost, GemvRejectsBadShapes) {

@@ -106,6 +106,12 @@ struct Fp8GemvQ8Params {
   // What each block copies into shared memory before its math (from parts[0]; results do not
   // depend on it): see Fp8GemvQ8Staging.
   Fp8GemvQ8Staging staging = Fp8GemvQ8Staging::kAuto;
+  // BF16 activations (optional; shared by fused parts): [tokens, k], row t at x_bf16 + t *
+  // ldx_bf16 (16-byte aligned rows). The call then quantises them first
+  // (quantize_fp8_per_token_block into x / x_scales, which are then its scratch, in the same PDL
+  // mode): one call for a BF16 input, results bitwise those of the two calls.
+  const Bf16* x_bf16 = nullptr;
+  int64_t ldx_bf16 = 0;  // >= k, multiple of 8
 };
 
 bool fp8_gemv_q8_supported();
