@@ -375,6 +375,21 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
 // and replayed as one captured CUDA graph, beside two chains of read probes over the same
 // weights, one probe a link (plain launches, and PDL launches that read first and wait before
 // their write: the best a chain of launches of these sizes can do).
+// Times one enqueue of a chain, from the stream or replayed as one captured CUDA graph; 0 where
+// the graph cannot be captured (said on stdout).
+double time_enqueue(Bench& bench, const std::string& label, bool graph, const std::function<void()>& enqueue) {
+  cudaStream_t s = bench.stream();
+  if (!graph) return bench.time_ms(enqueue);
+  try {
+    const CapturedGraph g(s, enqueue);
+    return bench.time_ms([&] { g.launch(s); });
+  } catch (const Error& e) {
+    std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
+    (void)cudaGetLastError();
+    return 0;
+  }
+}
+
 struct GemvLink {
   int n, k;
   int x, y;  // indices into the chain's activation buffers
@@ -454,20 +469,8 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
           const std::string label =
               fmt::format("fp8_gemv_chain[{}{}{}{}]/{} tokens={}", gemv_impl_name(impl), per_sm > 0 ? "/1" : "",
                           std::array{"", ",pdl", ",pdl+l2"}[mode], graph ? ",graph" : "", name, tokens);
-          double ms = 0;
-          if (graph) {
-            try {
-              const CapturedGraph g(s, enqueue);
-              ms = bench.time_ms([&] { g.launch(s); });
-            } catch (const Error& e) {
-              std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
-              (void)cudaGetLastError();
-              continue;
-            }
-          } else {
-            ms = bench.time_ms(enqueue);
-          }
-          bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+          if (const double ms = time_enqueue(bench, label, graph, enqueue); ms > 0)
+            bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         }
       }
     }
@@ -526,20 +529,8 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
           const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}",
                                                 mode == 2 ? "/scales" : mode == 3 ? "/bf16x" : "",
                                                 pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
-          double ms = 0;
-          if (graph) {
-            try {
-              const CapturedGraph g(s, enqueue);
-              ms = bench.time_ms([&] { g.launch(s); });
-            } catch (const Error& e) {
-              std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
-              (void)cudaGetLastError();
-              continue;
-            }
-          } else {
-            ms = bench.time_ms(enqueue);
-          }
-          bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+          if (const double ms = time_enqueue(bench, label, graph, enqueue); ms > 0)
+            bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         }
       }
     }

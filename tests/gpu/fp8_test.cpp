@@ -628,6 +628,17 @@ TEST_P(GemvQ8Test, MatchesReference) {
     EXPECT_EQ(unwritten, 0) << "part " << i << ": outputs left unwritten";
     EXPECT_EQ(bad, 0) << "part " << i << ": outputs off the reference";
   }
+  // Outputs of part i (its n rows of each token) that differ from its single launch's.
+  auto differ_from_single = [&](const std::vector<DeviceBuffer>& dy, int i) {
+    const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
+    int differ = 0;
+    for (int t = 0; t < c.tokens; ++t)
+      for (int r = 0; r < c.n[i]; ++r) {
+        const size_t at = size_t(t) * p[i].ldy + r;
+        differ += got[at].bits != single[i][at].bits;
+      }
+    return differ;
+  };
   // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), each staging.
   using S = Fp8GemvQ8Staging;
   struct Variant {
@@ -650,20 +661,13 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].staging = v.staging;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
-    for (int i = 0; i < parts; ++i) {
-      const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
-      int differ = 0;
-      for (int t = 0; t < c.tokens; ++t)
-        for (int r = 0; r < c.n[i]; ++r) {
-          const size_t at = size_t(t) * p[i].ldy + r;
-          differ += got[at].bits != single[i][at].bits;
-        }
-      EXPECT_EQ(differ, 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
-                           << " staging=" << static_cast<int>(v.staging) << ": differs from its own launch";
-    }
+    for (int i = 0; i < parts; ++i)
+      EXPECT_EQ(differ_from_single(dy, i), 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
+                                              << " staging=" << static_cast<int>(v.staging)
+                                              << ": differs from its own launch";
   }
-  // BF16 activations, quantised by the launch (in its blocks, or by a quantiser launch into the
-  // NaN-poisoned scratch x / x_scales): bitwise the quantiser + GEMV above, on a strided x.
+  // BF16 activations, quantised by the call (a quantiser launch into the NaN-poisoned scratch x /
+  // x_scales): bitwise the quantiser + GEMV above, on a strided x.
   const int64_t ldx_bf16 = c.k + 8;
   std::vector<Bf16> xs_strided(size_t(c.tokens) * ldx_bf16, Bf16{0x7fc0});
   for (int t = 0; t < c.tokens; ++t)
@@ -687,18 +691,11 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].ldx_bf16 = ldx_bf16;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
-    for (int i = 0; i < parts; ++i) {
-      const auto got = test::to_host<Bf16>(dy[i], size_t(c.tokens) * p[i].ldy, stream);
-      int differ = 0;
-      for (int t = 0; t < c.tokens; ++t)
-        for (int r = 0; r < c.n[i]; ++r) {
-          const size_t at = size_t(t) * p[i].ldy + r;
-          differ += got[at].bits != single[i][at].bits;
-        }
-      EXPECT_EQ(differ, 0) << "BF16 x, part " << i << " pdl=" << v.pdl << " warps_per_tile=" << v.warps
-                           << " staging=" << static_cast<int>(v.staging)
-                           << ": differs from quantiser + GEMV";
-    }
+    for (int i = 0; i < parts; ++i)
+      EXPECT_EQ(differ_from_single(dy, i), 0) << "BF16 x, part " << i << " pdl=" << v.pdl
+                                              << " warps_per_tile=" << v.warps
+                                              << " staging=" << static_cast<int>(v.staging)
+                                              << ": differs from quantiser + GEMV";
   }
 }
 
