@@ -4,7 +4,11 @@
 // block), and tdpbf16ps multiplies them with B tiles of the activations: 16 K pairs x `batch`
 // tokens, built once per call from the activations in the same lane order (transposed so that a
 // tile row is one K pair of every token). One 16 x batch FP32 C tile per K block; its sums are
-// stored and post-scaled by each row's block scale into register totals. The K blocks are
+// stored packed ([row][token], 16 x batch floats: `batch` vectors) and post-scaled into as many
+// register totals by the block scale of each element's row (one broadcast where the group's 16
+// rows share a 128-row scale block, as they do for 16-aligned row ranges; else a blend of the
+// two blocks' scales): per element the same FMA as one total per row, so bitwise the same sums.
+// The K blocks are
 // software-pipelined (see the loop). The dot products run on the tile unit, so the batch costs
 // next to nothing beyond batch 1 (vdpbf16ps, one per 32 weights per token, bounds the
 // AVX512-BF16 variant from batch 2 on); the decode is the same. Each output depends only on its
@@ -101,7 +105,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
   // a whole decode to drain before its tile loads read them, and a C tile's store before its
   // sums are read (no store forwarding into or out of the tiles).
   alignas(64) uint16_t a[2][2][2][kRows * 32];  // [K block parity][half][tile][row * 32 + k]
-  alignas(64) float c[2][kRows * 16] = {};      // columns past the batch: never written, never read out
+  alignas(64) float c[2][kRows * kMaxGemvBatch] = {};  // [row][token], packed
   for (int64_t r0 = p.row_begin; r0 < p.row_end; r0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.row_end - r0));
     // The group's weight rows and block-scale rows; rows past its end read the last row with an
@@ -144,13 +148,29 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
         }
       }
     };
-    __m512 tot[kRows];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) tot[r] = _mm512_setzero_ps();
+    // Totals: element e = r * batch + t of the group's [row][token] sums in lane e % 16 of tot[e /
+    // 16]. Rows of the last row's scale block (when the group straddles two) by lane mask.
+    __m512 tot[kMaxGemvBatch];
+    __mmask16 second[kMaxGemvBatch];
+    const float* s_first = sr[0];
+    const float* s_second = sr[kRows - 1];
+#pragma GCC unroll 8
+    for (int v = 0; v < kMaxGemvBatch; ++v) {
+      tot[v] = _mm512_setzero_ps();
+      unsigned m = 0;
+      if (s_second != s_first)  // the group straddles two scale blocks (a row range not 16-aligned)
+        for (int lane = 0; lane < 16; ++lane)
+          if (sr[std::min(kRows - 1, (16 * v + lane) / batch)] != s_first) m |= 1u << lane;
+      second[v] = static_cast<__mmask16>(m);
+    }
     auto post_scale = [&](int64_t kb) {
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r)
-        tot[r] = _mm512_fmadd_ps(_mm512_load_ps(c[kb % 2] + r * 16), _mm512_set1_ps(sr[r][kb]), tot[r]);
+      const __m512 s0 = _mm512_set1_ps(s_first[kb]), s1 = _mm512_set1_ps(s_second[kb]);
+#pragma GCC unroll 8
+      for (int v = 0; v < kMaxGemvBatch; ++v) {
+        if (v >= batch) break;
+        tot[v] = _mm512_fmadd_ps(_mm512_load_ps(c[kb % 2] + 16 * v), _mm512_mask_blend_ps(second[v], s0, s1),
+                                 tot[v]);
+      }
     };
     // Block kb's products into C tile kb % 2 (A tiles 2, 3 for the first half, 4, 5 for the
     // second), stored to c[kb % 2]. The tile numbers of these intrinsics are literals.
@@ -169,7 +189,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
     _tile_zero(C);                                             \
     HYMOE_AMX_HALF(C, 2, 3, 0)                                 \
     if (k0 + 64 < k_total) HYMOE_AMX_HALF(C, 4, 5, 1)          \
-    _tile_stored(C, c[kb % 2], 64);                            \
+    _tile_stored(C, c[kb % 2], 4 * batch);                     \
   }
     decode(0);
     for (int64_t kb = 0; kb < kblocks; ++kb) {
@@ -181,11 +201,11 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
     post_scale(kblocks - 1);
 #undef HYMOE_AMX_BLOCK
 #undef HYMOE_AMX_HALF
-    alignas(64) float out[kRows][16];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) _mm512_store_ps(out[r], tot[r]);
+    alignas(64) float out[kRows * kMaxGemvBatch];
+#pragma GCC unroll 8
+    for (int v = 0; v < kMaxGemvBatch; ++v) _mm512_store_ps(out + 16 * v, tot[v]);
     for (int r = 0; r < rows; ++r)
-      for (int b = 0; b < batch; ++b) p.y[b][r0 + r] = out[r][b] * p.out_scale[b];
+      for (int b = 0; b < batch; ++b) p.y[b][r0 + r] = out[r * batch + b] * p.out_scale[b];
   }
 }
 
