@@ -220,15 +220,12 @@ cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int w
 
 namespace {
 
-// A launch's grid (tiles), block shape (warps a tile) and staging (kStage of the kernel).
+// A launch's block shape (warps a tile) and staging (kStage of the kernel) for `tiles` tiles.
 struct Q8Plan {
-  int tiles = 0, warps = 0, stage = 0;
+  int warps = 0, stage = 0;
 };
 
-cudaError_t q8_plan(const Fp8GemvQ8Params* parts, int count, Q8Plan& plan) {
-  plan.tiles = 0;
-  for (int i = 0; i < count; ++i) plan.tiles += (parts[i].n + 15) / 16;
-  const Fp8GemvQ8Params& p0 = parts[0];
+cudaError_t q8_plan(const Fp8GemvQ8Params& p0, int tiles, Q8Plan& plan) {
   plan.warps = p0.warps_per_tile;
   if (plan.warps == 0) {  // the fewest waves of resident blocks over the tiles; ties: more warps a tile
     int best_waves = 0;
@@ -236,7 +233,7 @@ cudaError_t q8_plan(const Fp8GemvQ8Params* parts, int count, Q8Plan& plan) {
       int slots = 0;
       const cudaError_t err = q8_slots(w, slots);
       if (err != cudaSuccess) return err;
-      const int waves = (plan.tiles + slots - 1) / slots;
+      const int waves = (tiles + slots - 1) / slots;
       if (plan.warps == 0 || waves < best_waves) {
         plan.warps = w;
         best_waves = waves;
@@ -265,9 +262,6 @@ cudaError_t q8_plan(const Fp8GemvQ8Params* parts, int count, Q8Plan& plan) {
 
 cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream) {
   if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
-  Q8Plan plan;
-  const cudaError_t err = q8_plan(parts, count, plan);
-  if (err != cudaSuccess) return err;
   kernels::GemvQ8Args a{};
   int tiles = 0;
   for (int i = 0; i < count; ++i) {
@@ -276,8 +270,11 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
     a.tile_end[i] = tiles;
   }
   a.parts = count;
-  return parts[0].pdl ? launch_gemv_q8_staged<true>(a, plan.tiles, plan.warps, plan.stage, stream)
-                      : launch_gemv_q8_staged<false>(a, plan.tiles, plan.warps, plan.stage, stream);
+  Q8Plan plan;
+  const cudaError_t err = q8_plan(parts[0], tiles, plan);
+  if (err != cudaSuccess) return err;
+  return parts[0].pdl ? launch_gemv_q8_staged<true>(a, tiles, plan.warps, plan.stage, stream)
+                      : launch_gemv_q8_staged<false>(a, tiles, plan.warps, plan.stage, stream);
 }
 
 }  // namespace hymoe::gpu::launch
