@@ -76,8 +76,12 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // conversion of the weights), then scaled and accumulated in FP32; BF16 output. Needs compute
 // capability 8.9 or newer (fp8_gemv_q8_supported()). Numerics differ from fp8_gemv's (BF16
 // activations) by the activations' quantisation error (E4M3: 3 mantissa bits). Deterministic:
-// a launch's results do not depend on the grid or on which other parts share it.
-// kScales: the products weight scale x token scale of every 128-column block; kScalesAndX: those
+// a launch's results do not depend on the grid, the block shape, the staging or on which other
+// parts share it. Measured (H200, run 41, 1 token): 42-76% of copy in single launches, 61-80% in
+// PDL graph chains of the DeepSeek-V3 shapes (docs/benchmarks.md); not yet used by the engine.
+//
+// Staging (Fp8GemvQ8Params::staging), what each block puts in shared memory before its math,
+// overlapping its first weight loads. kScales: the products weight scale x token scale of every 128-column block; kScalesAndX: those
 // and the activations (at most 40 KB: k <= 16384 at 2 tokens; falls back to kScales beyond);
 // kNone: every block reads them from L2 in its loop. kAuto: the launcher's choice (measured on
 // the H200, runs 36 and 38): kNone on the 16-warp block shape, kScalesAndX at 1-2 tokens with
