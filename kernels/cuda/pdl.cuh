@@ -28,22 +28,13 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// A 16-byte load of data that the previous kernel may have written: through the read-only (.nc)
-// path in a plain launch, through the ordinary cached path (ld.global.ca) in a PDL launch, since
-// the .nc path is defined only for data no one writes during the kernel's lifetime and a PDL
-// kernel's lifetime overlaps the previous kernel's. Only after pdl_wait().
-template <bool kPdl>
-__device__ __forceinline__ uint4 load_dependent(const uint4* p) {
-  if constexpr (kPdl) {
-    return __ldca(p);
-  } else {
-    return __ldg(p);
-  }
-}
-
-// The same for one float (a scale the previous kernel wrote).
-template <bool kPdl>
-__device__ __forceinline__ float load_dependent(const float* p) {
+// A load of data that the previous kernel may have written (a 16-byte uint4 of activations, a
+// float scale: any type __ldca / __ldg take): through the read-only (.nc) path in a plain launch,
+// through the ordinary cached path (ld.global.ca) in a PDL launch, since the .nc path is defined
+// only for data no one writes during the kernel's lifetime and a PDL kernel's lifetime overlaps
+// the previous kernel's. Only after pdl_wait().
+template <bool kPdl, typename T>
+__device__ __forceinline__ T load_dependent(const T* p) {
   if constexpr (kPdl) {
     return __ldca(p);
   } else {
