@@ -170,7 +170,19 @@ bool GemmPlan::supported(const CublasLt& lt, GemmKind kind, const GemmShape& sha
   return impl.found;
 }
 
+size_t GemmPlan::workspace_bytes() const {
+  return impl_ && backend_ == GemmBackend::kCublasLt ? impl_->heuristic.workspaceSize : 0;
+}
+
 void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
+  run(ops, stream, lt_->workspace(), lt_->workspace_bytes());
+}
+
+void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream, void* workspace,
+                   size_t workspace_size) {
+  HYMOE_CHECK(workspace_size >= workspace_bytes() && (workspace || workspace_size == 0),
+              kInvalidArgument, "gemm: workspace of {} bytes, the algorithm needs {}",
+              workspace_size, workspace_bytes());
   HYMOE_CHECK(impl_ && ops.a && ops.b && ops.d, kInvalidArgument, "gemm: null operand");
   if (kind_ != GemmKind::kBf16) {
     HYMOE_CHECK(ops.a_scale && ops.b_scale, kInvalidArgument, "gemm {}: null scale",
@@ -202,8 +214,8 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
   HYMOE_CUBLAS_CHECK(cublasLtMatmul(lt_->get(), impl_->op, &alpha, ops.b, impl_->lt_a, ops.a,
                                     impl_->lt_b, &beta, ops.d, impl_->lt_d, ops.d, impl_->lt_d,
-                                    &impl_->heuristic.algo, lt_->workspace(),
-                                    lt_->workspace_bytes(), stream));
+                                    &impl_->heuristic.algo, workspace, workspace_size,
+                                    stream));
 }
 
 }  // namespace hymoe::gpu

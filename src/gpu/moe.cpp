@@ -184,8 +184,12 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
     HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm(gp, kernel, static_cast<int>(tiles), stream));
     return;
   }
+  // One cuBLASLt plan per expert row count, found before anything is launched.
+  expert_plan_.assign(experts.size(), nullptr);
+  order_.clear();
+  size_t workspace = 0;
   for (size_t e = 0; e < experts.size(); ++e) {
-    const int off = host_offsets[e], rows = host_offsets[e + 1] - off;
+    const int rows = host_offsets[e + 1] - host_offsets[e];
     if (rows == 0) continue;
     auto it = plans_.find({rows, ldd});
     if (it == plans_.end()) {
@@ -193,11 +197,58 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
                           GemmPlan(*lt_, GemmKind::kFp8BlockScale, GemmShape{rows, n_, k_, k_, k_, ldd}))
                .first;
     }
-    it->second.run({a + int64_t{off} * k_,
-                    a_scales + grouped_scale_offset(col_blocks, off, static_cast<int>(e)), experts[e].w,
-                    experts[e].scales, d + int64_t{off} * ldd},
-                   stream);
+    expert_plan_[e] = &it->second;
+    workspace = std::max(workspace, it->second.workspace_bytes());
+    order_.push_back(static_cast<int>(e));
   }
+  const int lanes = std::min<int>(streams_, static_cast<int>(order_.size()));
+  if (lanes > 1) {
+    while (static_cast<int>(side_.size()) < lanes - 1) {
+      side_.emplace_back();
+      side_done_.emplace_back(false);
+      side_workspace_.emplace_back();
+    }
+    for (int i = 0; i < lanes - 1; ++i) {
+      if (side_workspace_[i].bytes() >= workspace) continue;
+      side_[i].synchronize();  // the old workspace may still be in use by its last run
+      side_workspace_[i] = DeviceBuffer(workspace);
+    }
+    // Largest first, each to the lane with the fewest rows so far (ties: the lowest lane).
+    std::stable_sort(order_.begin(), order_.end(), [&](int x, int y) {
+      return host_offsets[x + 1] - host_offsets[x] > host_offsets[y + 1] - host_offsets[y];
+    });
+    lane_rows_.assign(lanes, 0);
+    fork_.record(stream);
+    for (int i = 0; i < lanes - 1; ++i) fork_.wait_on(side_[i]);
+  }
+  for (const int e : order_) {
+    const int off = host_offsets[e], rows = host_offsets[e + 1] - off;
+    int lane = 0;
+    if (lanes > 1) {
+      lane = static_cast<int>(std::min_element(lane_rows_.begin(), lane_rows_.end()) -
+                              lane_rows_.begin());
+      lane_rows_[lane] += rows;
+    }
+    const GemmOperands ops{a + int64_t{off} * k_,
+                           a_scales + grouped_scale_offset(col_blocks, off, e), experts[e].w,
+                           experts[e].scales, d + int64_t{off} * ldd};
+    if (lane == 0) {
+      expert_plan_[e]->run(ops, stream);
+    } else {
+      DeviceBuffer& ws = side_workspace_[lane - 1];
+      expert_plan_[e]->run(ops, side_[lane - 1], ws.data(), ws.bytes());
+    }
+  }
+  for (int i = 0; i < lanes - 1; ++i) {
+    side_done_[i].record(side_[i]);
+    side_done_[i].wait_on(stream);
+  }
+}
+
+void GroupedFp8Gemm::set_streams(int streams) {
+  HYMOE_CHECK(streams >= 1 && streams <= kMaxStreams, kInvalidArgument,
+              "grouped gemm: {} streams (1..{})", streams, kMaxStreams);
+  streams_ = streams;
 }
 
 }  // namespace hymoe::gpu

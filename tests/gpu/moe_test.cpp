@@ -142,11 +142,22 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends,
     const auto out = test::to_float(test::to_host<Bf16>(dout, size_t(tokens) * n, stream));
     // Each expert output is rounded to BF16 once before the weighted sum: 5e-3 is generous.
     EXPECT_LT(test::normalized_error(out, ref), 5e-3) << gemm_backend_name(gemm.backend()) << pass;
+    return out;
   };
   for (const GemmBackend backend : backends) {
     if (backend == GemmBackend::kHymoe && !fp8_block_gemm_supported()) continue;
     GroupedFp8Gemm gemm(lt, n, k, backend);
-    check(gemm, expert_weights, "");
+    const std::vector<float> one_stream = check(gemm, expert_weights, "");
+    if (backend == GemmBackend::kCublasLt) {
+      // Spread over streams: the same plans on the same rows, so the same bits; 3 streams for
+      // uneven lanes, then 16, more than the 12 experts with rows (the lanes are capped).
+      EXPECT_THROW(gemm.set_streams(0), Error);
+      EXPECT_THROW(gemm.set_streams(GroupedFp8Gemm::kMaxStreams + 1), Error);
+      for (const int streams : {3, GroupedFp8Gemm::kMaxStreams}) {
+        gemm.set_streams(streams);
+        EXPECT_EQ(check(gemm, expert_weights, " (streams)"), one_stream) << streams << " streams";
+      }
+    }
     if (!is_grouped_tma_backend(backend)) continue;
     // The per-expert tensor maps: a second run reuses them; a third, with the same weights at
     // new addresses, must re-encode every used expert's map (stale maps would read freed or

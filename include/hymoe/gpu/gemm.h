@@ -113,6 +113,11 @@ class GemmPlan {
   GemmPlan& operator=(GemmPlan&&) = delete;
 
   void run(const GemmOperands& ops, cudaStream_t stream);
+  // The same on a caller-owned cuBLASLt workspace of at least workspace_bytes(): plans that run
+  // concurrently on several streams must not share the handle's one workspace.
+  void run(const GemmOperands& ops, cudaStream_t stream, void* workspace, size_t workspace_bytes);
+  // The workspace the cuBLASLt algorithm needs (0 for hymoe's own kernels).
+  size_t workspace_bytes() const;
 
   GemmKind kind() const { return kind_; }
   // The backend chosen: kCublasLt, kHymoe or one of the wgmma ones.

@@ -26,6 +26,7 @@
 #include "hymoe/gpu/expert_tensor_maps.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/stream.h"
 
 namespace hymoe::gpu {
 
@@ -97,7 +98,8 @@ struct GroupedGemmParams {
 // kernel; kAuto picks kWgmmaWsTmaGroupedScC where fp8_block_gemm_wgmma_supported(), else kHymoe where the
 // GPU has FP8 mma.sync; kCublasLt runs
 // one cuBLASLt plan per expert (its own kernel where cuBLASLt refuses the shape), each a separate
-// launch.
+// launch, spread over set_streams() streams: one expert's GEMM (at 4K-16K tokens 128-512 rows,
+// 16-56 column tiles) covers a fraction of the SMs, so several must run at once to fill them.
 class GroupedFp8Gemm {
  public:
   GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend backend = GemmBackend::kAuto);
@@ -110,6 +112,12 @@ class GroupedFp8Gemm {
   int n() const { return n_; }
   int k() const { return k_; }
   GemmBackend backend() const { return backend_; }
+  // kCublasLt: how many streams the per-expert GEMMs run on, the caller's and streams - 1 of its
+  // own forked from and joined back to it with events (so a graph capture sees one fork and one
+  // join). Experts go to the least-loaded stream by rows, largest first. 1..kMaxStreams.
+  static constexpr int kMaxStreams = 16;
+  void set_streams(int streams);
+  int streams() const { return streams_; }
 
  private:
   void run_tma(std::span<const int32_t> host_offsets, std::span<const ExpertWeight> experts,
@@ -125,6 +133,16 @@ class GroupedFp8Gemm {
   ExpertTensorMapTable map_table_;
   std::vector<TensorMapBytes> maps_host_;
   DeviceBuffer maps_dev_;
+  // kCublasLt with set_streams(> 1): side streams 1.. (0 is the caller's), each with its own
+  // workspace and a join event; scratch for the assignment, reused across runs.
+  int streams_ = 1;
+  std::vector<Stream> side_;
+  std::vector<Event> side_done_;
+  std::vector<DeviceBuffer> side_workspace_;
+  Event fork_{false};
+  std::vector<int> order_;
+  std::vector<int64_t> lane_rows_;
+  std::vector<GemmPlan*> expert_plan_;
 };
 
 }  // namespace hymoe::gpu
