@@ -810,7 +810,10 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
 
 // A DeepSeek-V3 MoE layer (256 experts, top-8, hidden 7168, intermediate 2048) on T tokens with
 // random routing: gate and up GEMMs into one [rows, 4096] buffer, down GEMM, per expert.
-void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_tokens) {
+// backend_only: this grouped GEMM backend's records only (gemm_backend_name), no dispatch
+// kernels (for ncu); empty: all.
+void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_tokens,
+               const std::string& backend_only) {
   cudaStream_t s = bench.stream();
   constexpr int kExperts = 256, kTopK = 8, kHidden = 7168, kInter = 2048;
   const size_t up_bytes = size_t(kInter) * kHidden;  // gate, up and down are the same size
@@ -866,6 +869,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
                                       GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
+      if (!backend_only.empty() && backend_only != gemm_backend_name(backend)) continue;
       // cuBLASLt per expert on 1 stream (the record's old name), then spread over more.
       for (const int streams : backend == GemmBackend::kCublasLt ? std::vector<int>{1, 2, 4, 8, 16}
                                                                  : std::vector<int>{1}) {
@@ -890,6 +894,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
         }
       }
     }
+    if (!backend_only.empty()) continue;
     // Dispatch kernels around it: permute of the quantised tokens and the weighted un-permute.
     DeviceBuffer xq = random_fp8(size_t(tokens) * kHidden, s);
     DeviceBuffer xs = random_f32(size_t(tokens) * (kHidden / 128), 0.001f, 0.01f, s);
@@ -925,6 +930,7 @@ int run(int argc, char** argv) {
   int max_tokens = 65536;
   std::string only;  // comma-separated section names; empty: all
   std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
+  std::string moe_backend;  // moe: this grouped GEMM backend only
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_path = argv[++i];
@@ -934,10 +940,14 @@ int run(int argc, char** argv) {
       only = argv[++i];
     } else if (!std::strcmp(argv[i], "--gemv-shape") && i + 1 < argc) {
       gemv_shape = argv[++i];
+    } else if (!std::strcmp(argv[i], "--moe-backend") && i + 1 < argc) {
+      moe_backend = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]\n"
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
+                   "                       [--moe-backend NAME (gemm_backend_name, e.g. "
+                   "wgmma_ws_tma_grouped_scc)]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
                    "mla_prefill mla_decode_wgmma\n");
       return 2;
@@ -977,7 +987,7 @@ int run(int argc, char** argv) {
   });
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
-  section("moe", [&] { bench_moe(bench, lt, c, max_tokens); });
+  section("moe", [&] { bench_moe(bench, lt, c, max_tokens, moe_backend); });
   section("mla_prefill", [&] { bench_mla_prefill(bench, c, max_tokens); });
   // Last: the opt-in wgmma MLA decode kernels, so that a fault there cannot cost other sections.
   section("mla_decode_wgmma", [&] {
