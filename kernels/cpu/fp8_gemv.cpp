@@ -44,6 +44,31 @@ void set_gemv_prefetch(const GemvPrefetch& p) {
   s.first_pass.store(p.first_pass, std::memory_order_relaxed);
 }
 
+namespace {
+
+struct AmxPrefetchState {
+  std::atomic<int> groups_ahead{AmxGemvPrefetch{}.groups_ahead};
+  std::atomic<int64_t> l1_ahead{AmxGemvPrefetch{}.l1_ahead};
+};
+
+AmxPrefetchState& amx_prefetch_state() {
+  static AmxPrefetchState s;
+  return s;
+}
+
+}  // namespace
+
+AmxGemvPrefetch amx_gemv_prefetch() {
+  const AmxPrefetchState& s = amx_prefetch_state();
+  return {s.groups_ahead.load(std::memory_order_relaxed), s.l1_ahead.load(std::memory_order_relaxed)};
+}
+
+void set_amx_gemv_prefetch(const AmxGemvPrefetch& p) {
+  AmxPrefetchState& s = amx_prefetch_state();
+  s.groups_ahead.store(p.groups_ahead, std::memory_order_relaxed);
+  s.l1_ahead.store(p.l1_ahead, std::memory_order_relaxed);
+}
+
 void validate(const Fp8GemvParams& p) {
   HYMOE_CHECK(p.w.data && p.w.scale_inv, kInvalidArgument, "fp8_gemv: null weight or scale");
   HYMOE_CHECK(p.w.rows > 0 && p.w.cols > 0, kInvalidArgument, "fp8_gemv: empty weight {}x{}",

@@ -28,10 +28,6 @@ namespace hymoe::kernels::detail {
 namespace {
 
 constexpr int kRows = 16;  // rows of a group: the tiles' M
-// Software prefetch distance along each of the group's 16 weight rows (into L1): 16 streams are
-// too many for the L1 prefetcher to follow alone.
-constexpr int64_t kGemvAmxPrefetch = 512;
-
 // Tiles: 0, 1 = C (16 rows x batch FP32), 2..5 = A (16 rows x 32 BF16), 6, 7 = B (16 K pairs x
 // batch).
 TileConfig gemv_tile_config(int batch) {
@@ -98,6 +94,8 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
   build_b(p, padded, scratch.lane.get(), xb);
 
   const Fp8Bf16Decoder dec;
+  const AmxGemvPrefetch pf = amx_gemv_prefetch();
+  const bool l2_prefetch = pf.groups_ahead > 0;
   const TileScope tiles(gemv_tile_config(batch));
   const int64_t kblocks = p.w.scale_cols();
   // Software-pipelined over K blocks: iteration kb decodes block kb + 1 into the other A buffer,
@@ -120,9 +118,11 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
       sr[r] = p.w.scale_inv + (i / Fp8Matrix::kBlock) * p.w.scale_cols();
       live[r] = r < rows ? ~uint64_t{0} : 0;
     }
-    // One group ahead, but never past the call's rows (another thread's, or past the matrix: DRAM
-    // bandwidth spent for nothing); the last group re-touches its own rows instead.
-    const int64_t ahead = r0 + kRows < p.row_end ? kRows * k_total : 0;
+    // pf.groups_ahead groups ahead, but not past the call's last group (another thread's rows,
+    // or past the matrix: DRAM bandwidth spent for nothing; prefetches never fault): the last
+    // groups prefetch as far as that group, the last one re-touches its own rows.
+    const int64_t groups_left = (p.row_end - r0 - 1) / kRows;
+    const int64_t ahead = std::min<int64_t>(pf.groups_ahead, groups_left) * kRows * k_total;
     // Block kb's codes of the group, decoded into a[kb % 2].
     auto decode = [&](int64_t kb) {
       for (int h = 0; h < 2; ++h) {
@@ -133,10 +133,11 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
         uint16_t(&dst)[2][kRows * 32] = a[kb % 2][h];
 #pragma GCC unroll 16
         for (int r = 0; r < kRows; ++r) {
-          // The next group's same bytes (one pass ahead, as the AVX512-BF16 variant) into L2, and
-          // this row's bytes kGemvAmxPrefetch ahead into L1.
-          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + ahead), _MM_HINT_T1);
-          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kGemvAmxPrefetch), _MM_HINT_T0);
+          // A later group's same bytes into L2 (by default the next: one pass ahead, as the
+          // AVX512-BF16 variant), and this row's bytes ahead into L1: 16 streams are too many for
+          // the L1 prefetcher to follow alone.
+          if (l2_prefetch) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + ahead), _MM_HINT_T1);
+          if (pf.l1_ahead) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + pf.l1_ahead), _MM_HINT_T0);
           __m512i codes = _mm512_maskz_loadu_epi8(_cvtu64_mask64(mk & live[r]), wr[r] + k);
           // Opaque to the compiler, as in the AVX512-BF16 variant: keeps the codes in a register
           // (GCC 12 otherwise rebuilds them through the stack for each destructive vpermi2b).

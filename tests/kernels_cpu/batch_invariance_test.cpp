@@ -129,6 +129,34 @@ TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
   set_gemv_prefetch(saved);
 }
 
+// The same for the AMX variant's settings (AmxGemvPrefetch), batch 1 and 3, on row counts with a
+// partial last group (the prefetch distance is cut to the call's last group).
+TEST(BatchInvariance, Fp8GemvAmxDoesNotDependOnThePrefetchSetting) {
+  if (!fp8_gemv_amx_supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  std::mt19937_64 rng(std::random_device{}());
+  const AmxGemvPrefetch saved = amx_gemv_prefetch();
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{136, 2048}, {40, 7168}}) {
+    test::RandomFp8Matrix w(n, k, rng);
+    const auto x = test::random_bf16(static_cast<size_t>(3 * k), rng);
+    for (const int batch : {1, 3}) {
+      set_amx_gemv_prefetch(saved);
+      std::vector<float> want(static_cast<size_t>(batch * n));
+      fp8_gemv_amx(Fp8GemvParams::strided(w.view, batch, x.data(), k, want.data(), n));
+      for (const AmxGemvPrefetch pf : {AmxGemvPrefetch{.groups_ahead = 0, .l1_ahead = 0},
+                                       AmxGemvPrefetch{.groups_ahead = 2, .l1_ahead = 0},
+                                       AmxGemvPrefetch{.groups_ahead = 5, .l1_ahead = 1024}}) {
+        set_amx_gemv_prefetch(pf);
+        auto got = test::nan_vector(static_cast<size_t>(batch * n));
+        fp8_gemv_amx(Fp8GemvParams::strided(w.view, batch, x.data(), k, got.data(), n));
+        EXPECT_TRUE(same_bits(want.data(), got.data(), batch * n))
+            << n << "x" << k << " batch " << batch << ": groups_ahead " << pf.groups_ahead << " l1_ahead "
+            << pf.l1_ahead;
+      }
+    }
+  }
+  set_amx_gemv_prefetch(saved);
+}
+
 TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {
   std::mt19937_64 rng(std::random_device{}());
   for (const GemmImpl impl : {GemmImpl::kAvx512Bf16, GemmImpl::kAmxBf16}) {
