@@ -87,8 +87,8 @@ void set_gemv_prefetch(const GemvPrefetch& p);
 
 // Software prefetch of the AMX variant (tuning and benchmarks; results never depend on it), read
 // on every call. Per 64-byte load of a group's row: the same bytes `groups_ahead` 16-row groups
-// ahead into L2 (never past the call's rows; 0: none), and the row's bytes `l1_ahead` ahead into
-// L1 (0: none).
+// ahead into L2 (cut to the call's last group; 0: none), and the row's bytes `l1_ahead` ahead
+// into L1 (0: none).
 struct AmxGemvPrefetch {
   int groups_ahead = 1;
   int64_t l1_ahead = 512;
