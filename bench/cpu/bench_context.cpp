@@ -94,6 +94,15 @@ double PairedProbe::read_seconds(cpu::ThreadPool& pool) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double PairedProbe::read_part_seconds(cpu::ThreadPool& pool, int part, int parts) {
+  const size_t piece = slice_ / parts / 4096 * 4096;
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run([&](const cpu::WorkerInfo& w) {
+    if (read_probe_slice(buf_.data() + w.index * slice_ + part * piece, piece) == 42) sink_ = 42;
+  });
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   size_t i = 0;

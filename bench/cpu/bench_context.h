@@ -108,6 +108,10 @@ class PairedProbe {
   // One pass of every worker over its slice (the probe's loop); returns the seconds.
   double read_seconds(cpu::ThreadPool& pool);
   double read_gbps(cpu::ThreadPool& pool) { return static_cast<double>(bytes()) / read_seconds(pool) / 1e9; }
+  // Piece `part` of `parts` of every worker's slice (parts pieces of slice / parts bytes, rounded
+  // down to 4 KB); returns the seconds. part_bytes(parts): the bytes one such call reads.
+  double read_part_seconds(cpu::ThreadPool& pool, int part, int parts);
+  size_t part_bytes(cpu::ThreadPool& pool, int parts) const { return slice_ / parts / 4096 * 4096 * pool.size(); }
 
  private:
   HugeBuffer buf_;

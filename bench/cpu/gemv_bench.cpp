@@ -183,6 +183,69 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
                         pool.caller_spin_limit_us())});
 }
 
+// The batch-1 GEMV paired with the probe matrix by matrix instead of round by round (records
+// fp8_gemv_<shape>_b1_fine): each round alternates a probe piece (1 / count of every worker's
+// slice) and one matrix's GEMV (every worker its rows), count times, each its own run(); the
+// round's ratio is the GEMV's GB/s over the probe's, both summed over the round. A shared host's
+// bandwidth moved by up to 2x between cases and round ratios spanned 0.58-1.00 inside one case
+// (Xeon runs 9-12), i.e. it drifts within the 15-150 ms a whole round takes; alternating every
+// 0.1-1.5 ms puts both sides in the same moments. Each matrix is its own run() (a barrier
+// after it) on both sides, so the two pay the same dispatch.
+void bm_gemv_fine(benchmark::State& state, BenchContext* ctx, Shape s, int threads) {
+  Fp8MatrixSet& set = matrices(ctx, s);
+  cpu::ThreadPool& pool = ctx->pool(threads, kDefaultCallerWait);
+  const int count = static_cast<int>(set.matrices().size());
+  const size_t matrix_bytes = static_cast<size_t>(s.rows * s.cols);
+  PairedProbe& probe = PairedProbe::get(*ctx, count * matrix_bytes, threads);
+  const size_t piece_bytes = probe.part_bytes(pool, count);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(s.cols));
+  for (auto& v : x) v = float_to_bf16(d(rng));
+  std::vector<float> y(static_cast<size_t>(s.rows));
+  auto gemv_seconds = [&](const Fp8Matrix& m) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](const cpu::WorkerInfo& w) {
+      const auto [r0, r1] = set.row_range(w.index, pool.size());
+      auto p = kernels::Fp8GemvParams::strided(m, 1, x.data(), s.cols, y.data(), s.rows);
+      p.row_begin = r0;
+      p.row_end = r1;
+      kernels::fp8_gemv(p);
+    });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto round = [&](double& tp, double& tg) {
+    tp = tg = 0;
+    for (int i = 0; i < count; ++i) {
+      tp += probe.read_part_seconds(pool, i, count);
+      tg += gemv_seconds(set.matrices()[i]);
+    }
+  };
+  double tp = 0, tg = 0;
+  for (int i = 0; i < kWarmupPairs; ++i) round(tp, tg);
+  std::vector<double> gemv_gbps, probe_gbps, ratios;
+  for (auto _ : state) {
+    round(tp, tg);
+    state.SetIterationTime(tg);
+    probe_gbps.push_back(static_cast<double>(piece_bytes) * count / tp / 1e9);
+    gemv_gbps.push_back(static_cast<double>(matrix_bytes) * count / tg / 1e9);
+    ratios.push_back(gemv_gbps.back() / probe_gbps.back());
+  }
+  benchmark::DoNotOptimize(y.data());
+  const double gbps = median(gemv_gbps), ceiling = median(probe_gbps), ratio = median(ratios);
+  state.counters["GBps"] = gbps;
+  state.counters["probe"] = ceiling;
+  state.counters["of_probe"] = ratio;
+  ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b1_fine", threads, gbps, "GB/s",
+            ceiling, ratio,
+            fmt::format("{}, {} matrices, probe and GEMV alternating matrix by matrix ({} MB probe pieces), {} "
+                        "warm-up rounds, {} rounds; value, ceiling = median GB/s, ratio = median of per-round "
+                        "GEMV/probe (min {:.3f}, max {:.3f})",
+                        kernels::isa_name(kernels::best_isa()), count, piece_bytes >> 20, kWarmupPairs,
+                        ratios.size(), *std::min_element(ratios.begin(), ratios.end()),
+                        *std::max_element(ratios.begin(), ratios.end()))});
+}
+
 // One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
 // called over and over): what the core could consume if DRAM kept up. The ratio to the 1-thread
 // probe is the headroom: below 1, a core cannot saturate even its own read bandwidth.
@@ -266,6 +329,15 @@ void register_gemv(BenchContext& ctx) {
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
       }
+    }
+    // The same at batch 1 paired matrix by matrix (records fp8_gemv_<shape>_b1_fine).
+    for (int t : ctx.thread_counts()) {
+      const std::string name = "fp8_gemv_fine/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                               "/batch:1/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), bm_gemv_fine, &ctx, s, t)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(kPairedRounds);
     }
     // Right after the default cases, same shape, at all threads: the caller of run() spinning
     // at most 5 us before it sleeps (CallerWait::kAuto; the default spins up to
