@@ -382,8 +382,9 @@ void register_gemv(BenchContext& ctx) {
     }
   }
   // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
-  // l2 = always into L2 (also at 2, 4 and 8 threads: on the Xeon, runs 42-47, it beat the
-  // default's L1 prefetch of 7168x2048's 16 KB passes at 1 and 16 threads), l1 = always into L1,
+  // l2 = always into L2, l1 = always into L1 (the one that is not this CPU's default
+  // (default_gemv_prefetch) also at 2, 4 and 8 threads: on the Xeon, runs 42-49, L2 beat L1 on
+  // 7168x2048's 16 KB passes, on Zen 5 L1 beat L2),
   // nofirst = no up-front prefetch of a call's first pass;
   // off = no software prefetch (the hardware prefetchers alone: on Intel every software prefetch
   // holds one of the core's 16 L1 fill buffers until its line arrives, which may cap one core's
@@ -403,10 +404,14 @@ void register_gemv(BenchContext& ctx) {
     if (all > one_two_all.back()) one_two_all.push_back(all);
     std::vector<int> one_all{1};
     if (all > 1) one_all.push_back(all);
+    // The one of L1 / L2 that is not this CPU's default at every thread count up to 8 (the
+    // default's own record is the comparison), the other at 1 and all.
+    const bool l2_default = kernels::default_gemv_prefetch().l1_bytes == 0;
     return std::vector<Case>{
-        {{"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}}, one_two_all},
-        {{"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}}, one_all},
-        {{"nofirst", {.distance = -1, .l1_bytes = kernels::GemvPrefetch{}.l1_bytes, .first_pass = false}}, one_all},
+        {{"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}}, l2_default ? one_all : one_two_all},
+        {{"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}}, l2_default ? one_two_all : one_all},
+        {{"nofirst", {.distance = -1, .l1_bytes = kernels::default_gemv_prefetch().l1_bytes, .first_pass = false}},
+         one_all},
         {{"off", {.distance = 0, .l1_bytes = 0, .first_pass = false}}, one_two_all},
     };
   }();
@@ -436,13 +441,14 @@ void register_gemv(BenchContext& ctx) {
             ->Iterations(kPairedRounds);
       }
     }
-    // l2 at batch 2 on all threads too (record fp8_gemv_<shape>_b2_pf_l2): the default's L1 rule
-    // covers batch 1-2, and only batch 1 has been measured against L2 on the Xeon.
-    const std::string b2 = "fp8_gemv_pf/l2/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                           "/batch:2/threads:" + std::to_string(ctx.max_threads());
-    const auto l2 = std::find_if(kCases.begin(), kCases.end(),
-                                 [](const Case& c) { return std::string_view(c.v.name) == "l2"; });
-    benchmark::RegisterBenchmark(b2.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 2, &l2->v, kDefaultCallerWait,
+    // The non-default one of l1 / l2 at batch 2 on all threads too (record
+    // fp8_gemv_<shape>_b2_pf_l1 or _l2): the L1 rule covers batch 1-2.
+    const char* other = kernels::default_gemv_prefetch().l1_bytes == 0 ? "l1" : "l2";
+    const std::string b2 = "fp8_gemv_pf/" + std::string(other) + "/" + std::to_string(s.rows) + "x" +
+                           std::to_string(s.cols) + "/batch:2/threads:" + std::to_string(ctx.max_threads());
+    const auto v2 = std::find_if(kCases.begin(), kCases.end(),
+                                 [other](const Case& c) { return std::string_view(c.v.name) == other; });
+    benchmark::RegisterBenchmark(b2.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 2, &v2->v, kDefaultCallerWait,
                                  false, nullptr)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "variants.h"
 
@@ -19,9 +20,9 @@ int64_t env_int(const char* name, int64_t fallback) {
 // The AVX512-BF16 GEMV's prefetch settings, read on every call (relaxed atomics: set_gemv_prefetch
 // may run while other threads call the GEMV, each call sees one value of each field).
 struct PrefetchState {
-  std::atomic<int64_t> distance{env_int("HYMOE_GEMV_PREFETCH", GemvPrefetch{}.distance)};
-  std::atomic<int64_t> l1_bytes{env_int("HYMOE_GEMV_PREFETCH_L1", GemvPrefetch{}.l1_bytes)};
-  std::atomic<bool> first_pass{env_int("HYMOE_GEMV_PREFETCH_FIRST", GemvPrefetch{}.first_pass) != 0};
+  std::atomic<int64_t> distance{env_int("HYMOE_GEMV_PREFETCH", default_gemv_prefetch().distance)};
+  std::atomic<int64_t> l1_bytes{env_int("HYMOE_GEMV_PREFETCH_L1", default_gemv_prefetch().l1_bytes)};
+  std::atomic<bool> first_pass{env_int("HYMOE_GEMV_PREFETCH_FIRST", default_gemv_prefetch().first_pass) != 0};
 };
 
 PrefetchState& prefetch_state() {
@@ -30,6 +31,12 @@ PrefetchState& prefetch_state() {
 }
 
 }  // namespace
+
+GemvPrefetch default_gemv_prefetch() {
+  GemvPrefetch p;
+  if (cpu_features().vendor == CpuVendor::kIntel) p.l1_bytes = 0;
+  return p;
+}
 
 GemvPrefetch gemv_prefetch() {
   const PrefetchState& s = prefetch_state();

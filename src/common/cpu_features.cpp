@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace hymoe {
@@ -22,6 +23,15 @@ bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
 CpuFeatures detect_cpu_features() {
   CpuFeatures f;
   uint32_t eax, ebx, ecx, edx;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+    char id[13] = {};
+    std::memcpy(id, &ebx, 4);
+    std::memcpy(id + 4, &edx, 4);
+    std::memcpy(id + 8, &ecx, 4);
+    const std::string_view vendor(id, 12);
+    if (vendor == "GenuineIntel") f.vendor = CpuVendor::kIntel;
+    if (vendor == "AuthenticAMD") f.vendor = CpuVendor::kAmd;
+  }
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
   const bool osxsave = bit(ecx, 27);
   const bool fma = bit(ecx, 12), f16c = bit(ecx, 29), avx = bit(ecx, 28);

@@ -33,6 +33,12 @@ TEST(CpuFeatures, VbmiAgreesWithTheCompilerRuntime) {
   EXPECT_EQ(f.describe().find("avx512_vbmi") != std::string::npos, f.avx512_vbmi);
 }
 
+TEST(CpuFeatures, VendorAgreesWithTheCompilerRuntime) {
+  const CpuFeatures f = detect_cpu_features();
+  EXPECT_EQ(f.vendor == CpuVendor::kIntel, __builtin_cpu_is("intel") != 0);
+  EXPECT_EQ(f.vendor == CpuVendor::kAmd, __builtin_cpu_is("amd") != 0);
+}
+
 CpuFeatures all_on() {
   CpuFeatures f;
   f.avx2 = f.fma = f.f16c = f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = true;

@@ -7,7 +7,10 @@
 
 namespace hymoe {
 
+enum class CpuVendor { kOther, kIntel, kAmd };
+
 struct CpuFeatures {
+  CpuVendor vendor = CpuVendor::kOther;  // CPUID leaf 0: GenuineIntel, AuthenticAMD
   bool avx2 = false;
   bool fma = false;
   bool f16c = false;

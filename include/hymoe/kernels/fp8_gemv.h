@@ -70,8 +70,8 @@ void validate(const Fp8GemvParams& p);
 
 // Software prefetch of the AVX512-BF16 variant (tuning and benchmarks; results never depend on
 // it). Defaults: the environment (HYMOE_GEMV_PREFETCH, HYMOE_GEMV_PREFETCH_L1,
-// HYMOE_GEMV_PREFETCH_FIRST, read at first use), else the values below. Every call reads the
-// current setting.
+// HYMOE_GEMV_PREFETCH_FIRST, read at first use), else default_gemv_prefetch(). Every call reads
+// the current setting.
 struct GemvPrefetch {
   // Bytes ahead of the pass being read; negative: one pass (R rows x K: the same columns of the
   // next row group); 0: no software prefetch at all (the hardware prefetchers alone).
@@ -82,6 +82,11 @@ struct GemvPrefetch {
   int64_t l1_bytes = 16 << 10;
   bool first_pass = true;  // prefetch a call's first pass up front
 };
+// The defaults for the CPU we run on: the values above, except l1_bytes = 0 (always L2) on Intel.
+// Zen 5 ran the down projection faster with L1 (0.81-0.83 of the probe at batch 1 against
+// 0.75-0.78 with L2); the 16-core Xeon of the GPU machine (Emerald Rapids) slower, L2 winning 30
+// of 38 paired cases at batch 1 and 3 of 3 at batch 2 (docs/benchmarks.md, Xeon run 13).
+GemvPrefetch default_gemv_prefetch();
 GemvPrefetch gemv_prefetch();
 void set_gemv_prefetch(const GemvPrefetch& p);
 
