@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_fill.h"
+#include "weight_stream_probe.h"
 #include "hymoe/gpu/activation.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cublaslt.h"
@@ -829,6 +830,32 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
     gate[e] = {wg.as<Fp8E4M3>() + e * up_bytes, wgs.as<float>() + e * sg};
     up[e] = {wu.as<Fp8E4M3>() + e * up_bytes, wus.as<float>() + e * sg};
     down[e] = {wd.as<Fp8E4M3>() + e * up_bytes, wds.as<float>() + e * sd};
+  }
+  if (backend_only.empty()) {
+    // The gate weights (3.76 GB) read as the grouped GEMM reads them, one 128-row panel per
+    // expert and column tile, against a plain streaming read of the same bytes: is the GEMM's
+    // DRAM rate at 4K tokens (ncu: 61% of peak) a limit of its access pattern or of its pipeline?
+    int sms = 0;
+    HYMOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const double bytes = double(up_bytes) * kExperts;
+    DeviceBuffer fold(size_t(8 * sms) * 4);  // (>= 4 CTAs an SM)
+    const double rms = bench.time_ms([&] {
+      HYMOE_CUDA_CHECK(bench::read_probe(wg.data(), up_bytes * kExperts, fold.as<uint32_t>(), 8 * sms, s));
+    });
+    bench.add({"moe_weight_stream/read_probe (gate weights, 3.76 GB)", bytes / (rms * 1e-3) / 1e9, "GB/s",
+               c.copy_gbs, "d2d copy"});
+    for (const auto& [order, label] : {std::pair{bench::PanelOrder::kBoxes, "128x128-byte boxes"},
+                                       std::pair{bench::PanelOrder::kContiguous, "16 KB pieces"}}) {
+      for (const auto& [per_sm, in_flight] : {std::pair{1, 6}, std::pair{2, 6}, std::pair{4, 6}, std::pair{1, 12}}) {
+        const double ms = bench.time_ms([&] {
+          HYMOE_CUDA_CHECK(bench::weight_stream_probe(wg.data(), kExperts, kInter, kHidden, order, per_sm * sms,
+                                                      fold.as<uint32_t>(), s, in_flight));
+        });
+        bench.add({fmt::format("moe_weight_stream/{} panels, {} CTA/SM, {} K blocks in flight", label, per_sm,
+                               in_flight),
+                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      }
+    }
   }
   std::mt19937_64 rng(42);
   for (int tokens = 4096; tokens <= max_tokens; tokens *= 4) {
