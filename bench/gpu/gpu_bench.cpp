@@ -893,7 +893,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
                                       GemmBackend::kWgmmaWsTmaGroupedScXH,
                                       GemmBackend::kWgmmaWsTmaGroupedC,
                                       GemmBackend::kWgmmaWsTmaGroupedScC,
-                                      GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsTmaGroupedScXC,
+                                      GemmBackend::kWgmmaWsTmaGroupedScCM, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       if (!backend_only.empty() && backend_only != gemm_backend_name(backend)) continue;

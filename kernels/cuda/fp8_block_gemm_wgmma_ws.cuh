@@ -31,6 +31,12 @@
 // one wgmma group kept in flight across each K step (ws_consume's cross_loop): run 24's ncu at 4K
 // tokens showed each consumer draining its wgmmas every block (wait_group 0) and then stalling on
 // scale loads, promotion and the next full wait before issuing again.
+// Round 8's opt-in A multicast (kWgmmaWsTmaGroupedScCM, WsCfg::kPair): ScC in clusters of two
+// CTAs on adjacent column tiles of one row tile (WsPairedTmaTiles). Each CTA loads half of the A
+// box (64 rows) and multicasts it into both CTAs' slot; B stays per CTA. Every K block then reads
+// 8 KB of A from L2 per CTA instead of 16 (run 55's ncu: L2 throughput 89%, the kernel's limit at
+// 4K tokens). A slot is refilled only when the consumers of both CTAs released it: each consumer
+// warp arrives on its own and on the peer's empty barrier (kEmptyArrivals = 16).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
@@ -44,7 +50,7 @@ namespace hymoe::gpu::kernels {
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
 template <int Consumers, bool Tma = false, bool SmemStore = false, bool SmemScales = false,
-          bool Split64 = false, bool Cross = false>
+          bool Split64 = false, bool Cross = false, bool Pair = false>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
@@ -63,6 +69,10 @@ struct WsCfg {
   // before the wait for kb (wgmma.wait_group 1), kb promoted under them, kb's slot released
   // only after that wait (one step later than the other schedules).
   static constexpr bool kCross = Cross;
+  // Round 8 (kWgmmaWsTmaGroupedScCM): clusters of two CTAs sharing each K block's A tile.
+  static constexpr bool kPair = Pair;
+  static_assert(!Pair || (Tma && Consumers == 2 && !SmemStore && !Split64),
+                "A multicast: two consumers, TMA loads, register stores, full tiles");
   static_assert(!Cross || (Consumers == 2 && !SmemStore && !Split64),
                 "two consumers, register stores, full tiles: three 64-register accumulators");
   // The output tile through shared memory (16 KB per consumer, wgmma::out_stage_offset) and
@@ -71,7 +81,9 @@ struct WsCfg {
   static constexpr int kM = 64 * kConsumers;                // rows per tile
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
   static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
-  static constexpr int kConsumerWarps = 4 * kConsumers;     // arrivals per empty-barrier phase
+  static constexpr int kConsumerWarps = 4 * kConsumers;
+  // Arrivals per empty-barrier phase: each consumer warp's (kPair: of both CTAs).
+  static constexpr int kEmptyArrivals = (Pair ? 2 : 1) * kConsumerWarps;
   static constexpr int kProducerThreads = 128;              // the producer warpgroup
   // Arrivals per full-barrier phase: every producer thread's cp.async.mbarrier.arrive, or the
   // one arrive.expect_tx of the TMA thread (the bytes then complete the phase), plus (kSmemScales)
@@ -114,6 +126,8 @@ template <class Cfg>
 struct WsDenseTiles {
   int tiles_m, tiles_n;
   __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
+  __device__ __forceinline__ int first() const { return blockIdx.x; }  // ids first, first + step..
+  __device__ __forceinline__ int step() const { return gridDim.x; }
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams& p, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
     const wgmma::TileCoord t = wgmma::raster_tile(id, tiles_m, tiles_n, kWgRasterGroup);
@@ -140,6 +154,8 @@ struct WsGroupedTiles {
   int row_tiles, tiles_n;
   wgmma::GroupedCursor cursor;
   __device__ __forceinline__ int count() const { return row_tiles * tiles_n; }
+  __device__ __forceinline__ int first() const { return blockIdx.x; }
+  __device__ __forceinline__ int step() const { return gridDim.x; }
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
     if constexpr (ExpertMajor) {
@@ -181,6 +197,42 @@ struct WsGroupedTmaTiles : WsGroupedTiles<Cfg, ExpertMajor> {
   __device__ __forceinline__ int a_row(int m0) const { return row0 + m0; }
   __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap*) const {
     return maps + this->cursor.expert;
+  }
+};
+
+// kPair (kWgmmaWsTmaGroupedScCM): the tiles of a cluster of two CTAs. Pair id i (clusters take
+// ids cluster_index(), + clusters(), ...) is row tile y = i / pairs_n of all experts (as
+// WsGroupedTiles' y) and column tiles 2 (i % pairs_n) + rank: both CTAs of a cluster walk the
+// same row tiles, hence the same experts and K blocks, in step. An odd column-tile count leaves
+// rank 1 of the last pair a tile past n (n0 >= n): its B box and scale are zero, its store masked,
+// and it still loads its half of A for rank 0.
+template <class Cfg>
+struct WsPairedTmaTiles {
+  const GroupedGemmParams* gp;
+  int row_tiles, tiles_n;
+  wgmma::GroupedCursor cursor;
+  const CUtensorMap* maps;
+  int rank = 0;
+  int row0 = 0;  // first permuted row of the current tile's expert
+  __device__ __forceinline__ int pairs_n() const { return (tiles_n + 1) / 2; }
+  __device__ __forceinline__ int count() const { return row_tiles * pairs_n(); }
+  __device__ __forceinline__ int first() const { return cluster_index(); }
+  __device__ __forceinline__ int step() const { return clusters(); }
+  __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
+                                     int& m0, int& n0) {
+    const int y = id / pairs_n(), x = 2 * (id % pairs_n()) + rank;
+    wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, Cfg::kM);
+    if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
+    grouped_expert_params(*gp, cursor.expert, q);
+    m0 = (y - cursor.first) * Cfg::kM;
+    n0 = x * kWgN;
+    row0 = gp->offsets[cursor.expert];
+    return true;
+  }
+  static constexpr bool kMapsInGlobal = true;
+  __device__ __forceinline__ int a_row(int m0) const { return row0 + m0; }
+  __device__ __forceinline__ const CUtensorMap* b_map(const CUtensorMap*) const {
+    return maps + cursor.expert;
   }
 };
 
@@ -241,7 +293,7 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
                                            uint32_t ring_addr, uint32_t bars, int t) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
-  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const WsLoader<Cfg> loader(q, m0, n0, t);
@@ -266,7 +318,7 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
   [[maybe_unused]] const CUtensorMap* acquired = nullptr;  // (maps in global memory)
-  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
@@ -294,6 +346,45 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
   }
 }
 
+// kPair: the TMA thread of CTA rank (0 or 1) of a cluster. Per K block, after its own empty
+// barrier (both CTAs' consumers released the slot): the slot's bytes announced on its own full
+// barrier (both halves of A, one from each CTA, and its B), then A rows a_row + 64 rank .. + 63
+// (map_a's boxes are 64 rows) multicast into that half of both CTAs' slot, then its own B box.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_produce_tma_pair(const Fp8BlockGemmParams& p, Tiles tiles,
+                                                    uint32_t ring_addr, uint32_t bars,
+                                                    const CUtensorMap* map_a, uint32_t rank) {
+  static_assert(Cfg::kPair);
+  constexpr uint32_t kHalfA = 64 * wgmma::kSw128RowBytes;  // whole swizzle atoms
+  wgmma::RingPos pos{0, 0};
+  Fp8BlockGemmParams q;
+  const CUtensorMap* acquired = nullptr;
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const int a_row = tiles.a_row(m0) + 64 * static_cast<int>(rank);
+    const CUtensorMap* map_b = tiles.b_map(nullptr);
+    if (map_b != acquired) {
+      tensormap_acquire(map_b);
+      acquired = map_b;
+    }
+    for (int kb = 0; kb < kblocks; ++kb) {
+      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+      const uint32_t full = bars + pos.stage * 8;
+      const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
+      mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
+      tma_load_2d_multicast(stage_addr + rank * kHalfA, map_a, full, kb * kWgK, a_row, 0x3);
+      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
+      pos = wgmma::ring_next(pos, Cfg::kStages);
+    }
+  }
+  for (int s = 0; s < Cfg::kStages; ++s) {
+    mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
+    pos = wgmma::ring_next(pos, Cfg::kStages);
+  }
+}
+
 // kSmemScales: the producer's second warp (lane l = 0..31) copies each K block's block scales
 // into the scale slot of the ring slot the TMA thread fills: the A scales of tile rows
 // l + 32 i (a_scale[kb][m0 + row]: 128 contiguous bytes per i, zero-filled past the expert's
@@ -306,7 +397,7 @@ __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, T
                                                   uint32_t scale_addr, uint32_t bars, int lane) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
-  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
@@ -323,7 +414,8 @@ __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, T
         cp_async4_shared(slot + 4 * (lane + Cfg::kScaleWarpThreads * i),
                          ok ? sa + Cfg::kScaleWarpThreads * i : q.a_scale, ok);
       }
-      if (lane == 0) cp_async4_shared(slot + 4 * Cfg::kM, b_scale + kb, true);
+      // (kPair: a tile past n, rank 1 of an odd column-tile count's last pair, gets scale 0.)
+      if (lane == 0) cp_async4_shared(slot + 4 * Cfg::kM, n0 < q.n ? b_scale + kb : q.b_scale, n0 < q.n);
       cp_async_arrive_noinc(bars + pos.stage * 8);
       pos = wgmma::ring_next(pos, Cfg::kStages);
     }
@@ -337,6 +429,7 @@ struct WsSlots {
   uint32_t ring_addr, bars;
   int cw;
   bool lane0;
+  uint32_t peer = 0;  // kPair: the other CTA's rank, whose empty barriers count this one's releases too
   wgmma::RingPos pos{0, 0};
   // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
   // the group; the caller waits for it). N = 32 (kSplit64's half tiles): A rows 0..63 and B rows
@@ -370,7 +463,10 @@ struct WsSlots {
   // (kSmemScales: __syncwarp first, so every lane's reads of the scale slot precede the arrival.)
   __device__ __forceinline__ void release() {
     if constexpr (Cfg::kSmemScales) __syncwarp();
-    if (lane0) mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
+    if (lane0) {
+      mbarrier_arrive(bars + (Cfg::kStages + pos.stage) * 8);
+      if constexpr (Cfg::kPair) mbarrier_arrive_peer(bars + (Cfg::kStages + pos.stage) * 8, peer);
+    }
     pos = wgmma::ring_next(pos, Cfg::kStages);
   }
   // kCross: slots issued but not yet released lie from tail (the oldest) to pos (the next to
@@ -387,7 +483,10 @@ struct WsSlots {
   }
   __device__ __forceinline__ void release_oldest() {
     if constexpr (Cfg::kSmemScales) __syncwarp();
-    if (lane0) mbarrier_arrive(bars + (Cfg::kStages + tail.stage) * 8);
+    if (lane0) {
+      mbarrier_arrive(bars + (Cfg::kStages + tail.stage) * 8);
+      if constexpr (Cfg::kPair) mbarrier_arrive_peer(bars + (Cfg::kStages + tail.stage) * 8, peer);
+    }
     tail = wgmma::ring_next(tail, Cfg::kStages);
   }
   wgmma::RingPos tail{0, 0};
@@ -464,10 +563,11 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
                                            [[maybe_unused]] uint8_t* out_stage,
                                            [[maybe_unused]] const float* scale_ring) {
   WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
+  if constexpr (Cfg::kPair) slots.peer = cluster_rank() ^ 1u;
   Fp8BlockGemmParams q;
   float acc[64], part0[64];
   [[maybe_unused]] float part1[Pipelined || Cfg::kCross ? 64 : 1];
-  for (int id = blockIdx.x; id < tiles.count(); id += gridDim.x) {
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
@@ -615,15 +715,20 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbarrier_init(bars + s * 8, Cfg::kFullArrivals);
-      mbarrier_init(bars + (Cfg::kStages + s) * 8, Cfg::kConsumerWarps);
+      mbarrier_init(bars + (Cfg::kStages + s) * 8, Cfg::kEmptyArrivals);
     }
   }
-  __syncthreads();
+  // kPair: the peer's barriers exist before this CTA's first multicast or remote arrival.
+  if constexpr (Cfg::kPair) cluster_sync();
+  else __syncthreads();
   // (kSmemScales: the scale slots after the barriers and the output staging.)
   const uint32_t scale_off = Cfg::kRingBytes + Cfg::kBarBytes + Cfg::kOutBytes;
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
-    if constexpr (Cfg::kTma) {
+    if constexpr (Cfg::kPair) {
+      if (t == 0) ws_produce_tma_pair<Cfg>(p, tiles, ring_addr, bars, map_a, cluster_rank());
+      if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
+    } else if constexpr (Cfg::kTma) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
       if constexpr (Cfg::kSmemScales) {
         if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
@@ -639,6 +744,8 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     const auto* scale_ring = reinterpret_cast<const float*>(smem + pad + scale_off);
     ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage, scale_ring);
   }
+  // kPair: no CTA leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (Cfg::kPair) cluster_sync();
 }
 
 // Dense: grid = min(tiles, SMs * Cfg::kBlocksPerSm), persistent over the tiles.
@@ -703,6 +810,25 @@ __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlo
   tiles.cursor = {};
   tiles.maps = maps_b;
   ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem, &map_a, nullptr);
+}
+
+// Round 8's A multicast (kWgmmaWsTmaGroupedScCM: ScC in clusters of two, WsCfg::kPair):
+// launched with cluster dimension 2 over an even grid; map_a over all permuted rows with 64-row
+// boxes (each CTA loads one half of a tile's A box), maps_b as above.
+__global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
+    fp8_grouped_gemm_wgmma_tma_pair_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
+                                           const __grid_constant__ CUtensorMap map_a,
+                                           const CUtensorMap* maps_b) {
+  using Cfg = WsCfg<2, true, false, true, false, true, true>;
+  extern __shared__ __align__(16) uint8_t ws_smem[];
+  WsPairedTmaTiles<Cfg> tiles;
+  tiles.gp = &gp;
+  tiles.row_tiles = row_tiles;
+  tiles.tiles_n = (gp.n + kWgN - 1) / kWgN;
+  tiles.cursor = {};
+  tiles.maps = maps_b;
+  tiles.rank = static_cast<int>(cluster_rank());
+  ws_run<Cfg, true>(Fp8BlockGemmParams{}, tiles, ws_smem, &map_a, nullptr);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -88,6 +88,86 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint3
 #endif
 }
 
+// The same box delivered to every CTA of the cluster named in cta_mask (bit r: rank r), at the
+// same shared offset dst in each, completing its bytes on the barrier at offset bar in each.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const void* map, uint32_t bar,
+                                                      int c0, int c1, uint16_t cta_mask) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+#else
+  (void)dst;
+  (void)map;
+  (void)bar;
+  (void)c0;
+  (void)c1;
+  (void)cta_mask;
+  __trap();
+#endif
+}
+
+// --- thread block clusters ---
+//   cluster_rank()             this CTA's rank in its cluster (%cluster_ctarank)
+//   cluster_index(), clusters()  the cluster's index in the grid and their count (x only)
+//   cluster_sync()             barrier.cluster arrive (release) + wait (acquire), all threads
+//   mbarrier_arrive_peer(bar, rank)  an arrival on the barrier at shared offset bar of CTA rank
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r = 0;
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#else
+  __trap();
+#endif
+  return r;
+}
+__device__ __forceinline__ int cluster_index() {
+  uint32_t r = 0;
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+#else
+  __trap();
+#endif
+  return static_cast<int>(r);
+}
+__device__ __forceinline__ int clusters() {
+  uint32_t r = 0;
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+#else
+  __trap();
+#endif
+  return static_cast<int>(r);
+}
+__device__ __forceinline__ void cluster_sync() {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void mbarrier_arrive_peer(uint32_t bar, uint32_t rank) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+#else
+  (void)bar;
+  (void)rank;
+  __trap();
+#endif
+}
+
 // A tensor map in global memory written by a host copy before the launch (the grouped GEMM's
 // per-expert weight maps): the tensormap proxy must acquire it before a TMA reads it (PTX:
 // fence.proxy.tensormap::generic; .sys because the host wrote it, the CUDA programming guide's

@@ -163,6 +163,40 @@ cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* 
       p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
   return cudaGetLastError();
 }
+// Round 8: ScC in clusters of two with A multicast (kWgmmaWsTmaGroupedScCM). map_a's boxes are
+// 64 rows (each CTA of a cluster loads half of a tile's A); the grid is an even number of
+// persistent CTAs, at most one cluster per pair of column tiles of each row tile.
+cudaError_t wgmma_tma_grouped_pair(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
+                                   int row_tiles, cudaStream_t stream) {
+  using Cfg = kernels::WsCfg<2, true, false, true, false, true, true>;
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_pair_kernel;
+  CUtensorMap map_a{};
+  cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, 64);
+  if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
+  if (err != cudaSuccess) return err;
+  const int pairs = ((p.n + kernels::kWgN - 1) / kernels::kWgN + 1) / 2 * row_tiles;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(Cfg::kThreads);
+  config.dynamicSmemBytes = Cfg::kSmemBytes;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  // Persistent: as many clusters as can be resident at once (GPCs may not pair all their SMs),
+  // at most one per pair of column tiles.
+  int resident = 0;
+  config.gridDim = dim3(2);
+  err = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
+  if (err != cudaSuccess) return err;
+  const int grid_clusters = pairs < resident ? pairs : resident;
+  if (grid_clusters <= 0) return cudaErrorInvalidConfiguration;
+  config.gridDim = dim3(2 * grid_clusters);
+  return cudaLaunchKernelEx(&config, kernel, p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
+}
 }  // namespace
 
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
@@ -188,6 +222,8 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
       return wgmma_tma_grouped<false, true, false, false, true>(p, maps_b, rows, row_tiles, stream);
     case GroupedTmaVariant::kSmemScalesExpertMajorCross:
       return wgmma_tma_grouped<false, true, true, false, true>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScalesCrossMulticast:
+      return wgmma_tma_grouped_pair(p, maps_b, rows, row_tiles, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -40,6 +40,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsTmaGroupedScC: return "wgmma_ws_tma_grouped_scc";
     case GemmBackend::kWgmmaWsTmaGroupedScXC: return "wgmma_ws_tma_grouped_scxc";
     case GemmBackend::kWgmmaWsTmaC: return "wgmma_ws_tma_c";
+    case GemmBackend::kWgmmaWsTmaGroupedScCM: return "wgmma_ws_tma_grouped_sccm";
   }
   return "unknown";
 }

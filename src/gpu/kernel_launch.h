@@ -56,6 +56,8 @@ enum class GroupedTmaVariant {
   kCross,                      // kWgmmaWsTmaGroupedC: with global scale loads
   kSmemScalesCross,            // kWgmmaWsTmaGroupedScC: with the scales through the ring
   kSmemScalesExpertMajorCross,  // kWgmmaWsTmaGroupedScXC: and expert-major tile order
+  // Round 8: ScC in 2-CTA clusters over adjacent column tiles, A multicast (WsCfg::kPair)
+  kSmemScalesCrossMulticast,  // kWgmmaWsTmaGroupedScCM
 };
 cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k);
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,

@@ -112,6 +112,8 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
           ? launch::GroupedTmaVariant::kSmemScalesCross
       : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXC
           ? launch::GroupedTmaVariant::kSmemScalesExpertMajorCross
+      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScCM
+          ? launch::GroupedTmaVariant::kSmemScalesCrossMulticast
           : launch::GroupedTmaVariant::kPlain;
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
                                                 host_offsets.back(), tiles, variant, stream));

@@ -206,7 +206,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
                        GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
                        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                        GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-                       GemmBackend::kWgmmaWsTmaGroupedScXC});
+                       GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM});
   // The TMA variants need one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTmaC), Error);
@@ -216,7 +216,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
         GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
         GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
         GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-        GemmBackend::kWgmmaWsTmaGroupedScXC})
+        GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM})
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
                           {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
                  Error);
@@ -236,14 +236,14 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
                   GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
                   GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                   GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-                  GemmBackend::kWgmmaWsTmaGroupedScXC},
+                  GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM},
                  counts);
   // The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4
   // (even: block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
   for (const int k : {128, 512, 640})
     check_pipeline(0,
                    {GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-                    GemmBackend::kWgmmaWsTmaGroupedScXC},
+                    GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM},
                    counts, k);
 }
 

@@ -51,11 +51,13 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // slot after that wait): kWgmmaWsTmaGroupedC (kWgmmaWsTmaGrouped with it), kWgmmaWsTmaGroupedScC
 // (Sc with it), kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC
 // (kWgmmaWsTma with it) for GemmPlan.
+// Round 8 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScCM, ScC in clusters of two CTAs on adjacent
+// column tiles of one row tile, each K block's A tile loaded half by each and multicast to both.
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
   kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH, kWgmmaWsTmaGroupedC, kWgmmaWsTmaGroupedScC,
-  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC
+  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC, kWgmmaWsTmaGroupedScCM
 };
 
 // Whether the backend is one of the grouped expert GEMM's TMA kernels (GroupedFp8Gemm only).
@@ -64,7 +66,7 @@ inline bool is_grouped_tma_backend(GemmBackend b) {
          b == GemmBackend::kWgmmaWsTmaGroupedSc || b == GemmBackend::kWgmmaWsTmaGroupedX ||
          b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH ||
          b == GemmBackend::kWgmmaWsTmaGroupedC || b == GemmBackend::kWgmmaWsTmaGroupedScC ||
-         b == GemmBackend::kWgmmaWsTmaGroupedScXC;
+         b == GemmBackend::kWgmmaWsTmaGroupedScXC || b == GemmBackend::kWgmmaWsTmaGroupedScCM;
 }
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).
