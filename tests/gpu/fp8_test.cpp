@@ -347,19 +347,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
 // buffers are NaN-poisoned before every run, so a consumer that reads early reads NaN (or a stale
 // value from the step before). Repeated to give a race many chances, from the stream and then
 // replayed from a captured CUDA graph. first_pdl = false: the first producer is a plain launch
-// and the PDL consumer after it must still wait for it.
+// and the PDL consumer after it must still wait for it. The q8 cases run fp8_gemv_q8 on BF16 x:
+// each step's quantiser launch overwrites the quantised copy of x a step before it may have read.
 struct GemvChainCase {
   Fp8GemvImpl impl;
   int tokens;
   bool first_pdl;
-  bool prefetch = false;  // Fp8GemvParams::pdl_prefetch_l2
+  bool prefetch = false;  // Fp8GemvParams::pdl_prefetch_l2 (not with q8)
+  // fp8_gemv_q8 on BF16 x instead (impl unused): each step's quantiser launch and GEMV, both PDL.
+  bool q8 = false;
+  int q8_warps = 0;        // Fp8GemvQ8Params::warps_per_tile
+  bool q8_stream = false;  // Fp8GemvQ8Params::stream
 };
 void PrintTo(const GemvChainCase& c, std::ostream* os) {
-  *os << (c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores"
-          : c.impl == Fp8GemvImpl::kStream    ? "stream"
-                                              : "CUDA cores")
+  *os << (c.q8                                  ? "q8"
+          : c.impl == Fp8GemvImpl::kTensorCores ? "tensor cores"
+          : c.impl == Fp8GemvImpl::kStream      ? "stream"
+                                                : "CUDA cores")
       << " " << c.tokens << " tokens" << (c.first_pdl ? "" : ", plain first launch")
       << (c.prefetch ? ", L2 prefetch" : "");
+  if (c.q8_warps) *os << ", " << c.q8_warps << " warps a tile";
+  if (c.q8_stream) *os << ", streaming kernel";
 }
 
 class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
@@ -367,9 +375,9 @@ class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
 TEST_P(GemvPdlChainTest, EqualsSequential) {
   HYMOE_REQUIRE_GPU();
   const GemvChainCase c = GetParam();
-  if (c.impl != Fp8GemvImpl::kCudaCores && !fp8_block_gemm_supported())
+  if ((c.q8 || c.impl != Fp8GemvImpl::kCudaCores) && !fp8_block_gemm_supported())
     GTEST_SKIP() << "no FP8 mma.sync on this GPU";
-  if (c.impl == Fp8GemvImpl::kStream && query_device(0).sm() < 90)
+  if ((c.q8 ? c.q8_stream : c.impl == Fp8GemvImpl::kStream) && query_device(0).sm() < 90)
     GTEST_SKIP() << "the streaming kernel needs sm_90 or newer";
   if (query_device(0).sm() < 90)
     std::printf("sm_%d has no PDL: the flag is a no-op, checked anyway\n", query_device(0).sm());
@@ -395,12 +403,45 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
     const size_t scales = size_t((st.n + 127) / 128) * ((st.k + 127) / 128);
     sc.push_back(test::to_device(test::random_f32(scales, rng, 0.0005f, 0.001f), stream));
   }
+  // q8: each buffer's quantised copy and its scales (the quantiser's output, the GEMV's input).
+  std::vector<DeviceBuffer> xq, xs;
+  for (int b = 0; b < kBuffers; ++b) {
+    xq.emplace_back(size_t(t) * widths[b]);
+    xs.emplace_back(size_t((widths[b] + 127) / 128) * t * sizeof(float));
+  }
   auto poison = [&] {
     for (int b = 1; b < kBuffers; ++b) act[b].fill_bytes(0xFF, stream);
+    for (int b = 0; b < kBuffers; ++b) {
+      xq[b].fill_bytes(0xFF, stream);
+      xs[b].fill_bytes(0xFF, stream);
+    }
   };
   auto enqueue_chain = [&](bool pdl) {  // the GEMV launches only (the graph holds kernels only)
     for (size_t i = 0; i < std::size(steps); ++i) {
       const Step& st = steps[i];
+      if (c.q8) {
+        Fp8GemvQ8Params q;
+        q.w = w[i].as<Fp8E4M3>();
+        q.w_scales = sc[i].as<float>();
+        q.x = xq[st.x].as<Fp8E4M3>();
+        q.x_scales = xs[st.x].as<float>();
+        q.y = act[st.y].as<Bf16>();
+        q.tokens = t;
+        q.n = st.n;
+        q.k = st.k;
+        q.ldw = st.k;
+        q.scale_ld = (st.k + 127) / 128;
+        q.ldx = widths[st.x];
+        q.x_scale_ld = t;
+        q.ldy = widths[st.y];
+        q.x_bf16 = act[st.x].as<Bf16>();
+        q.ldx_bf16 = widths[st.x];
+        q.pdl = pdl && (i > 0 || c.first_pdl);
+        q.warps_per_tile = c.q8_warps;
+        q.stream = c.q8_stream;
+        fp8_gemv_q8(q, stream);
+        continue;
+      }
       Fp8GemvParams p{w[i].as<Fp8E4M3>(), sc[i].as<float>(), act[st.x].as<Bf16>(),
                       act[st.y].as<Bf16>(), t, st.n, st.k, st.k, (st.k + 127) / 128,
                       widths[st.x], widths[st.y]};
@@ -460,7 +501,14 @@ INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
                                            GemvChainCase{Fp8GemvImpl::kTensorCores, 1, true, true},
                                            GemvChainCase{Fp8GemvImpl::kStream, 1, true},
                                            GemvChainCase{Fp8GemvImpl::kStream, 8, true},
-                                           GemvChainCase{Fp8GemvImpl::kStream, 3, false}));
+                                           GemvChainCase{Fp8GemvImpl::kStream, 3, false},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 8, true, false, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 2, false, false, true, 4},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, true, false, true, 16},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true, 0, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 8, true, false, true, 0, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, false, false, true, 0, true}));
 
 // fp8_gemv_fused: parts over one x in one launch, each part bitwise its own tensor-core launch
 // (itself checked against the FP64 reference above), on NaN-poisoned outputs with a row stride
@@ -538,9 +586,9 @@ INSTANTIATE_TEST_SUITE_P(Parts, GemvFusedTest,
 // ---- FP8 GEMV with FP8 activations ----------------------------------------------------------
 // fp8_gemv_q8 against an FP64 reference over the very codes and scales the GPU quantiser wrote
 // (the kernel's definition: sum over 128-blocks of w_scale x x_scale x (W . xq)), per element
-// within BF16 rounding plus the FP32 sums' error; every part of a fused launch, the PDL launch and
-// every block shape bitwise the plain single launch, on NaN-poisoned outputs with a row stride
-// beyond n.
+// within BF16 rounding plus the FP32 sums' error; every part of a fused launch, the PDL launch,
+// every block shape and the streaming kernel (sm_90 and newer) bitwise the plain single launch, on
+// NaN-poisoned outputs with a row stride beyond n.
 struct GemvQ8Case {
   int tokens, k;
   std::vector<int> n;  // parts
@@ -645,11 +693,17 @@ TEST_P(GemvQ8Test, MatchesReference) {
     bool pdl;
     int warps;
     S staging;
+    bool stream = false;  // Fp8GemvQ8Params::stream (sm_90 and newer)
+    int stages = 0;       // Fp8GemvQ8Params::stream_stages
   };
+  const bool sm90 = query_device(0).sm() >= 90;
   for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{false, 4, S::kAuto},
                           Variant{true, 8, S::kAuto}, Variant{false, 16, S::kAuto}, Variant{false, 0, S::kNone},
                           Variant{true, 4, S::kNone}, Variant{false, 16, S::kScalesAndX},
-                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX}}) {
+                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX},
+                          Variant{false, 0, S::kAuto, true}, Variant{true, 0, S::kAuto, true},
+                          Variant{false, 0, S::kAuto, true, 2}, Variant{true, 0, S::kAuto, true, 6}}) {
+    if (v.stream && !sm90) continue;
     const bool pdl = v.pdl;
     const int warps = v.warps;
     std::vector<DeviceBuffer> dy;
@@ -659,12 +713,14 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].pdl = pdl;
       p[i].warps_per_tile = warps;
       p[i].staging = v.staging;
+      p[i].stream = v.stream;
+      p[i].stream_stages = v.stages;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i)
       EXPECT_EQ(differ_from_single(dy, i), 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
-                                              << " staging=" << static_cast<int>(v.staging)
-                                              << ": differs from its own launch";
+                                              << " staging=" << static_cast<int>(v.staging) << " stream=" << v.stream
+                                              << " stages=" << v.stages << ": differs from its own launch";
   }
   // BF16 activations, quantised by the call (a quantiser launch into the NaN-poisoned scratch x /
   // x_scales): bitwise the quantiser + GEMV above, on a strided x.
@@ -675,7 +731,8 @@ TEST_P(GemvQ8Test, MatchesReference) {
   auto dx_bf16 = test::to_device(xs_strided, stream);
   for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{true, 16, S::kAuto},
                           Variant{false, 4, S::kScalesAndX}, Variant{true, 8, S::kNone},
-                          Variant{false, 0, S::kScales}}) {
+                          Variant{false, 0, S::kScales}, Variant{true, 0, S::kAuto, true}}) {
+    if (v.stream && !sm90) continue;
     auto scratch_q = test::poisoned<uint8_t>(size_t(c.tokens) * ldx, stream);
     auto scratch_s = test::poisoned<float>(size_t(kb) * c.x_scale_ld, stream);
     std::vector<DeviceBuffer> dy;
@@ -689,13 +746,15 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].x_scales = scratch_s.as<float>();
       p[i].x_bf16 = dx_bf16.as<Bf16>();
       p[i].ldx_bf16 = ldx_bf16;
+      p[i].stream = v.stream;
+      p[i].stream_stages = v.stages;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i)
       EXPECT_EQ(differ_from_single(dy, i), 0) << "BF16 x, part " << i << " pdl=" << v.pdl
                                               << " warps_per_tile=" << v.warps
                                               << " staging=" << static_cast<int>(v.staging)
-                                              << ": differs from quantiser + GEMV";
+                                              << " stream=" << v.stream << ": differs from quantiser + GEMV";
   }
 }
 
