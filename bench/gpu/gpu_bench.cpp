@@ -329,11 +329,8 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
       // The launcher's block shape and staging ("q8"), each block shape ("q8/w4" ...: warps a
       // tile) at 1 token, the launcher's shape with each staging forced ("q8/unstaged",
       // "q8/scales", "q8/scales+x": warps -1, -2, -3) at 1 and 8 tokens, and BF16 x quantised by
-      // the call ("q8/bf16x", warps -4: the quantiser launch and the GEMV), and the streaming
-      // kernel ("q8/stream", warps -5, and with 6 stages "q8/stream/s6", -6; sm_90 and newer) at 1
-      // and 8 tokens.
-      for (const int warps : {0, 4, 8, 16, -1, -2, -3, -4, -5, -6}) {
-        if (warps <= -5 && info.sm() < 90) continue;
+      // the call ("q8/bf16x", warps -4: the quantiser launch and the GEMV).
+      for (const int warps : {0, 4, 8, 16, -1, -2, -3, -4}) {
         for (int tokens : {1, 2, 4, 8}) {
           if (warps != 0 && tokens > 1 && !(warps < 0 && tokens == 8)) continue;
           int next = 0;
@@ -343,8 +340,6 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                                                sc.as<float>() + size_t(i) * nb * kb, xq, xs, y.as<Bf16>(),
                                                tokens, l.n, l.k, l.n);
             p.warps_per_tile = std::max(0, warps);
-            p.stream = warps <= -5;
-            if (warps == -6) p.stream_stages = 6;
             if (warps == -4) {
               p.x_bf16 = x.as<Bf16>();
               p.ldx_bf16 = l.k;
@@ -356,9 +351,7 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
             fp8_gemv_q8(p, s);
           });
           const double bytes = double(wbytes) + nb * kb * 4.0;
-          const std::string variant = warps == -6   ? "/stream/s6"
-                                      : warps == -5 ? "/stream"
-                                      : warps == -4 ? "/bf16x"
+          const std::string variant = warps == -4   ? "/bf16x"
                                       : warps == -1 ? "/unstaged"
                                       : warps == -2 ? "/scales"
                                       : warps == -3 ? "/scales+x"
@@ -495,11 +488,10 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
     for (const int tokens : {1, 8}) {
       for (const bool graph : {false, true}) {
         // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced, pdl with BF16 x given to the GEMV
-        // call (which launches the quantiser itself, for every link: even a repeated x), the
-        // streaming kernel (Fp8GemvQ8Params::stream: pdl and plain).
-        for (const int mode : {0, 1, 2, 3, 4, 5, 6}) {
-          const bool pdl = mode >= 1 && mode != 5;
-          if ((pdl || mode >= 5) && info.sm() < 90) continue;
+        // call (which launches the quantiser itself, for every link: even a repeated x).
+        for (const int mode : {0, 1, 2, 3}) {
+          const bool pdl = mode >= 1;
+          if (pdl && info.sm() < 90) continue;
           if (mode >= 2 && !graph) continue;
           auto enqueue = [&] {
             for (size_t i = 0; i < links.size(); ++i) {
@@ -518,8 +510,6 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               p[0].ldx = widths[l.x];
               p[0].pdl = pdl;
               if (mode == 2) p[0].staging = Fp8GemvQ8Staging::kScales;
-              p[0].stream = mode >= 4;
-              if (mode == 6) p[0].stream_stages = 6;
               if (mode == 3) {
                 p[0].x_bf16 = act[l.x].as<Bf16>();
                 p[0].ldx_bf16 = widths[l.x];
@@ -538,7 +528,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
             }
           };
           const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}",
-                                                std::array{"", "", "/scales", "/bf16x", "/stream", "/stream", "/stream/s6"}[mode],
+                                                mode == 2 ? "/scales" : mode == 3 ? "/bf16x" : "",
                                                 pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
           if (const double ms = time_enqueue(bench, label, graph, enqueue); ms > 0)
             bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});

@@ -48,26 +48,6 @@ __host__ __device__ constexpr int64_t q8_staged_bytes(int stage, int tokens, int
   return stage == 0 ? 0 : int64_t{(k + 127) / 128} * 8 * 4 + (stage == 2 ? int64_t{tokens} * q8_staged_pitch(k) : 0);
 }
 
-// One 128-column block of a 16-row tile: lane (g, c)'s 16-byte weight loads of rows g (wl) and
-// g + 8 (wh) and of token g's activations (xv) at columns 16c.. (h = 0) and 64 + 16c.. (h = 1),
-// through four m16n8k32 E4M3 mma into part (zeroed first): the FP32 partial of rows g / g + 8 and
-// tokens 2c / 2c + 1. Every q8 kernel runs this same sequence, so their results are bitwise equal.
-__device__ __forceinline__ void q8_block_mma(const uint4 (&wl)[2], const uint4 (&wh)[2], const uint4 (&xv)[2],
-                                             float (&part)[4]) {
-  part[0] = part[1] = part[2] = part[3] = 0.0f;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const uint32_t lo[4] = {wl[h].x, wl[h].y, wl[h].z, wl[h].w};
-    const uint32_t hi[4] = {wh[h].x, wh[h].y, wh[h].z, wh[h].w};
-    const uint32_t xs[4] = {xv[h].x, xv[h].y, xv[h].z, xv[h].w};
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const uint32_t af[4] = {lo[2 * j], hi[2 * j], lo[2 * j + 1], hi[2 * j + 1]};
-      mma_fp8_16832(part, af, xs[2 * j], xs[2 * j + 1]);
-    }
-  }
-}
-
 // kUnroll: 128-column blocks in flight per warp; kMinBlocks: resident blocks an SM the register
 // budget is cut for (launch bounds).
 template <int kWarps, int kUnroll, int kMinBlocks, int kStage, bool kPdl>
@@ -157,8 +137,18 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
                               : make_uint4(0, 0, 0, 0);
         }
       }
-      float part_sum[4];
-      q8_block_mma(wl[u], wh[u], xv, part_sum);
+      float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t lo[4] = {wl[u][h].x, wl[u][h].y, wl[u][h].z, wl[u][h].w};
+        const uint32_t hi[4] = {wh[u][h].x, wh[u][h].y, wh[u][h].z, wh[u][h].w};
+        const uint32_t xs[4] = {xv[h].x, xv[h].y, xv[h].z, xv[h].w};
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const uint32_t af[4] = {lo[2 * j], hi[2 * j], lo[2 * j + 1], hi[2 * j + 1]};
+          mma_fp8_16832(part_sum, af, xs[2 * j], xs[2 * j + 1]);
+        }
+      }
       float sc0, sc1;
       if constexpr (kStage >= 1) {
         const float2 sp = *reinterpret_cast<const float2*>(sprod + kb * 8 + 2 * c);

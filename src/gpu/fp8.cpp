@@ -142,8 +142,6 @@ void fp8_gemv_q8_fused(const Fp8GemvQ8Params* parts, int count, cudaStream_t str
   }
   HYMOE_CHECK(fp8_gemv_q8_supported(), kUnsupported,
               "fp8 gemv q8: FP8 tensor cores need compute capability 8.9 or newer");
-  HYMOE_CHECK(!parts[0].stream || stream_supported(), kUnsupported,
-              "fp8 gemv q8: the streaming kernel needs compute capability 9.0 or newer");
   q[0].pdl = parts[0].pdl && pdl_supported();
   if (q[0].x_bf16) {
     // BF16 activations: the quantiser into x / x_scales first, in the same PDL mode. (Each block

@@ -7,7 +7,6 @@
 #include "fp8_gemv.cuh"
 #include "fp8_gemv_mma.cuh"
 #include "fp8_gemv_q8.cuh"
-#include "fp8_gemv_q8_stream.cuh"
 #include "fp8_gemv_stream.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
@@ -261,66 +260,6 @@ cudaError_t q8_plan(const Fp8GemvQ8Params& p0, int tiles, Q8Plan& plan) {
 
 }  // namespace
 
-namespace {
-
-// The q8 streaming kernel on the current device: SMs and shared-memory limits (cached per device;
-// the kernel's dynamic shared-memory attribute set to the block limit once).
-struct Q8StreamDevice {
-  int sms = 0, half = 0, optin = 0;  // half: half an SM's shared memory, less the 1 KB a block reserves
-};
-
-template <bool kPdl>
-cudaError_t q8_stream_device(Q8StreamDevice& out) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached_sms[kMaxDevices], cached_half[kMaxDevices], cached_optin[kMaxDevices];
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  if (device < kMaxDevices && (out.sms = cached_sms[device].load(std::memory_order_acquire)) > 0) {
-    out.half = cached_half[device].load(std::memory_order_relaxed);
-    out.optin = cached_optin[device].load(std::memory_order_relaxed);
-    return cudaSuccess;
-  }
-  int sms = 0, per_sm = 0;
-  err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&out.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err == cudaSuccess)
-    err = cudaFuncSetAttribute(kernels::fp8_gemv_q8_stream_kernel<kPdl>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               out.optin);
-  if (err != cudaSuccess) return err;
-  out.half = per_sm / 2 - 1024;
-  out.sms = sms;
-  if (device < kMaxDevices) {
-    cached_half[device].store(out.half, std::memory_order_relaxed);
-    cached_optin[device].store(out.optin, std::memory_order_relaxed);
-    cached_sms[device].store(out.sms, std::memory_order_release);
-  }
-  return cudaSuccess;
-}
-
-// Ring stages: Fp8GemvQ8Params::stream_stages if set (capped at what one block may have), else as
-// many as fit half an SM's shared memory, at most 3, at least 2.
-template <bool kPdl>
-cudaError_t launch_gemv_q8_stream(const kernels::GemvQ8Args& a, int tiles, cudaStream_t stream) {
-  Q8StreamDevice d;
-  const cudaError_t err = q8_stream_device<kPdl>(d);
-  if (err != cudaSuccess) return err;
-  const int tokens = a.part[0].tokens, k = a.part[0].k;
-  auto bytes = [&](int stages) { return kernels::q8_stream_smem_bytes(stages, tokens, k); };
-  int stages = 2;
-  if (a.part[0].stream_stages > 0) {
-    while (stages < a.part[0].stream_stages && bytes(stages + 1) <= d.optin) ++stages;
-  } else {
-    while (stages < 3 && bytes(stages + 1) <= d.half) ++stages;
-  }
-  if (bytes(stages) > d.optin) return cudaErrorInvalidConfiguration;
-  return launch_kernel_smem(kernels::fp8_gemv_q8_stream_kernel<kPdl>, dim3(std::min(tiles, d.sms)),
-                            dim3(kernels::kQ8StreamThreads), size_t(bytes(stages)), kPdl, stream, a, stages);
-}
-
-}  // namespace
-
 cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t stream) {
   if (count < 1 || count > kGemvMaxFused) return cudaErrorInvalidValue;
   kernels::GemvQ8Args a{};
@@ -331,9 +270,6 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
     a.tile_end[i] = tiles;
   }
   a.parts = count;
-  if (parts[0].stream) {
-    return parts[0].pdl ? launch_gemv_q8_stream<true>(a, tiles, stream) : launch_gemv_q8_stream<false>(a, tiles, stream);
-  }
   Q8Plan plan;
   const cudaError_t err = q8_plan(parts[0], tiles, plan);
   if (err != cudaSuccess) return err;

@@ -356,8 +356,7 @@ struct GemvChainCase {
   bool prefetch = false;  // Fp8GemvParams::pdl_prefetch_l2 (not with q8)
   // fp8_gemv_q8 on BF16 x instead (impl unused): each step's quantiser launch and GEMV, both PDL.
   bool q8 = false;
-  int q8_warps = 0;        // Fp8GemvQ8Params::warps_per_tile
-  bool q8_stream = false;  // Fp8GemvQ8Params::stream
+  int q8_warps = 0;  // Fp8GemvQ8Params::warps_per_tile
 };
 void PrintTo(const GemvChainCase& c, std::ostream* os) {
   *os << (c.q8                                  ? "q8"
@@ -367,7 +366,6 @@ void PrintTo(const GemvChainCase& c, std::ostream* os) {
       << " " << c.tokens << " tokens" << (c.first_pdl ? "" : ", plain first launch")
       << (c.prefetch ? ", L2 prefetch" : "");
   if (c.q8_warps) *os << ", " << c.q8_warps << " warps a tile";
-  if (c.q8_stream) *os << ", streaming kernel";
 }
 
 class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
@@ -377,7 +375,7 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
   const GemvChainCase c = GetParam();
   if ((c.q8 || c.impl != Fp8GemvImpl::kCudaCores) && !fp8_block_gemm_supported())
     GTEST_SKIP() << "no FP8 mma.sync on this GPU";
-  if ((c.q8 ? c.q8_stream : c.impl == Fp8GemvImpl::kStream) && query_device(0).sm() < 90)
+  if (!c.q8 && c.impl == Fp8GemvImpl::kStream && query_device(0).sm() < 90)
     GTEST_SKIP() << "the streaming kernel needs sm_90 or newer";
   if (query_device(0).sm() < 90)
     std::printf("sm_%d has no PDL: the flag is a no-op, checked anyway\n", query_device(0).sm());
@@ -438,7 +436,6 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
         q.ldx_bf16 = widths[st.x];
         q.pdl = pdl && (i > 0 || c.first_pdl);
         q.warps_per_tile = c.q8_warps;
-        q.stream = c.q8_stream;
         fp8_gemv_q8(q, stream);
         continue;
       }
@@ -505,10 +502,7 @@ INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
                                            GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true},
                                            GemvChainCase{Fp8GemvImpl::kAuto, 8, true, false, true},
                                            GemvChainCase{Fp8GemvImpl::kAuto, 2, false, false, true, 4},
-                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, true, false, true, 16},
-                                           GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true, 0, true},
-                                           GemvChainCase{Fp8GemvImpl::kAuto, 8, true, false, true, 0, true},
-                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, false, false, true, 0, true}));
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, true, false, true, 16}));
 
 // fp8_gemv_fused: parts over one x in one launch, each part bitwise its own tensor-core launch
 // (itself checked against the FP64 reference above), on NaN-poisoned outputs with a row stride
@@ -586,9 +580,9 @@ INSTANTIATE_TEST_SUITE_P(Parts, GemvFusedTest,
 // ---- FP8 GEMV with FP8 activations ----------------------------------------------------------
 // fp8_gemv_q8 against an FP64 reference over the very codes and scales the GPU quantiser wrote
 // (the kernel's definition: sum over 128-blocks of w_scale x x_scale x (W . xq)), per element
-// within BF16 rounding plus the FP32 sums' error; every part of a fused launch, the PDL launch,
-// every block shape and the streaming kernel (sm_90 and newer) bitwise the plain single launch, on
-// NaN-poisoned outputs with a row stride beyond n.
+// within BF16 rounding plus the FP32 sums' error; every part of a fused launch, the PDL launch and
+// every block shape bitwise the plain single launch, on NaN-poisoned outputs with a row stride
+// beyond n.
 struct GemvQ8Case {
   int tokens, k;
   std::vector<int> n;  // parts
@@ -693,17 +687,11 @@ TEST_P(GemvQ8Test, MatchesReference) {
     bool pdl;
     int warps;
     S staging;
-    bool stream = false;  // Fp8GemvQ8Params::stream (sm_90 and newer)
-    int stages = 0;       // Fp8GemvQ8Params::stream_stages
   };
-  const bool sm90 = query_device(0).sm() >= 90;
   for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{false, 4, S::kAuto},
                           Variant{true, 8, S::kAuto}, Variant{false, 16, S::kAuto}, Variant{false, 0, S::kNone},
                           Variant{true, 4, S::kNone}, Variant{false, 16, S::kScalesAndX},
-                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX},
-                          Variant{false, 0, S::kAuto, true}, Variant{true, 0, S::kAuto, true},
-                          Variant{false, 0, S::kAuto, true, 2}, Variant{true, 0, S::kAuto, true, 6}}) {
-    if (v.stream && !sm90) continue;
+                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX}}) {
     const bool pdl = v.pdl;
     const int warps = v.warps;
     std::vector<DeviceBuffer> dy;
@@ -713,14 +701,12 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].pdl = pdl;
       p[i].warps_per_tile = warps;
       p[i].staging = v.staging;
-      p[i].stream = v.stream;
-      p[i].stream_stages = v.stages;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i)
       EXPECT_EQ(differ_from_single(dy, i), 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
-                                              << " staging=" << static_cast<int>(v.staging) << " stream=" << v.stream
-                                              << " stages=" << v.stages << ": differs from its own launch";
+                                              << " staging=" << static_cast<int>(v.staging)
+                                              << ": differs from its own launch";
   }
   // BF16 activations, quantised by the call (a quantiser launch into the NaN-poisoned scratch x /
   // x_scales): bitwise the quantiser + GEMV above, on a strided x.
@@ -731,8 +717,7 @@ TEST_P(GemvQ8Test, MatchesReference) {
   auto dx_bf16 = test::to_device(xs_strided, stream);
   for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{true, 16, S::kAuto},
                           Variant{false, 4, S::kScalesAndX}, Variant{true, 8, S::kNone},
-                          Variant{false, 0, S::kScales}, Variant{true, 0, S::kAuto, true}}) {
-    if (v.stream && !sm90) continue;
+                          Variant{false, 0, S::kScales}}) {
     auto scratch_q = test::poisoned<uint8_t>(size_t(c.tokens) * ldx, stream);
     auto scratch_s = test::poisoned<float>(size_t(kb) * c.x_scale_ld, stream);
     std::vector<DeviceBuffer> dy;
@@ -746,15 +731,13 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].x_scales = scratch_s.as<float>();
       p[i].x_bf16 = dx_bf16.as<Bf16>();
       p[i].ldx_bf16 = ldx_bf16;
-      p[i].stream = v.stream;
-      p[i].stream_stages = v.stages;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i)
       EXPECT_EQ(differ_from_single(dy, i), 0) << "BF16 x, part " << i << " pdl=" << v.pdl
                                               << " warps_per_tile=" << v.warps
                                               << " staging=" << static_cast<int>(v.staging)
-                                              << " stream=" << v.stream << ": differs from quantiser + GEMV";
+                                              << ": differs from quantiser + GEMV";
   }
 }
 

@@ -110,15 +110,6 @@ struct Fp8GemvQ8Params {
   // What each block copies into shared memory before its math (from parts[0]; results do not
   // depend on it): see Fp8GemvQ8Staging.
   Fp8GemvQ8Staging staging = Fp8GemvQ8Staging::kAuto;
-  // The streaming kernel instead (from parts[0]; compute capability 9.0 or newer; results do not
-  // depend on it; warps_per_tile and staging are then ignored): a producer warp a block copies its
-  // weights into a shared-memory ring (16 rows x 2048 columns a stage, cp.async.bulk) from the
-  // launch's start, one block an SM of at most half its shared memory, so in a PDL chain the next
-  // GEMV's ring fills while this one computes. kernels/cuda/fp8_gemv_q8_stream.cuh.
-  bool stream = false;
-  // With stream: ring stages of 33 KB a block (from parts[0]; 0: as many as fit half an SM's
-  // shared memory, at most 3, at least 2; larger values are capped at what one block may have).
-  int stream_stages = 0;
   // BF16 activations (optional; shared by fused parts): [tokens, k], row t at x_bf16 + t *
   // ldx_bf16 (16-byte aligned rows). The call then quantises them first
   // (quantize_fp8_per_token_block into x / x_scales, which are then its scratch, in the same PDL
