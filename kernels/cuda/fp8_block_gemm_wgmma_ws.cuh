@@ -311,10 +311,15 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
 // The TMA producer (one thread of the producer warpgroup): per K block, the slot's bytes announced
 // on its full barrier, then A's box (kM rows) and B's (128 rows) at (kb * 128, m0 / n0). Then it
 // waits until the consumers released every slot, so no copy is in flight when it exits.
+// kPair: the TMA thread of CTA `rank` (0 or 1) of a cluster; its empty barrier completes when both
+// CTAs' consumers released the slot, the full barrier's bytes are both halves of A (one from each
+// CTA) and its B; it loads A rows a_row + 64 rank .. + 63 (map_a's boxes are 64 rows) multicast
+// into that half of both CTAs' slot, then its own B box.
 template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tiles tiles,
                                                uint32_t ring_addr, uint32_t bars,
-                                               const CUtensorMap* map_a, const CUtensorMap* map_b) {
+                                               const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                               [[maybe_unused]] uint32_t rank = 0) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
   [[maybe_unused]] const CUtensorMap* acquired = nullptr;  // (maps in global memory)
@@ -322,7 +327,8 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
-    const int a_row = tiles.a_row(m0);
+    int a_row = tiles.a_row(m0);
+    if constexpr (Cfg::kPair) a_row += 64 * static_cast<int>(rank);
     const CUtensorMap* tile_map_b = tiles.b_map(map_b);
     if constexpr (Tiles::kMapsInGlobal) {
       if (tile_map_b != acquired) {
@@ -335,47 +341,13 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
       const uint32_t full = bars + pos.stage * 8;
       const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
       mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
-      tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
+      if constexpr (Cfg::kPair) {
+        constexpr uint32_t kHalfA = 64 * wgmma::kSw128RowBytes;  // whole swizzle atoms
+        tma_load_2d_multicast(stage_addr + rank * kHalfA, map_a, full, kb * kWgK, a_row, 0x3);
+      } else {
+        tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
+      }
       tma_load_2d(stage_addr + Cfg::kATileBytes, tile_map_b, full, kb * kWgK, n0);
-      pos = wgmma::ring_next(pos, Cfg::kStages);
-    }
-  }
-  for (int s = 0; s < Cfg::kStages; ++s) {
-    mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
-    pos = wgmma::ring_next(pos, Cfg::kStages);
-  }
-}
-
-// kPair: the TMA thread of CTA rank (0 or 1) of a cluster. Per K block, after its own empty
-// barrier (both CTAs' consumers released the slot): the slot's bytes announced on its own full
-// barrier (both halves of A, one from each CTA, and its B), then A rows a_row + 64 rank .. + 63
-// (map_a's boxes are 64 rows) multicast into that half of both CTAs' slot, then its own B box.
-template <class Cfg, class Tiles>
-__device__ __forceinline__ void ws_produce_tma_pair(const Fp8BlockGemmParams& p, Tiles tiles,
-                                                    uint32_t ring_addr, uint32_t bars,
-                                                    const CUtensorMap* map_a, uint32_t rank) {
-  static_assert(Cfg::kPair);
-  constexpr uint32_t kHalfA = 64 * wgmma::kSw128RowBytes;  // whole swizzle atoms
-  wgmma::RingPos pos{0, 0};
-  Fp8BlockGemmParams q;
-  const CUtensorMap* acquired = nullptr;
-  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
-    int m0, n0;
-    if (!tiles.at(p, id, q, m0, n0)) break;
-    const int kblocks = (q.k + kWgK - 1) / kWgK;
-    const int a_row = tiles.a_row(m0) + 64 * static_cast<int>(rank);
-    const CUtensorMap* map_b = tiles.b_map(nullptr);
-    if (map_b != acquired) {
-      tensormap_acquire(map_b);
-      acquired = map_b;
-    }
-    for (int kb = 0; kb < kblocks; ++kb) {
-      mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
-      const uint32_t full = bars + pos.stage * 8;
-      const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
-      mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
-      tma_load_2d_multicast(stage_addr + rank * kHalfA, map_a, full, kb * kWgK, a_row, 0x3);
-      tma_load_2d(stage_addr + Cfg::kATileBytes, map_b, full, kb * kWgK, n0);
       pos = wgmma::ring_next(pos, Cfg::kStages);
     }
   }
@@ -726,7 +698,7 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if constexpr (Cfg::kPair) {
-      if (t == 0) ws_produce_tma_pair<Cfg>(p, tiles, ring_addr, bars, map_a, cluster_rank());
+      if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, nullptr, cluster_rank());
       if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
     } else if constexpr (Cfg::kTma) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
