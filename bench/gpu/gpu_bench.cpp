@@ -488,8 +488,9 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
     for (const int tokens : {1, 8}) {
       for (const bool graph : {false, true}) {
         // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced, pdl with BF16 x given to the GEMV
-        // call (which launches the quantiser itself, for every link: even a repeated x).
-        for (const int mode : {0, 1, 2, 3}) {
+        // call (which launches the quantiser itself, for every link: even a repeated x), pdl with
+        // each block shape forced (4, 8, 16 warps a tile: "q8/w4" ...).
+        for (const int mode : {0, 1, 2, 3, 4, 5, 6}) {
           const bool pdl = mode >= 1;
           if (pdl && info.sm() < 90) continue;
           if (mode >= 2 && !graph) continue;
@@ -510,6 +511,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               p[0].ldx = widths[l.x];
               p[0].pdl = pdl;
               if (mode == 2) p[0].staging = Fp8GemvQ8Staging::kScales;
+              if (mode >= 4) p[0].warps_per_tile = 4 << (mode - 4);
               if (mode == 3) {
                 p[0].x_bf16 = act[l.x].as<Bf16>();
                 p[0].ldx_bf16 = widths[l.x];
@@ -528,7 +530,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
             }
           };
           const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}",
-                                                mode == 2 ? "/scales" : mode == 3 ? "/bf16x" : "",
+                                                std::array{"", "", "/scales", "/bf16x", "/w4", "/w8", "/w16"}[mode],
                                                 pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
           if (const double ms = time_enqueue(bench, label, graph, enqueue); ms > 0)
             bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
