@@ -1,6 +1,7 @@
 // hymoe-bench-cpu: the CPU benchmarks in one run (Google Benchmark), in this order: the read
 // bandwidth probe (the ceiling), the thread pool's run() cost, FP8 GEMV with L2-resident weights (one core's decode speed) and by
-// thread count, GEMV latency against OpenBLAS, one MoE layer, the prefill GEMM, MLA attention.
+// thread count, the rates of the GEMV's inner-loop instructions (one core), GEMV latency against
+// OpenBLAS, one MoE layer, the prefill GEMM, MLA attention.
 // Afterwards prints a summary table and, with --out FILE, writes it
 // as JSON: {"context": {...}, "records": [{name, threads, value, unit, ceiling, ratio, note}]}.
 // Google Benchmark's own flags (--benchmark_filter, --benchmark_out, ...) work as usual.
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   hymoe::bench::register_bandwidth(ctx);
   hymoe::bench::register_pool(ctx);
   hymoe::bench::register_gemv(ctx);
+  hymoe::bench::register_op_rate(ctx);
   hymoe::bench::register_openblas(ctx);
   hymoe::bench::register_moe(ctx);
   hymoe::bench::register_gemm(ctx);
