@@ -114,33 +114,27 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const void* 
 //   cluster_index(), clusters()  the cluster's index in the grid and their count (x only)
 //   cluster_sync()             barrier.cluster arrive (release) + wait (acquire), all threads
 //   mbarrier_arrive_peer(bar, rank)  an arrival on the barrier at shared offset bar of CTA rank
-__device__ __forceinline__ uint32_t cluster_rank() {
+// The three special registers behind them, one mov each.
+enum class ClusterReg { kRank, kIndex, kCount };
+template <ClusterReg kReg>
+__device__ __forceinline__ uint32_t cluster_reg() {
   uint32_t r = 0;
 #if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  if constexpr (kReg == ClusterReg::kRank) {
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  } else if constexpr (kReg == ClusterReg::kIndex) {
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  } else {
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  }
 #else
   __trap();
 #endif
   return r;
 }
-__device__ __forceinline__ int cluster_index() {
-  uint32_t r = 0;
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-#else
-  __trap();
-#endif
-  return static_cast<int>(r);
-}
-__device__ __forceinline__ int clusters() {
-  uint32_t r = 0;
-#if defined(HYMOE_WGMMA_ENABLED)
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-#else
-  __trap();
-#endif
-  return static_cast<int>(r);
-}
+__device__ __forceinline__ uint32_t cluster_rank() { return cluster_reg<ClusterReg::kRank>(); }
+__device__ __forceinline__ int cluster_index() { return static_cast<int>(cluster_reg<ClusterReg::kIndex>()); }
+__device__ __forceinline__ int clusters() { return static_cast<int>(cluster_reg<ClusterReg::kCount>()); }
 __device__ __forceinline__ void cluster_sync() {
 #if defined(HYMOE_WGMMA_ENABLED)
   asm volatile(
