@@ -70,8 +70,9 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[N]) {
 // tensor copies that complete those bytes on bar. tma_load_2d copies the box at coordinates
 // (c0: innermost, c1) of the tensor map (a __grid_constant__ kernel parameter) to shared
 // address dst, in the map's swizzle; elements outside the tensor are zero-filled and counted.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint32_t bar, int c0,
-                                            int c1) {
+__device__ __forceinline__ void tma_load_2d([[maybe_unused]] uint32_t dst, [[maybe_unused]] const void* map,
+                                            [[maybe_unused]] uint32_t bar, [[maybe_unused]] int c0,
+                                            [[maybe_unused]] int c1) {
 #if defined(HYMOE_WGMMA_ENABLED)
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -79,19 +80,15 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint3
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
 #else
-  (void)dst;
-  (void)map;
-  (void)bar;
-  (void)c0;
-  (void)c1;
   __trap();
 #endif
 }
 
 // The same box delivered to every CTA of the cluster named in cta_mask (bit r: rank r), at the
 // same shared offset dst in each, completing its bytes on the barrier at offset bar in each.
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const void* map, uint32_t bar,
-                                                      int c0, int c1, uint16_t cta_mask) {
+__device__ __forceinline__ void tma_load_2d_multicast([[maybe_unused]] uint32_t dst, [[maybe_unused]] const void* map,
+                                                      [[maybe_unused]] uint32_t bar, [[maybe_unused]] int c0,
+                                                      [[maybe_unused]] int c1, [[maybe_unused]] uint16_t cta_mask) {
 #if defined(HYMOE_WGMMA_ENABLED)
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
@@ -99,12 +96,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const void* 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
 #else
-  (void)dst;
-  (void)map;
-  (void)bar;
-  (void)c0;
-  (void)c1;
-  (void)cta_mask;
   __trap();
 #endif
 }
