@@ -105,6 +105,11 @@ __device__ __forceinline__ void tma_load_2d_multicast([[maybe_unused]] uint32_t 
 //   cluster_index(), clusters()  the cluster's index in the grid and their count (x only)
 //   cluster_sync()             barrier.cluster arrive (release) + wait (acquire), all threads
 //   mbarrier_arrive_peer(bar, rank)  an arrival on the barrier at shared offset bar of CTA rank
+//                              (release at CTA scope, the default, as CUTLASS's ClusterBarrier:
+//                              the arrivals only say this CTA's wgmmas are done reading a slot,
+//                              which wgmma.wait_group already ordered; .release.cluster made
+//                              ptxas put a MEMBAR before every arrival, run 67's ncu: 35% of
+//                              the consumers' stall cycles)
 // The three special registers behind them, one mov each.
 enum class ClusterReg { kRank, kIndex, kCount };
 template <ClusterReg kReg>
@@ -142,7 +147,7 @@ __device__ __forceinline__ void mbarrier_arrive_peer(uint32_t bar, uint32_t rank
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
