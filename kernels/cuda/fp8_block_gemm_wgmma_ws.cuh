@@ -36,7 +36,10 @@
 // box (64 rows) and multicasts it into both CTAs' slot; B stays per CTA. Every K block then reads
 // 8 KB of A from L2 per CTA instead of 16 (run 55's ncu: L2 throughput 89%, the kernel's limit at
 // 4K tokens). A slot is refilled only when the consumers of both CTAs released it: each consumer
-// warp arrives on its own and on the peer's empty barrier (kEmptyArrivals = 16).
+// warp arrives on its own and on the peer's empty barrier (kEmptyArrivals = 16; the peer arrival
+// at CTA scope: with .release.cluster every arrival waited on a MEMBAR and ScCM ran 0.7x of ScC,
+// round 9). GroupedFp8Gemm's kAuto since round 9 (equal to ScC at 4K tokens, 1-3 points above at
+// 16K-64K): the A traffic it halves was not ScC's limit.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)

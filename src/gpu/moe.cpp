@@ -60,9 +60,11 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
               "grouped gemm: n {} k {} (k a multiple of 16)", n, k);
   if (backend_ == GemmBackend::kAuto) {
     // The warp-specialised TMA kernel with the block scales in the ring and the cross-step
-    // schedule: 37.9 / 51.3% of the FP8 ceiling for a layer at 4K / 16K tokens on the H200 (run
-    // 27; kWgmmaWsTmaGrouped 35.7 / 47.9% in the same run, every other variant below ScC).
-    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScC
+    // schedule (ScC: 37.9 / 51.3% of the FP8 ceiling for a layer at 4K / 16K tokens on the H200
+    // in run 27, every other variant below it), in 2-CTA clusters sharing each A tile (ScCM:
+    // runs 68 and 71, four measurements against three of ScC, 38.5-42.6 / 52.8-53.7 / 56.8-59.0%
+    // at 4K / 16K / 64K tokens against 39.0-40.8 / 51.7-52.4 / 55.3-56.5%).
+    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScCM
                : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
                                                 : GemmBackend::kCublasLt;
   }

@@ -192,7 +192,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   if (!fp8_block_gemm_wgmma_supported())
     GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
   CublasLt lt;
-  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsTmaGroupedScC);  // kAuto, sm_90
+  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsTmaGroupedScCM);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
   // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);

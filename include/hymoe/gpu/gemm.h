@@ -52,7 +52,8 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // (Sc with it), kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC
 // (kWgmmaWsTma with it) for GemmPlan.
 // Round 8 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScCM, ScC in clusters of two CTAs on adjacent
-// column tiles of one row tile, each K block's A tile loaded half by each and multicast to both.
+// column tiles of one row tile, each K block's A tile loaded half by each and multicast to both
+// (round 9: GroupedFp8Gemm's kAuto, 0-3 points above ScC).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
