@@ -416,20 +416,24 @@ struct WsSlots {
     // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
     // through it too: no fence then).
     if constexpr (!Cfg::kTma) fence_proxy_async();
-    const uint32_t stage_addr = ring_addr + pos.stage * Cfg::kStageBytes;
-    // (1024-aligned: whole swizzle atoms)
-    const uint32_t a_addr = stage_addr + (Half ? 0 : cw * 64 * wgmma::kSw128RowBytes);
-    const uint32_t b_addr =
-        stage_addr + Cfg::kATileBytes + (Half ? cw * 64 * wgmma::kSw128RowBytes : 0);
+    // Offsets from the ring (1024-aligned: whole swizzle atoms); the descriptors advance the
+    // ring's (loop-invariant) by them.
+    const uint32_t stage_off = pos.stage * Cfg::kStageBytes;
+    const uint32_t a_off = stage_off + (Half ? 0 : cw * 64 * wgmma::kSw128RowBytes);
+    const uint32_t b_off =
+        stage_off + Cfg::kATileBytes + (Half ? cw * 64 * wgmma::kSw128RowBytes : 0);
+    const uint64_t ring_desc = wgmma::sw128_kmajor_desc(ring_addr);
+    const uint64_t a_desc = wgmma::sw128_desc_advance(ring_desc, a_off);
+    const uint64_t b_desc = wgmma::sw128_desc_advance(ring_desc, b_off);
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kWgK / 32; ++j) {
       if constexpr (Half) {
-        wgmma_m64n64k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
-                             wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+        wgmma_m64n64k32_e4m3(part, wgmma::sw128_desc_advance(a_desc, 32 * j),
+                             wgmma::sw128_desc_advance(b_desc, 32 * j), j > 0);
       } else {
-        wgmma_m64n128k32_e4m3(part, wgmma::sw128_kmajor_desc(a_addr + 32 * j),
-                              wgmma::sw128_kmajor_desc(b_addr + 32 * j), j > 0);
+        wgmma_m64n128k32_e4m3(part, wgmma::sw128_desc_advance(a_desc, 32 * j),
+                              wgmma::sw128_desc_advance(b_desc, 32 * j), j > 0);
       }
     }
     wgmma_commit();

@@ -52,6 +52,12 @@ TEST(GpuHost, WgmmaDescriptorBitFields) {
   EXPECT_EQ(smem_desc(0x40000 + 0x20, 0, 0, 0), 0x2ull);
   // A k32 step (32 bytes) moves the start field by 2 and nothing else.
   EXPECT_EQ(sw128_kmajor_desc(0x2000 + 32) - sw128_kmajor_desc(0x2000), 2ull);
+  // Advancing a ring base's descriptor equals building the descriptor of the advanced address,
+  // over every 16-byte offset of a ring that ends at the top of shared memory.
+  for (const uint32_t base : {0x400u, 0x1400u, 0x3000u})
+    for (uint32_t off = 0; base + off < 228u * 1024u; off += 16)
+      ASSERT_EQ(sw128_desc_advance(sw128_kmajor_desc(base), off), sw128_kmajor_desc(base + off))
+          << "base " << base << " offset " << off;
 }
 
 // Every element of each k32 step of an operand, read through the descriptor the kernel builds
