@@ -16,6 +16,7 @@
 #include "bench_context.h"
 #include "fp8_matrix_set.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/cpu/parallel_rows.h"
 #include "hymoe/kernels/fp8_gemv.h"
 
 #ifdef HYMOE_HAVE_OPENBLAS
@@ -84,6 +85,24 @@ void bm_fp8_latency(benchmark::State& state, BenchContext* ctx, Shape s) {
 #endif
 
 #ifdef HYMOE_HAVE_OPENBLAS
+// The same call with the rows cut by cpu::parallel_rows: each worker's static head, the rest of
+// its share in pieces shared out as the workers finish (a slowed core's tail is run by the
+// others).
+double fp8_call_split(cpu::ThreadPool& pool, const Fp8Matrix& m, Shape s, const uint16_t* x, float* y,
+                      cpu::RowSplitShape shape) {
+  const auto t0 = std::chrono::steady_clock::now();
+  cpu::parallel_rows(
+      pool, s.rows, 16,
+      [&](int64_t b, int64_t e) {
+        auto p = kernels::Fp8GemvParams::strided(m, 1, x, s.cols, y, s.rows);
+        p.row_begin = b;
+        p.row_end = e;
+        kernels::fp8_gemv(p);
+      },
+      shape);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 template <typename T>
 struct DenseSet {
   HugeBuffer buf;
@@ -124,6 +143,10 @@ constexpr int kFp8Calls = 32, kBlasCalls = 8, kLatencyRounds = 9;
 // (kSpin), the two blocks in alternating order: records fp8_gemv_latency_<shape>_auto and
 // openblas_sgemv_f32_<shape>_auto (ratio against the kAuto caller's latency). One run() per call
 // (~150-250 us on the Xeon): a sleeping caller pays its wake-up per call.
+// And two more blocks on the default pool with the rows cut by cpu::parallel_rows instead of one
+// static range per worker: the last quarter of every worker's rows in 4 pieces shared out as the
+// workers finish (records fp8_gemv_latency_<shape>_tail, openblas_sgemv_f32_<shape>_tail), and
+// every share in 16 shared pieces (_dyn). The four blocks rotate their order from round to round.
 void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
   Fp8MatrixSet& fp8 = fp8_set(ctx, s);
   DenseSet<float>& f32 = dense_set<float>(ctx, s, false);
@@ -151,21 +174,33 @@ void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
     }
     return sec / kBlasCalls;
   };
+  auto split_block = [&](cpu::RowSplitShape shape) {
+    double sec = 0;
+    for (int i = 0; i < kFp8Calls; ++i)
+      sec += fp8_call_split(pool, fp8.matrices()[next_fp8++ % fp8.matrices().size()], s, xb.data(), y.data(),
+                            shape);
+    return sec / kFp8Calls;
+  };
+  const cpu::RowSplitShape tail_shape{}, dyn_shape{0, 16};
   fp8_block(pool);  // warm-up round
   fp8_block(auto_pool);
+  split_block(tail_shape);
+  split_block(dyn_shape);
   blas_block();
   std::vector<double> fp8_us, auto_us, blas_us, ratios, auto_ratios;
-  bool auto_first = false;
+  std::vector<double> split_us[2], split_ratios[2];  // _tail, _dyn
+  int round = 0;
   for (auto _ : state) {
-    double a = 0, c = 0;
-    if (auto_first) {
-      c = fp8_block(auto_pool);
-      a = fp8_block(pool);
-    } else {
-      a = fp8_block(pool);
-      c = fp8_block(auto_pool);
+    double a = 0, c = 0, d[2] = {0, 0};
+    for (int k = 0; k < 4; ++k) {
+      switch ((round + k) % 4) {
+        case 0: a = fp8_block(pool); break;
+        case 1: c = fp8_block(auto_pool); break;
+        case 2: d[0] = split_block(tail_shape); break;
+        default: d[1] = split_block(dyn_shape); break;
+      }
     }
-    auto_first = !auto_first;
+    ++round;
     const double b = blas_block();
     state.SetIterationTime(a * kFp8Calls);
     fp8_us.push_back(a * 1e6);
@@ -173,6 +208,10 @@ void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
     blas_us.push_back(b * 1e6);
     ratios.push_back(b / a);
     auto_ratios.push_back(b / c);
+    for (int v = 0; v < 2; ++v) {
+      split_us[v].push_back(d[v] * 1e6);
+      split_ratios[v].push_back(b / d[v]);
+    }
   }
   benchmark::DoNotOptimize(y.data());
   const double ours = median(fp8_us), theirs = median(blas_us), ratio = median(ratios), fl = floor_us(ctx, s);
@@ -196,6 +235,23 @@ void bm_fp8_vs_openblas(benchmark::State& state, BenchContext* ctx, Shape s) {
             fmt::format("ratio = median over {} rounds of (sgemv / FP8 latency, caller kAuto) (min {:.2f}, max {:.2f})",
                         auto_ratios.size(), *std::min_element(auto_ratios.begin(), auto_ratios.end()),
                         *std::max_element(auto_ratios.begin(), auto_ratios.end()))});
+  const char* split_names[2] = {"_tail", "_dyn"};
+  const char* split_notes[2] = {"each worker's last quarter in 4 pieces shared out", "every share in 16 shared pieces"};
+  for (int v = 0; v < 2; ++v) {
+    const std::vector<double>& us = split_us[v];
+    const std::vector<double>& r = split_ratios[v];
+    const double split = median(us);
+    ctx->put({"fp8_gemv_latency_" + shape_name(s) + split_names[v], t, split, "us", fl, fl / split,
+              fmt::format("as fp8_gemv_latency_{} in the same rounds, the rows cut by cpu::parallel_rows ({}); min "
+                          "{:.1f}, max {:.1f} us",
+                          shape_name(s), split_notes[v], *std::min_element(us.begin(), us.end()),
+                          *std::max_element(us.begin(), us.end()))});
+    ctx->put({"openblas_sgemv_f32_" + shape_name(s) + split_names[v], t, theirs, "us", split, median(r),
+              fmt::format("ratio = median over {} rounds of (sgemv / FP8 latency, rows by cpu::parallel_rows, {}) (min "
+                          "{:.2f}, max {:.2f})",
+                          r.size(), split_notes[v], *std::min_element(r.begin(), r.end()),
+                          *std::max_element(r.begin(), r.end()))});
+  }
 }
 
 template <typename T>
