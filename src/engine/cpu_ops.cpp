@@ -4,6 +4,7 @@
 
 #include "hymoe/common/error.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/cpu/parallel_rows.h"
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
@@ -18,8 +19,10 @@ void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, in
     const int batch = static_cast<int>(std::min<int64_t>(kernels::kMaxGemvBatch, decode_rows - t0));
     const kernels::Fp8GemvParams p =
         kernels::Fp8GemvParams::strided(w, batch, x + t0 * x_stride, x_stride, y + t0 * w.rows, w.rows);
-    // Rows in 16-row units keep each worker's output in whole cache lines.
-    parallel_for(pool, w.rows, 16, [&](int64_t b, int64_t e) {
+    // Rows in 16-row units keep each worker's output in whole cache lines. parallel_rows: each
+    // worker's last quarter shared out as the workers finish (Xeon run 16: one 14.7 MB GEMV at 16
+    // threads 18-21% faster than one static range per worker, in the same rounds).
+    cpu::parallel_rows(pool, w.rows, 16, [&](int64_t b, int64_t e) {
       kernels::Fp8GemvParams q = p;
       q.row_begin = b;
       q.row_end = e;
