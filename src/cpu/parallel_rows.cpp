@@ -1,5 +1,7 @@
 #include "hymoe/cpu/parallel_rows.h"
 
+#include <algorithm>
+
 #include "hymoe/common/error.h"
 
 namespace hymoe::cpu {

@@ -13,7 +13,6 @@
 // Rows go in units of `align` (whole cache lines of the output, whole 16-row groups of the GEMV).
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -26,12 +25,12 @@ struct RowRange {
   bool empty() const { return begin >= end; }
 };
 
-// The partition, a pure function of (n, align, workers) (tests/cpu/parallel_rows_test.cpp).
 struct RowSplitShape {
   int head_quarters = 3;  // 0..4: the static head's part of each share, in quarters (rounded up)
   int pieces = 4;         // > 0: pieces per share's tail
 };
 
+// The partition, a pure function of (n, align, workers, shape) (tests/cpu/parallel_rows_test.cpp).
 class RowSplit {
  public:
   // n rows, align > 0, workers > 0.
@@ -49,7 +48,7 @@ class RowSplit {
   int64_t n_, align_, units_;
   int workers_;
   RowSplitShape shape_;
-  // Worker w's share in units: [share_begin(w), share_end(w)); its head ends at head_end(w).
+  // Worker w's share in units: [share_begin(w), share_begin(w + 1)); its head ends at head_end(w).
   int64_t share_begin(int w) const { return units_ * w / workers_; }
   int64_t head_end(int w) const;
   RowRange rows(int64_t unit_begin, int64_t unit_end) const;
