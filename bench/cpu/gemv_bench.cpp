@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -14,6 +15,7 @@
 #include "bench_context.h"
 #include "fp8_matrix_set.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/cpu/parallel_rows.h"
 #include "hymoe/kernels/fp8_gemv.h"
 
 namespace hymoe::bench {
@@ -112,10 +114,13 @@ double core_l2_gbps(BenchContext* ctx, cpu::ThreadPool& pool) {
 constexpr int kWarmupPairs = 2;
 
 // wait: how run()'s caller waits (the pool's default, as the engine runs; kAuto for the
-// comparison records, suffix _auto).
+// comparison records, suffix _auto). shared_tail (records fp8_gemv_<shape>_b1_tail): each
+// worker runs the head of cpu::RowSplit's share of every matrix (the first three quarters of
+// about its static rows), then the workers take the tail pieces of all matrices from one counter
+// as they finish: a core the host slowed leaves its tails to the others.
 void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
              const PrefetchVariant* variant, cpu::CallerWait wait, bool amx,
-             const AmxPrefetchVariant* amx_variant) {
+             const AmxPrefetchVariant* amx_variant, bool shared_tail) {
   const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
   const kernels::AmxGemvPrefetch amx_saved = kernels::amx_gemv_prefetch();
   if (variant) kernels::set_gemv_prefetch(variant->setting);
@@ -130,16 +135,32 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
   auto probe_round = [&] { return probe.read_seconds(pool); };
+  auto gemv = [&](const Fp8Matrix& m, int64_t r0, int64_t r1) {
+    auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
+    p.row_begin = r0;
+    p.row_end = r1;
+    if (amx) kernels::fp8_gemv_amx(p);
+    else kernels::fp8_gemv(p);
+  };
+  const cpu::RowSplit split(s.rows, 16, pool.size());
+  const int tail_pieces = split.pieces() * static_cast<int>(set.matrices().size());
+  alignas(64) std::atomic<int> next_piece{0};
   auto gemv_round = [&] {
+    next_piece.store(0, std::memory_order_relaxed);
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](const cpu::WorkerInfo& w) {
-      const auto [r0, r1] = set.row_range(w.index, pool.size());
-      for (const Fp8Matrix& m : set.matrices()) {
-        auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
-        p.row_begin = r0;
-        p.row_end = r1;
-        if (amx) kernels::fp8_gemv_amx(p);
-        else kernels::fp8_gemv(p);
+      if (!shared_tail) {
+        const auto [r0, r1] = set.row_range(w.index, pool.size());
+        for (const Fp8Matrix& m : set.matrices()) gemv(m, r0, r1);
+        return;
+      }
+      const cpu::RowRange h = split.head(w.index);
+      if (!h.empty())
+        for (const Fp8Matrix& m : set.matrices()) gemv(m, h.begin, h.end);
+      for (int p = next_piece.fetch_add(1, std::memory_order_relaxed); p < tail_pieces;
+           p = next_piece.fetch_add(1, std::memory_order_relaxed)) {
+        const cpu::RowRange r = split.piece(p % split.pieces());
+        if (!r.empty()) gemv(set.matrices()[static_cast<size_t>(p / split.pieces())], r.begin, r.end);
       }
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -172,7 +193,8 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   ctx->put({"fp8_gemv_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) +
                     (variant ? std::string("_pf_") + variant->name : std::string()) +
                     (wait == kDefaultCallerWait ? "" : std::string("_") + caller_wait_name(wait)) + (amx ? "_amx" : "") +
-                    (amx_variant ? std::string("_pf_") + amx_variant->name : std::string()),
+                    (amx_variant ? std::string("_pf_") + amx_variant->name : std::string()) +
+                    (shared_tail ? "_tail" : ""),
             threads, gbps, "GB/s", ceiling, ratio,
             fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved; value, ceiling = "
                         "median GB/s, ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / "
@@ -324,7 +346,8 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false, nullptr)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false, nullptr,
+                                     false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -339,12 +362,25 @@ void register_gemv(BenchContext& ctx) {
           ->Unit(benchmark::kMillisecond)
           ->Iterations(kPairedRounds);
     }
+    // Batch 1 with the tails of every worker's rows shared out (records fp8_gemv_<shape>_b1_tail),
+    // at every thread count above 1.
+    for (int t : ctx.thread_counts()) {
+      if (t == 1) continue;
+      const std::string name = "fp8_gemv_tail/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                               "/batch:1/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, nullptr, kDefaultCallerWait, false, nullptr,
+                                   true)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(kPairedRounds);
+    }
     // Right after the default cases, same shape, at all threads: the caller of run() spinning
     // at most 5 us before it sleeps (CallerWait::kAuto; the default spins up to
     // caller_spin_us), records fp8_gemv_<shape>_b1_auto.
     const std::string name = "fp8_gemv_auto/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              "/batch:1/threads:" + std::to_string(ctx.max_threads());
-    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto, false, nullptr)
+    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto, false,
+                                 nullptr, false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);
@@ -360,7 +396,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string amx_name = "fp8_gemv_amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                      "/batch:" + std::to_string(b) + "/threads:" + std::to_string(ctx.max_threads());
         benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), b, nullptr,
-                                     kDefaultCallerWait, true, nullptr)
+                                     kDefaultCallerWait, true, nullptr, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -374,7 +410,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string amx_name = "fp8_gemv_amx_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
                                      std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(ctx.max_threads());
         benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr,
-                                     kDefaultCallerWait, true, &v)
+                                     kDefaultCallerWait, true, &v, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -435,7 +471,7 @@ void register_gemv(BenchContext& ctx) {
       for (const PrefetchVariant* v : variants) {
         const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -449,7 +485,7 @@ void register_gemv(BenchContext& ctx) {
     const auto v2 = std::find_if(kCases.begin(), kCases.end(),
                                  [other](const Case& c) { return std::string_view(c.v.name) == other; });
     benchmark::RegisterBenchmark(b2.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 2, &v2->v, kDefaultCallerWait,
-                                 false, nullptr)
+                                 false, nullptr, false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);
