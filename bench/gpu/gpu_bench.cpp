@@ -1,4 +1,4 @@
-// hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]
+// hymoe-bench-gpu [--out FILE] [--min-tokens N] [--max-tokens N] [--only SECTION,...]
 // Measures the GPU's ceilings (device-to-device copy bandwidth, cuBLASLt BF16 GEMM and FP8 GEMM
 // with per-tensor scales at large square sizes) and then every kernel of the library against the
 // ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
@@ -815,7 +815,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
 // random routing: gate and up GEMMs into one [rows, 4096] buffer, down GEMM, per expert.
 // backend_only: this grouped GEMM backend's records only (gemm_backend_name), no dispatch
 // kernels (for ncu); empty: all.
-void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_tokens,
+void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_tokens, int max_tokens,
                const std::string& backend_only) {
   cudaStream_t s = bench.stream();
   constexpr int kExperts = 256, kTopK = 8, kHidden = 7168, kInter = 2048;
@@ -861,6 +861,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
   }
   std::mt19937_64 rng(42);
   for (int tokens = 4096; tokens <= max_tokens; tokens *= 4) {
+    if (tokens < min_tokens) continue;
     const int rows = tokens * kTopK;
     std::vector<int32_t> ids(static_cast<size_t>(rows));
     std::vector<int> pool(kExperts);
@@ -974,6 +975,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int max_toke
 
 int run(int argc, char** argv) {
   std::string out_path;
+  int min_tokens = 0;  // moe: token counts below this left out (one size under ncu)
   int max_tokens = 65536;
   std::string only;  // comma-separated section names; empty: all
   std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
@@ -981,6 +983,8 @@ int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--min-tokens") && i + 1 < argc) {
+      min_tokens = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
       max_tokens = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
@@ -991,7 +995,8 @@ int run(int argc, char** argv) {
       moe_backend = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hymoe-bench-gpu [--out FILE] [--max-tokens N] [--only SECTION,...]\n"
+                   "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe)] [--max-tokens N]\n"
+                   "                       [--only SECTION,...]\n"
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "                       [--moe-backend NAME (gemm_backend_name, e.g. "
                    "wgmma_ws_tma_grouped_scc)]\n"
@@ -1034,7 +1039,7 @@ int run(int argc, char** argv) {
   });
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
-  section("moe", [&] { bench_moe(bench, lt, c, max_tokens, moe_backend); });
+  section("moe", [&] { bench_moe(bench, lt, c, min_tokens, max_tokens, moe_backend); });
   section("mla_prefill", [&] { bench_mla_prefill(bench, c, max_tokens); });
   // Last: the opt-in wgmma MLA decode kernels, so that a fault there cannot cost other sections.
   section("mla_decode_wgmma", [&] {
