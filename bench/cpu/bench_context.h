@@ -108,6 +108,10 @@ class PairedProbe {
   // One pass of every worker over its slice (the probe's loop); returns the seconds.
   double read_seconds(cpu::ThreadPool& pool);
   double read_gbps(cpu::ThreadPool& pool) { return static_cast<double>(bytes()) / read_seconds(pool) / 1e9; }
+  // The same bytes split as cpu::parallel_rows splits rows (RowSplit: each worker the first three
+  // quarters of its slice, the tails in pieces from one counter), the ceiling of the cases that
+  // share their tails the same way (records *_tail): a core the host slowed holds neither.
+  double read_split_seconds(cpu::ThreadPool& pool);
   // Piece `part` of `parts` of every worker's slice (parts pieces of slice / parts bytes, rounded
   // down to 4 KB); returns the seconds. part_bytes(parts): the bytes one such call reads.
   double read_part_seconds(cpu::ThreadPool& pool, int part, int parts);

@@ -134,7 +134,8 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
   std::vector<uint16_t> x(static_cast<size_t>(batch * s.cols));
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
-  auto probe_round = [&] { return probe.read_seconds(pool); };
+  // (shared_tail: the probe rounds split their bytes the same way, PairedProbe::read_split_seconds)
+  auto probe_round = [&] { return shared_tail ? probe.read_split_seconds(pool) : probe.read_seconds(pool); };
   auto gemv = [&](const Fp8Matrix& m, int64_t r0, int64_t r1) {
     auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
     p.row_begin = r0;
@@ -196,10 +197,11 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
                     (amx_variant ? std::string("_pf_") + amx_variant->name : std::string()) +
                     (shared_tail ? "_tail" : ""),
             threads, gbps, "GB/s", ceiling, ratio,
-            fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved; value, ceiling = "
+            fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved{}; value, ceiling = "
                         "median GB/s, ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / "
                         "best probe {:.2f} = {:.3f}; core L2 decode before/after {:.2f} / {:.2f} GB/s; caller spins <= {} us",
                         amx ? std::string_view("amx") : kernels::isa_name(kernels::best_isa()), set.matrices().size(), kWarmupPairs, ratios.size(),
+                        shared_tail ? " (the probe's tails shared out as the GEMV's)" : "",
                         *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
                         best_gemv, best_probe, best_gemv / best_probe, core_before, core_after,
                         pool.caller_spin_limit_us())});
