@@ -57,8 +57,8 @@ template <int Consumers, bool Tma = false, bool SmemStore = false, bool SmemScal
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
-  // Each K block's block scales in the ring beside its tiles (the producer's second warp copies
-  // them, ws_produce_scales), read by the consumers from shared memory instead of global loads
+  // Each K block's block scales in the ring beside its tiles (the producer's warps 1..3 copy
+  // them in turn, ws_produce_scales), read by the consumers from shared memory instead of global loads
   // in their loop (kWgmmaWsTmaGroupedSc / ScX).
   static constexpr bool kSmemScales = SmemScales;
   static_assert(!SmemScales || Tma, "the scale copies ride on the TMA producer's barriers");
@@ -90,8 +90,9 @@ struct WsCfg {
   static constexpr int kProducerThreads = 128;              // the producer warpgroup
   // Arrivals per full-barrier phase: every producer thread's cp.async.mbarrier.arrive, or the
   // one arrive.expect_tx of the TMA thread (the bytes then complete the phase), plus (kSmemScales)
-  // the cp.async.mbarrier.arrive of each lane of the scale warp.
+  // the cp.async.mbarrier.arrive of each lane of the scale warp that copies that block.
   static constexpr int kScaleWarpThreads = 32;
+  static constexpr int kScaleWarps = 3;  // the producer warpgroup's warps 1..3 (ws_produce_scales)
   static constexpr int kFullArrivals =
       Tma ? 1 + (SmemScales ? kScaleWarpThreads : 0) : kProducerThreads;
   // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
@@ -114,6 +115,8 @@ struct WsCfg {
   static constexpr int kSmemBytes =
       kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes + kScaleBytes;
   static_assert(kM % kScaleWarpThreads == 0, "the scale warp copies whole rows of 32 scales");
+  static_assert(!SmemScales || kStages % kScaleWarps == 0,
+                "each slot always the same scale warp's: a parity wait cannot skip a phase");
   static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
   static_assert(kSmemBytes <= 227 * 1024, "Hopper's largest dynamic shared memory per block");
   static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
@@ -360,18 +363,23 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
   }
 }
 
-// kSmemScales: the producer's second warp (lane l = 0..31) copies each K block's block scales
-// into the scale slot of the ring slot the TMA thread fills: the A scales of tile rows
+// kSmemScales: the producer's warps 1..3 (scale warp w = 0..2, lane l = 0..31) copy the block
+// scales of every third K block (the ring's K blocks counted over all tiles: block j is warp
+// j % 3's) into the scale slot of the ring slot the TMA thread fills: the A scales of tile rows
 // l + 32 i (a_scale[kb][m0 + row]: 128 contiguous bytes per i, zero-filled past the expert's
 // rows, which keeps their products 0 as the consumers' check did), and (lane 0) B's scale of
 // the column tile; then each lane's cp.async arrival on the slot's full barrier (kFullArrivals
-// counts them). It waits on the same empty barriers as the TMA thread, so its arrivals always
-// belong to the phase the TMA thread is filling.
+// counts one warp's). Each waits on the same empty barriers as the TMA thread for its own
+// blocks, so its arrivals always belong to the phase the TMA thread is filling. One warp alone
+// managed one K block per ~744 clocks (round 10's trace: each block's arrival waits out its
+// copies' latency), short of what the ring needs; three take their blocks in turn.
 template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, Tiles tiles,
-                                                  uint32_t scale_addr, uint32_t bars, int lane) {
+                                                  uint32_t scale_addr, uint32_t bars, int warp,
+                                                  int lane) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
+  int turn = 0;  // (the ring's K block count modulo kScaleWarps)
   for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
@@ -380,6 +388,12 @@ __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, T
     const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
     const int rows_left = q.m - m0 - lane;  // row lane + 32 i is the expert's iff 32 i < rows_left
     for (int kb = 0; kb < kblocks; ++kb) {
+      const bool mine = turn == warp;
+      turn = turn + 1 == Cfg::kScaleWarps ? 0 : turn + 1;
+      if (!mine) {
+        pos = wgmma::ring_next(pos, Cfg::kStages);
+        continue;
+      }
       mbarrier_wait(bars + (Cfg::kStages + pos.stage) * 8, wgmma::empty_wait_parity(pos));
       const uint32_t slot = scale_addr + pos.stage * Cfg::kScaleSlotBytes;
       const float* sa = a_scale + static_cast<int64_t>(kb) * q.a_scale_ld;
@@ -706,11 +720,11 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if constexpr (Cfg::kPair) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, nullptr, cluster_rank());
-      if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
+      if (t >= 32) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
     } else if constexpr (Cfg::kTma) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
       if constexpr (Cfg::kSmemScales) {
-        if (t / 32 == 1) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t % 32);
+        if (t >= 32) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
       }
     } else {
       ws_produce<Cfg>(p, tiles, ring_addr, bars, t);

@@ -37,13 +37,24 @@ struct RingModel {
   bool bad_parity = false;        // injected bug: the producer waits on parity `phase`
   int empty_count_shortfall = 0;  // injected bug: empty barriers count too few consumers
   bool early_release = false;     // injected bug: a slot released when its wgmmas are issued
+  // Producers taking K blocks in turn (kSmemScales' scale warps, ws_produce_scales): with
+  // turn_groups > 1, producer 0 (the TMA thread) fills every block and producers 1.. form
+  // turn_groups groups of `producers - 1` / turn_groups lanes, group g filling blocks b with
+  // b % turn_groups == g and passing over the others without waiting; a full barrier then counts
+  // 1 + one group's lanes.
+  int turn_groups = 1;
+  bool wrong_turn_count = false;  // injected bug: full barriers count every producer anyway
 };
 
 enum class Outcome { kOk, kDeadlock, kWrongData, kOverwrite };
 
 // One random run of the protocol; K block b fills slot data with b.
 Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
-  std::vector<MBarrier> full(m.stages, MBarrier(m.producers));
+  const int group_size = m.turn_groups > 1 ? (m.producers - 1) / m.turn_groups : 0;
+  // Whether producer i fills K block b.
+  auto fills = [&](int i, int b) { return m.turn_groups == 1 || i == 0 || (i - 1) / group_size == b % m.turn_groups; };
+  const int full_count = m.turn_groups > 1 && !m.wrong_turn_count ? 1 + group_size : m.producers;
+  std::vector<MBarrier> full(m.stages, MBarrier(full_count));
   std::vector<MBarrier> empty(m.stages, MBarrier(m.consumers - m.empty_count_shortfall));
   std::vector<std::vector<int>> data(m.stages, std::vector<int>(m.producers, -1));
   std::vector<int> readers(m.stages, 0);
@@ -66,7 +77,11 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
     // Enabled actions: 0 issue / 1 land for producer i; 2 start / 3 finish reading for consumer i.
     std::vector<std::pair<int, int>> actions;
     for (int i = 0; i < m.producers; ++i) {
-      const Producer& p = prod[i];
+      Producer& p = prod[i];
+      while (p.next < m.blocks && !fills(i, p.next)) {  // another group's block: pass over it
+        p.pos = ring_next(p.pos, m.stages);
+        ++p.next;
+      }
       const uint32_t q = m.bad_parity ? full_wait_parity(p.pos) : empty_wait_parity(p.pos);
       if (p.next < m.blocks && empty[p.pos.stage].try_wait_parity(q)) actions.push_back({0, i});
       if (!p.in_flight.empty()) actions.push_back({1, i});
@@ -110,8 +125,8 @@ Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
       }
     } else if (kind == 2) {  // wait passed: every producer's part must hold K block `next`
       Consumer& c = cons[i];
-      for (int v : data[c.pos.stage])
-        if (v != c.next) return Outcome::kWrongData;
+      for (int j = 0; j < m.producers; ++j)
+        if (fills(j, c.next) && data[c.pos.stage][j] != c.next) return Outcome::kWrongData;
       ++readers[c.pos.stage];
       if (m.early_release) empty[c.pos.stage].arrive();
       ++c.held;
@@ -175,6 +190,42 @@ TEST(GpuHost, WgmmaWsRingProtocolCrossStepReleaseOrder) {
   early.early_release = true;
   bool caught = false;
   for (int run = 0; run < 200 && !caught; ++run) caught = simulate(early, rng) != Outcome::kOk;
+  EXPECT_TRUE(caught);
+}
+
+// kSmemScales' scale copies on three warps taking K blocks in turn (ws_produce_scales): the TMA
+// thread and one warp's 32 lanes complete each full barrier; with a ring of a multiple of 3
+// slots (each slot always the same warp's) every block arrives in order under both schedules.
+// With 2 slots a warp passes over whole phases of a slot's empty barrier, which a parity wait
+// cannot tell apart (WsCfg's static_assert), and a full barrier that still counted all 97
+// producers would never complete: the model catches both.
+TEST(GpuHost, WgmmaWsRingProtocolScaleWarpsInTurn) {
+  auto rng = test::make_rng();
+  for (const int lag : {1, 2})
+    for (const int stages : {3, 6})
+      for (int run = 0; run < 30; ++run) {
+        RingModel m;
+        m.lag = lag;
+        m.stages = stages;
+        m.producers = 1 + 3 * 32;
+        m.turn_groups = 3;
+        m.tile_blocks = 1 + static_cast<int>(rng() % 7);
+        m.blocks = m.tile_blocks * (1 + static_cast<int>(rng() % 5));
+        ASSERT_EQ(simulate(m, rng), Outcome::kOk)
+            << "lag " << lag << ", " << stages << " stages, " << m.blocks << " blocks";
+      }
+  RingModel wrong;
+  wrong.producers = 1 + 3 * 32;
+  wrong.turn_groups = 3;
+  wrong.wrong_turn_count = true;
+  EXPECT_EQ(simulate(wrong, rng), Outcome::kDeadlock);
+  RingModel two_slots;
+  two_slots.stages = 2;
+  two_slots.blocks = 24;
+  two_slots.producers = 1 + 3 * 4;
+  two_slots.turn_groups = 3;
+  bool caught = false;
+  for (int run = 0; run < 200 && !caught; ++run) caught = simulate(two_slots, rng) != Outcome::kOk;
   EXPECT_TRUE(caught);
 }
 
