@@ -58,8 +58,8 @@ struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
   // Each K block's block scales in the ring beside its tiles (the producer's warps 1..3 copy
-  // them in turn, ws_produce_scales), read by the consumers from shared memory instead of global loads
-  // in their loop (kWgmmaWsTmaGroupedSc / ScX).
+  // them in turn, ws_produce_scales), read by the consumers from shared memory instead of
+  // global loads in their loop (kWgmmaWsTmaGroupedSc / ScX).
   static constexpr bool kSmemScales = SmemScales;
   static_assert(!SmemScales || Tma, "the scale copies ride on the TMA producer's barriers");
   // A tile of at most 64 rows (an expert's remainder) split by columns instead of rows: both
@@ -115,6 +115,7 @@ struct WsCfg {
   static constexpr int kSmemBytes =
       kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes + kScaleBytes;
   static_assert(kM % kScaleWarpThreads == 0, "the scale warp copies whole rows of 32 scales");
+  static_assert(kScaleWarps == kProducerThreads / 32 - 1, "ws_run: every producer warp but the TMA thread's");
   static_assert(!SmemScales || kStages % kScaleWarps == 0,
                 "each slot always the same scale warp's: a parity wait cannot skip a phase");
   static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
