@@ -897,7 +897,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
                                       GemmBackend::kWgmmaWsTmaGroupedC,
                                       GemmBackend::kWgmmaWsTmaGroupedScC,
                                       GemmBackend::kWgmmaWsTmaGroupedScXC,
-                                      GemmBackend::kWgmmaWsTmaGroupedScCM, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsTmaGroupedScCM,
+                                      GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       if (!backend_only.empty() && backend_only != gemm_backend_name(backend)) continue;

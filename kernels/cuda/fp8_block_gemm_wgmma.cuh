@@ -135,17 +135,19 @@ __device__ __forceinline__ void wg_promote(float (&acc)[64], const float (&part)
 //   wgmma.wait_group 0 (nothing stays in flight from one step to the next: ptxas then neither
 //   serialises the wgmmas nor injects waits, as it did when a wait_group 1 left a group in
 //   flight across the loop's back edge).
-// A warpgroup's 64x128 accumulator tile (rows from row0, columns from n0; t: the thread's index
-// in its warpgroup) as masked BF16 stores: register pairs (i, i + 1) are adjacent columns of one
-// row, stored as one 32-bit word where the row layout allows. Regs = 32: a 64 x 64 tile (the
-// first 32 registers: an m64n64 accumulator).
-template <int Regs = 64>
-__device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const float (&acc)[64],
+// A warpgroup's 64 x (N / 2) accumulator tile (rows from row0, columns from n0; t: the thread's
+// index in its warpgroup) as masked BF16 stores: register pairs (i, i + 1) are adjacent columns
+// of one row, stored as one 32-bit word where the row layout allows. N = 64: 64 x 128 (m64n128),
+// 96: 64 x 192 (m64n192). Regs = 32: a 64 x 64 tile (the first 32 registers of an accumulator:
+// an m64n64 one).
+template <int Regs = 0, int N>
+__device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const float (&acc)[N],
                                               int row0, int n0, int t) {
+  constexpr int kRegs = Regs > 0 ? Regs : N;
   auto* d = reinterpret_cast<uint16_t*>(p.d);
   const bool pairs = (p.ldd % 2 == 0) && (reinterpret_cast<uintptr_t>(p.d) % 4 == 0);
 #pragma unroll
-  for (int i = 0; i < Regs; i += 2) {
+  for (int i = 0; i < kRegs; i += 2) {
     const int row = row0 + wgmma::acc_row(t, i), col = n0 + wgmma::acc_col(t, i);
     if (row >= p.m || col >= p.n) continue;
     uint16_t* out = d + static_cast<int64_t>(row) * p.ldd + col;

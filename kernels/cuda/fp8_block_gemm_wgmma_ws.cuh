@@ -38,8 +38,15 @@
 // 4K tokens). A slot is refilled only when the consumers of both CTAs released it: each consumer
 // warp arrives on its own and on the peer's empty barrier (kEmptyArrivals = 16; the peer arrival
 // at CTA scope: with .release.cluster every arrival waited on a MEMBAR and ScCM ran 0.7x of ScC,
-// round 9). GroupedFp8Gemm's kAuto since round 9 (equal to ScC at 4K tokens, 1-3 points above at
-// 16K-64K): the A traffic it halves was not ScC's limit.
+// round 9). GroupedFp8Gemm's kAuto in rounds 9-10 (equal to ScC at 4K tokens, 1-3 points above
+// at 16K-64K): the A traffic it halves was not ScC's limit.
+// Round 11's 128 x 192 tiles (kWgmmaWsTmaGroupedScMW, WsCfg::kN = 192; kAuto since run 88):
+// ScCM's clusters with m64n192 wgmmas (17% fewer ring bytes per FLOP, round 10's limit), a 5-slot
+// ring of 40 KB slots, one scale warp, and one partial accumulator (acc and part take 192 of the
+// 232 registers): ws_consume_wide waits for each K block's wgmmas before promoting them. A tile
+// spans two weight-scale blocks (the second from column 128 or 64). Pairs run over the tiles in
+// row-major order (wgmma::pair_tile), so an odd column-tile count (11 for gate / up's 2048
+// columns) costs at most one tile past n per launch, not one per row tile.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
@@ -53,7 +60,8 @@ namespace hymoe::gpu::kernels {
 // Consumers warpgroups of 64 rows each: 2 (128-row tiles, one block per SM) or 1 (64-row tiles
 // for short row counts and small experts, two blocks per SM).
 template <int Consumers, bool Tma = false, bool SmemStore = false, bool SmemScales = false,
-          bool Split64 = false, bool Cross = false, bool Pair = false>
+          bool Split64 = false, bool Cross = false, bool Pair = false, int TileN = 128,
+          int ScaleWarps = 3>
 struct WsCfg {
   static constexpr int kConsumers = Consumers;
   static constexpr bool kTma = Tma;                         // TMA loads instead of cp.async
@@ -82,6 +90,11 @@ struct WsCfg {
   // coalesced 16-byte stores, instead of 4-byte stores straight from the fragments.
   static constexpr bool kSmemStore = SmemStore;
   static constexpr int kM = 64 * kConsumers;                // rows per tile
+  // Columns per tile: 128, or 192 (kWgmmaWsTmaGroupedScMW: m64n192 wgmmas, 17% fewer ring bytes
+  // per FLOP; a tile then spans two weight-scale blocks, the split at column 128 or 64).
+  static constexpr int kN = TileN;
+  static_assert(TileN == 128 || (TileN == 192 && Pair && !Cross),
+                "192-column tiles: the A-multicast kernel, one partial accumulator (96 + 96 registers)");
   static constexpr int kThreads = 128 * (kConsumers + 1);   // + the producer warpgroup
   static constexpr int kBlocksPerSm = Consumers == 2 ? 1 : 2;
   static constexpr int kConsumerWarps = 4 * kConsumers;
@@ -92,21 +105,23 @@ struct WsCfg {
   // one arrive.expect_tx of the TMA thread (the bytes then complete the phase), plus (kSmemScales)
   // the cp.async.mbarrier.arrive of each lane of the scale warp that copies that block.
   static constexpr int kScaleWarpThreads = 32;
-  static constexpr int kScaleWarps = 3;  // the producer warpgroup's warps 1..3 (ws_produce_scales)
+  static constexpr int kStages = TileN == 192 ? 5 : Consumers == 2 ? 6 : 4;
+  // The producer warpgroup's warps 1..kScaleWarps (ws_produce_scales): slot s is warp
+  // s % kScaleWarps's (WsPairCfg: three for ScCM, one for ScMW).
+  static constexpr int kScaleWarps = ScaleWarps;
   static constexpr int kFullArrivals =
       Tma ? 1 + (SmemScales ? kScaleWarpThreads : 0) : kProducerThreads;
   // Launch budget 65536 / (kThreads * kBlocksPerSm) (168 / 128); the producer gives its surplus
   // to the consumers.
   static constexpr int kProducerRegs = 40, kConsumerRegs = Consumers == 2 ? 232 : 216;
-  static constexpr int kStages = Consumers == 2 ? 6 : 4;
   static constexpr int kATileBytes = kM * kWgK;             // 1024-aligned (whole swizzle atoms)
-  static constexpr int kStageBytes = kATileBytes + kWgN * kWgK;
+  static constexpr int kStageBytes = kATileBytes + kN * kWgK;
   static constexpr int kRingBytes = kStages * kStageBytes;
   // + one swizzle atom of slack (the ring starts at the first 1024-aligned shared address), then
   // the full and empty barriers (8 bytes each) after the ring, then (kSmemStore) the consumers'
   // output staging (16-byte aligned: 2 * kStages * 8 is a multiple of 16), then (kSmemScales)
   // one scale slot per ring slot: the tile's kM A scales of the K block (row order), then B's
-  // scale, padded to 16 bytes.
+  // scale (kN = 192: the scales of the tile's two weight-scale blocks), padded to 16 bytes.
   static constexpr int kBarBytes = 2 * kStages * 8;
   static constexpr int kOutBytes = SmemStore ? kConsumers * wgmma::kOutStageBytes : 0;
   static constexpr int kScaleSlotFloats = kM + 4;
@@ -115,15 +130,17 @@ struct WsCfg {
   static constexpr int kSmemBytes =
       kRingBytes + wgmma::kSw128AtomBytes + kBarBytes + kOutBytes + kScaleBytes;
   static_assert(kM % kScaleWarpThreads == 0, "the scale warp copies whole rows of 32 scales");
-  static_assert(kScaleWarps == kProducerThreads / 32 - 1, "ws_run: every producer warp but the TMA thread's");
-  static_assert(!SmemScales || kStages % kScaleWarps == 0,
-                "each slot always the same scale warp's: a parity wait cannot skip a phase");
+  static_assert(kScaleWarps >= 1 && kScaleWarps <= kProducerThreads / 32 - 1,
+                "ws_run: producer warps but the TMA thread's");
   static_assert(kBarBytes % 16 == 0, "the output staging is 16-byte aligned");
   static_assert(kSmemBytes <= 227 * 1024, "Hopper's largest dynamic shared memory per block");
-  static_assert((kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs) *
-                        kBlocksPerSm <=
-                    65536,
-                "the register budgets fit one SM's register file");
+  // setmaxnreg moves registers between the warpgroups of one CTA: the budgets must fit what the
+  // CTA was launched with (its per-thread count, 65536 / (kThreads x kBlocksPerSm) rounded down
+  // to a multiple of 8, times kThreads), or the consumers' increase waits forever.
+  static constexpr int kLaunchRegs = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;  // 168 / 128
+  static_assert(kProducerThreads * kProducerRegs + 128 * kConsumers * kConsumerRegs <=
+                    kThreads * kLaunchRegs,
+                "the register budgets fit the CTA's launch allocation");
   static_assert((kSmemBytes + 1024) * kBlocksPerSm <= 228 * 1024,
                 "the rings fit Hopper's shared memory (1 KB reserved per block)");
 };
@@ -140,7 +157,7 @@ struct WsDenseTiles {
     const wgmma::TileCoord t = wgmma::raster_tile(id, tiles_m, tiles_n, kWgRasterGroup);
     q = p;
     m0 = t.m * Cfg::kM;
-    n0 = t.n * kWgN;
+    n0 = t.n * Cfg::kN;
     return true;
   }
   // TMA (ws_produce_tma): the tile's first row in A's map, B's map (the kernel parameter).
@@ -171,7 +188,7 @@ struct WsGroupedTiles {
       if (g.expert >= gp->experts) return false;  // (the host counts tiles exactly)
       grouped_expert_params(*gp, g.expert, q);
       m0 = g.m_tile * Cfg::kM;
-      n0 = g.n_tile * kWgN;
+      n0 = g.n_tile * Cfg::kN;
       return true;
     }
     const int y = id / tiles_n, x = id % tiles_n;
@@ -179,7 +196,7 @@ struct WsGroupedTiles {
     if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
     grouped_expert_params(*gp, cursor.expert, q);
     m0 = (y - cursor.first) * Cfg::kM;
-    n0 = x * kWgN;
+    n0 = x * Cfg::kN;
     return true;
   }
 };
@@ -207,12 +224,13 @@ struct WsGroupedTmaTiles : WsGroupedTiles<Cfg, ExpertMajor> {
   }
 };
 
-// kPair (kWgmmaWsTmaGroupedScCM): the tiles of a cluster of two CTAs. Pair id i (clusters take
-// ids cluster_index(), + clusters(), ...) is row tile y = i / pairs_n of all experts (as
-// WsGroupedTiles' y) and column tiles 2 (i % pairs_n) + rank: both CTAs of a cluster walk the
-// same row tiles, hence the same experts and K blocks, in step. An odd column-tile count leaves
-// rank 1 of the last pair a tile past n (n0 >= n): its B box and scale are zero, its store masked,
-// and it still loads its half of A for rank 0.
+// kPair (kWgmmaWsTmaGroupedScCM / ScMW): the tiles of a cluster of two CTAs, wgmma::pair_tile's
+// pairs (clusters take pair ids cluster_index(), + clusters(), ...; row tile y of all experts as
+// WsGroupedTiles' y). Every tile has the same K blocks, so both CTAs of a cluster walk their
+// rings in step. A pair on one row tile multicasts A (each CTA loads half of the box into both
+// CTAs' slots); a pair over two row tiles (an odd tiles_n) loads each CTA's whole A box on its
+// own. Rank 1 of an odd tile count's last pair is a tile past n (n0 >= n): its B box and scale
+// are zero, its store masked, and it still loads its half of A for rank 0.
 template <class Cfg>
 struct WsPairedTmaTiles {
   const GroupedGemmParams* gp;
@@ -220,19 +238,21 @@ struct WsPairedTmaTiles {
   wgmma::GroupedCursor cursor;
   const CUtensorMap* maps;
   int rank = 0;
-  int row0 = 0;  // first permuted row of the current tile's expert
-  __device__ __forceinline__ int pairs_n() const { return (tiles_n + 1) / 2; }
-  __device__ __forceinline__ int count() const { return row_tiles * pairs_n(); }
+  int row0 = 0;           // first permuted row of the current tile's expert
+  bool multicast = true;  // the current pair's tiles share their row tile
+  __device__ __forceinline__ int count() const { return wgmma::pair_count(row_tiles, tiles_n); }
   __device__ __forceinline__ int first() const { return cluster_index(); }
   __device__ __forceinline__ int step() const { return clusters(); }
   __device__ __forceinline__ bool at(const Fp8BlockGemmParams&, int id, Fp8BlockGemmParams& q,
                                      int& m0, int& n0) {
-    const int y = id / pairs_n(), x = 2 * (id % pairs_n()) + rank;
+    const wgmma::PairTile tile = wgmma::pair_tile(id, rank, row_tiles, tiles_n);
+    const int y = tile.y, x = tile.x;
+    multicast = tile.multicast;
     wgmma::grouped_advance(cursor, y, gp->offsets, gp->experts, Cfg::kM);
     if (cursor.expert >= gp->experts) return false;  // (the host counts tiles exactly)
     grouped_expert_params(*gp, cursor.expert, q);
     m0 = (y - cursor.first) * Cfg::kM;
-    n0 = x * kWgN;
+    n0 = x * Cfg::kN;
     row0 = gp->offsets[cursor.expert];
     return true;
   }
@@ -253,6 +273,7 @@ struct WsLoader {
   static constexpr int kAPasses = Cfg::kM / kRowsPerPass;         // 8 or 4
   static constexpr int kBPasses = kWgN / kRowsPerPass;            // 8
   static_assert(kAPasses <= kBPasses, "the loop runs B's passes");
+  static_assert(Cfg::kN == kWgN, "cp.async loads: 128-column tiles");
   const uint8_t* a;  // row m0 + t / 8 of A, byte chunk * 16
   const uint8_t* b;  // row n0 + t / 8 of B, byte chunk * 16
   int64_t a_step, b_step;  // 16 rows
@@ -319,9 +340,10 @@ __device__ __forceinline__ void ws_produce(const Fp8BlockGemmParams& p, Tiles ti
 // on its full barrier, then A's box (kM rows) and B's (128 rows) at (kb * 128, m0 / n0). Then it
 // waits until the consumers released every slot, so no copy is in flight when it exits.
 // kPair: the TMA thread of CTA `rank` (0 or 1) of a cluster; its empty barrier completes when both
-// CTAs' consumers released the slot, the full barrier's bytes are both halves of A (one from each
-// CTA) and its B; it loads A rows a_row + 64 rank .. + 63 (map_a's boxes are 64 rows) multicast
-// into that half of both CTAs' slot, then its own B box.
+// CTAs' consumers released the slot, the full barrier's bytes are both halves of A and its B; it
+// loads A rows a_row + 64 rank .. + 63 (map_a's boxes are 64 rows) multicast into that half of
+// both CTAs' slot (tiles.multicast; else both halves of its own tile's A into its own slot),
+// then its own B box.
 template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tiles tiles,
                                                uint32_t ring_addr, uint32_t bars,
@@ -334,8 +356,7 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
-    int a_row = tiles.a_row(m0);
-    if constexpr (Cfg::kPair) a_row += 64 * static_cast<int>(rank);
+    const int a_row = tiles.a_row(m0);
     const CUtensorMap* tile_map_b = tiles.b_map(map_b);
     if constexpr (Tiles::kMapsInGlobal) {
       if (tile_map_b != acquired) {
@@ -350,7 +371,13 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
       mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
       if constexpr (Cfg::kPair) {
         constexpr uint32_t kHalfA = 64 * wgmma::kSw128RowBytes;  // whole swizzle atoms
-        tma_load_2d_multicast(stage_addr + rank * kHalfA, map_a, full, kb * kWgK, a_row, 0x3);
+        if (tiles.multicast) {
+          tma_load_2d_multicast(stage_addr + rank * kHalfA, map_a, full, kb * kWgK,
+                                a_row + 64 * static_cast<int>(rank), 0x3);
+        } else {  // (a pair over two row tiles: both halves of this CTA's own A box)
+          tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
+          tma_load_2d(stage_addr + kHalfA, map_a, full, kb * kWgK, a_row + 64);
+        }
       } else {
         tma_load_2d(stage_addr, map_a, full, kb * kWgK, a_row);
       }
@@ -364,34 +391,39 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
   }
 }
 
-// kSmemScales: the producer's warps 1..3 (scale warp w = 0..2, lane l = 0..31) copy the block
-// scales of every third K block (the ring's K blocks counted over all tiles: block j is warp
-// j % 3's) into the scale slot of the ring slot the TMA thread fills: the A scales of tile rows
-// l + 32 i (a_scale[kb][m0 + row]: 128 contiguous bytes per i, zero-filled past the expert's
-// rows, which keeps their products 0 as the consumers' check did), and (lane 0) B's scale of
-// the column tile; then each lane's cp.async arrival on the slot's full barrier (kFullArrivals
-// counts one warp's). Each waits on the same empty barriers as the TMA thread for its own
-// blocks, so its arrivals always belong to the phase the TMA thread is filling. One warp alone
-// managed one K block per ~744 clocks (round 10's trace: each block's arrival waits out its
-// copies' latency), short of what the ring needs; three take their blocks in turn.
+// kSmemScales: the producer's warps 1..kScaleWarps (scale warp w, lane l = 0..31) copy the block
+// scales of the K blocks of ring slots s with s % kScaleWarps == w (each slot always the same
+// warp's, so a warp's waits on a slot's empty barrier never pass over one of its phases, which a
+// parity wait could not tell apart) into the scale slot of the ring slot the TMA thread fills:
+// the A scales of tile rows l + 32 i (a_scale[kb][m0 + row]: 128 contiguous bytes per i,
+// zero-filled past the expert's rows, which keeps their products 0 as the consumers' check
+// did), and (lane 0) B's scale of
+// the column tile (kN = 192: lane 1 the second weight-scale block's); then each lane's cp.async
+// arrival on the slot's full barrier (kFullArrivals counts one warp's). Each waits on the same
+// empty barriers as the TMA thread for its own blocks, so its arrivals always belong to the phase
+// the TMA thread is filling. One warp alone managed one K block per ~744 clocks (round 10's
+// trace: each block's arrival waits out its copies' latency), short of what ScCM's ring needs:
+// there three share the slots (+3-6%). ScMW's K block is 1.5x the work, and one warp ran 4-7%
+// faster than three (run 89).
 template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, Tiles tiles,
                                                   uint32_t scale_addr, uint32_t bars, int warp,
                                                   int lane) {
   wgmma::RingPos pos{0, 0};
   Fp8BlockGemmParams q;
-  int turn = 0;  // (the ring's K block count modulo kScaleWarps)
   for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
     int m0, n0;
     if (!tiles.at(p, id, q, m0, n0)) break;
     const int kblocks = (q.k + kWgK - 1) / kWgK;
     const float* a_scale = q.a_scale + m0 + lane;
-    const float* b_scale = q.b_scale + static_cast<int64_t>(n0 / kWgN) * q.b_scale_ld;
+    // The tile's weight-scale blocks: n0 / 128 and (kN = 192) the next one, where it exists
+    // (its scale 0 past n: those columns are zero-filled and never stored).
+    const int nb = n0 / kWgN;
+    const float* b_scale = q.b_scale + static_cast<int64_t>(nb) * q.b_scale_ld;
+    [[maybe_unused]] const bool b_hi_ok = (nb + 1) * kWgN < q.n;
     const int rows_left = q.m - m0 - lane;  // row lane + 32 i is the expert's iff 32 i < rows_left
     for (int kb = 0; kb < kblocks; ++kb) {
-      const bool mine = turn == warp;
-      turn = turn + 1 == Cfg::kScaleWarps ? 0 : turn + 1;
-      if (!mine) {
+      if (pos.stage % Cfg::kScaleWarps != warp) {  // (another warp's slot)
         pos = wgmma::ring_next(pos, Cfg::kStages);
         continue;
       }
@@ -404,8 +436,13 @@ __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, T
         cp_async4_shared(slot + 4 * (lane + Cfg::kScaleWarpThreads * i),
                          ok ? sa + Cfg::kScaleWarpThreads * i : q.a_scale, ok);
       }
-      // (kPair: a tile past n, rank 1 of an odd column-tile count's last pair, gets scale 0.)
+      // (kPair: a tile past n, rank 1 of an odd tile count's last pair, gets scale 0.)
       if (lane == 0) cp_async4_shared(slot + 4 * Cfg::kM, n0 < q.n ? b_scale + kb : q.b_scale, n0 < q.n);
+      if constexpr (Cfg::kN != kWgN) {
+        if (lane == 1)
+          cp_async4_shared(slot + 4 * (Cfg::kM + 1), b_hi_ok ? b_scale + q.b_scale_ld + kb : q.b_scale,
+                           b_hi_ok);
+      }
       cp_async_arrive_noinc(bars + pos.stage * 8);
       pos = wgmma::ring_next(pos, Cfg::kStages);
     }
@@ -423,10 +460,12 @@ struct WsSlots {
   wgmma::RingPos pos{0, 0};
   // Waits until the slot of the next K block is full, then issues its wgmmas into part (closing
   // the group; the caller waits for it). N = 32 (kSplit64's half tiles): A rows 0..63 and B rows
-  // 64cw..64cw+63 (8 KB apart: whole swizzle atoms) with m64n64 wgmmas.
+  // 64cw..64cw+63 (8 KB apart: whole swizzle atoms) with m64n64 wgmmas; N = 96 (kN = 192): the
+  // whole B tile with m64n192 wgmmas.
   template <int N>
   __device__ __forceinline__ void issue(float (&part)[N]) {
     constexpr bool Half = N == 32;
+    static_assert(N == 32 || N == 2 * Cfg::kN / 4, "m64n64, or the tile's whole width");
     mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
     // cp.async writes through the generic proxy, wgmma reads through the async proxy (TMA writes
     // through it too: no fence then).
@@ -446,6 +485,9 @@ struct WsSlots {
       if constexpr (Half) {
         wgmma_m64n64k32_e4m3(part, wgmma::sw128_desc_advance(a_desc, 32 * j),
                              wgmma::sw128_desc_advance(b_desc, 32 * j), j > 0);
+      } else if constexpr (N == 96) {
+        wgmma_m64n192k32_e4m3(part, wgmma::sw128_desc_advance(a_desc, 32 * j),
+                              wgmma::sw128_desc_advance(b_desc, 32 * j), j > 0);
       } else {
         wgmma_m64n128k32_e4m3(part, wgmma::sw128_desc_advance(a_desc, 32 * j),
                               wgmma::sw128_desc_advance(b_desc, 32 * j), j > 0);
@@ -693,6 +735,64 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
   }
 }
 
+// kN = 192 (kWgmmaWsTmaGroupedScMW): acc += part * scale, each register's scale that of its row
+// (s?0 / s?1: the thread's two rows) and of its column's weight-scale block: columns before Split
+// (64 or 128; whole 8-column groups of the fragment) the tile's first block (lo), the rest the
+// second (hi).
+template <int Split>
+__device__ __forceinline__ void wg_promote_split(float (&acc)[96], const float (&part)[96],
+                                                 float lo0, float lo1, float hi0, float hi1) {
+#pragma unroll
+  for (int i = 0; i < 96; ++i) {
+    const bool hi = 8 * (i / 4) >= Split, row1 = (i / 2) % 2;
+    acc[i] += part[i] * (hi ? (row1 ? hi1 : hi0) : (row1 ? lo1 : lo0));
+  }
+}
+
+// Consumer warpgroup cw of the 128 x 192 tiles (kWgmmaWsTmaGroupedScMW), thread t = 0..127 of
+// it: per K block the full wait, 4 m64n192k32 wgmmas into part, the block's scales from its scale
+// slot (under the wgmmas), wgmma.wait_group 0, the release (both CTAs' empty barriers), then the
+// promotion, under the other consumer's wgmmas. One partial accumulator: acc and part take 192 of
+// the 232 registers, no room for the cross-step schedule's second. The tile's second
+// weight-scale block starts at column 128 - n0 % 128 (n0 a multiple of 192: 128 or 64), a
+// constant of each of the loop's two instances.
+template <class Cfg, class Tiles>
+__device__ __forceinline__ void ws_consume_wide(const Fp8BlockGemmParams& p, Tiles tiles,
+                                                uint32_t ring_addr, uint32_t bars, int cw, int t,
+                                                const float* scale_ring) {
+  static_assert(Cfg::kN == 192 && Cfg::kSmemScales && Cfg::kPair && !Cfg::kSmemStore);
+  WsSlots<Cfg> slots{ring_addr, bars, cw, t % 32 == 0};
+  slots.peer = cluster_rank() ^ 1u;
+  Fp8BlockGemmParams q;
+  float acc[96], part[96];
+  for (int id = tiles.first(); id < tiles.count(); id += tiles.step()) {
+    int m0, n0;
+    if (!tiles.at(p, id, q, m0, n0)) break;
+    const int kblocks = (q.k + kWgK - 1) / kWgK;
+    const WgRowScales rows(q, m0, n0, cw * 64, t);  // (its r0, r1 and their masks)
+#pragma unroll
+    for (int i = 0; i < 96; ++i) acc[i] = 0.0f;
+    auto k_loop = [&](auto split_c) {
+      for (int kb = 0; kb < kblocks; ++kb) {
+        slots.issue(part);
+        const float* sc = scale_ring + slots.pos.stage * Cfg::kScaleSlotFloats;
+        const float a0 = rows.r0_ok ? sc[rows.r0] : 0.0f, a1 = rows.r1_ok ? sc[rows.r1] : 0.0f;
+        const float lo = sc[Cfg::kM], hi = sc[Cfg::kM + 1];
+        wgmma_wait<0>();
+        wgmma_hold(part);
+        slots.release();
+        wg_promote_split<decltype(split_c)::value>(acc, part, a0 * lo, a1 * lo, a0 * hi, a1 * hi);
+      }
+    };
+    if (n0 % kWgN == 0) {
+      k_loop(std::integral_constant<int, 128>{});
+    } else {
+      k_loop(std::integral_constant<int, 64>{});
+    }
+    wg_store_tile(q, acc, m0 + cw * 64, n0, t);
+  }
+}
+
 // Barriers, then the roles. smem: Cfg::kSmemBytes of dynamic shared memory.
 // maps: A's and B's tensor maps (Cfg::kTma only).
 template <class Cfg, bool Pipelined, class Tiles>
@@ -719,13 +819,15 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
   const uint32_t scale_off = Cfg::kRingBytes + Cfg::kBarBytes + Cfg::kOutBytes;
   if (wg == 0) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
+    // (Warps past 1 + kScaleWarps have nothing to do.)
+    const bool scale_warp = t >= 32 && t < 32 * (1 + Cfg::kScaleWarps);
     if constexpr (Cfg::kPair) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, nullptr, cluster_rank());
-      if (t >= 32) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
+      if (scale_warp) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
     } else if constexpr (Cfg::kTma) {
       if (t == 0) ws_produce_tma<Cfg>(p, tiles, ring_addr, bars, map_a, map_b);
       if constexpr (Cfg::kSmemScales) {
-        if (t >= 32) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
+        if (scale_warp) ws_produce_scales<Cfg>(p, tiles, ring_addr + scale_off, bars, t / 32 - 1, t % 32);
       }
     } else {
       ws_produce<Cfg>(p, tiles, ring_addr, bars, t);
@@ -736,7 +838,11 @@ __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles,
     uint8_t* out_stage = smem + pad + Cfg::kRingBytes + Cfg::kBarBytes +
                          (wg - 1) * wgmma::kOutStageBytes;
     const auto* scale_ring = reinterpret_cast<const float*>(smem + pad + scale_off);
-    ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage, scale_ring);
+    if constexpr (Cfg::kN != kWgN) {
+      ws_consume_wide<Cfg>(p, tiles, ring_addr, bars, wg - 1, t, scale_ring);
+    } else {
+      ws_consume<Cfg, Pipelined>(p, tiles, ring_addr, bars, wg - 1, t, out_stage, scale_ring);
+    }
   }
   // kPair: no CTA leaves while its peer may still multicast into it or arrive on its barriers.
   if constexpr (Cfg::kPair) cluster_sync();
@@ -808,17 +914,23 @@ __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlo
 
 // Round 8's A multicast (kWgmmaWsTmaGroupedScCM: ScC in clusters of two, WsCfg::kPair):
 // launched with cluster dimension 2 over an even grid; map_a over all permuted rows with 64-row
-// boxes (each CTA loads one half of a tile's A box), maps_b as above.
+// boxes (each CTA loads one half of a tile's A box), maps_b as above (boxes of TileN rows).
+// TileN = 192 (kWgmmaWsTmaGroupedScMW): the same with 128 x 192 tiles and ws_consume_wide.
+// Scale warps: three for ScCM (round 10: +3-6% over one), one for ScMW (run 89: 4-7% more
+// TFLOP/s at 4K-64K tokens than three sharing its 5 slots).
+template <int TileN>
+using WsPairCfg = WsCfg<2, true, false, true, false, TileN == 128, true, TileN, TileN == 128 ? 3 : 1>;
+template <int TileN>
 __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
     fp8_grouped_gemm_wgmma_tma_pair_kernel(const __grid_constant__ GroupedGemmParams gp, int row_tiles,
                                            const __grid_constant__ CUtensorMap map_a,
                                            const CUtensorMap* maps_b) {
-  using Cfg = WsCfg<2, true, false, true, false, true, true>;
+  using Cfg = WsPairCfg<TileN>;
   extern __shared__ __align__(16) uint8_t ws_smem[];
   WsPairedTmaTiles<Cfg> tiles;
   tiles.gp = &gp;
   tiles.row_tiles = row_tiles;
-  tiles.tiles_n = (gp.n + kWgN - 1) / kWgN;
+  tiles.tiles_n = (gp.n + Cfg::kN - 1) / Cfg::kN;
   tiles.cursor = {};
   tiles.maps = maps_b;
   tiles.rank = static_cast<int>(cluster_rank());

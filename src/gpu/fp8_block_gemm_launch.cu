@@ -134,9 +134,15 @@ cudaError_t wgmma_ws_grouped(const GroupedGemmParams& p, int row_tiles, cudaStre
 static_assert(sizeof(CUtensorMap) == kTensorMapBytes && alignof(CUtensorMap) == alignof(TensorMapBytes),
               "TensorMapBytes holds one CUtensorMap");
 
-cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k) {
+int grouped_tma_tile_n(GroupedTmaVariant variant) {
+  return variant == GroupedTmaVariant::kSmemScalesMulticastWide ? kernels::WsPairCfg<192>::kN
+                                                                : kernels::kWgN;
+}
+
+cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k,
+                                     int box_rows) {
   CUtensorMap m{};
-  const cudaError_t err = encode_sw128_map(m, w, n, k, k, kernels::kWgN);
+  const cudaError_t err = encode_sw128_map(m, w, n, k, k, box_rows);
   if (err == cudaSuccess) std::memcpy(map.bytes, &m, sizeof(m));
   return err;
 }
@@ -165,16 +171,18 @@ cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* 
 }
 // Round 8: ScC in clusters of two with A multicast (kWgmmaWsTmaGroupedScCM). map_a's boxes are
 // 64 rows (each CTA of a cluster loads half of a tile's A); the grid is an even number of
-// persistent CTAs, at most one cluster per pair of column tiles of each row tile.
+// persistent CTAs, at most one cluster per pair of tiles (wgmma::pair_tile).
+// TileN = 192: kWgmmaWsTmaGroupedScMW (maps_b's boxes 192 rows).
+template <int TileN>
 cudaError_t wgmma_tma_grouped_pair(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
                                    int row_tiles, cudaStream_t stream) {
-  using Cfg = kernels::WsCfg<2, true, false, true, false, true, true>;
-  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_pair_kernel;
+  using Cfg = kernels::WsPairCfg<TileN>;
+  const auto kernel = kernels::fp8_grouped_gemm_wgmma_tma_pair_kernel<TileN>;
   CUtensorMap map_a{};
   cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, 64);
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
   if (err != cudaSuccess) return err;
-  const int pairs = ((p.n + kernels::kWgN - 1) / kernels::kWgN + 1) / 2 * row_tiles;
+  const int pairs = wgmma::pair_count(row_tiles, (p.n + Cfg::kN - 1) / Cfg::kN);
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 2;
@@ -223,7 +231,9 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
     case GroupedTmaVariant::kSmemScalesExpertMajorCross:
       return wgmma_tma_grouped<false, true, true, false, true>(p, maps_b, rows, row_tiles, stream);
     case GroupedTmaVariant::kSmemScalesCrossMulticast:
-      return wgmma_tma_grouped_pair(p, maps_b, rows, row_tiles, stream);
+      return wgmma_tma_grouped_pair<128>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kSmemScalesMulticastWide:
+      return wgmma_tma_grouped_pair<192>(p, maps_b, rows, row_tiles, stream);
   }
   return cudaErrorInvalidValue;
 }

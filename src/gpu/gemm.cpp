@@ -41,6 +41,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsTmaGroupedScXC: return "wgmma_ws_tma_grouped_scxc";
     case GemmBackend::kWgmmaWsTmaC: return "wgmma_ws_tma_c";
     case GemmBackend::kWgmmaWsTmaGroupedScCM: return "wgmma_ws_tma_grouped_sccm";
+    case GemmBackend::kWgmmaWsTmaGroupedScMW: return "wgmma_ws_tma_grouped_scmw";
   }
   return "unknown";
 }

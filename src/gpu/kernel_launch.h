@@ -42,9 +42,10 @@ int fp8_grouped_gemm_tile_rows(Fp8BlockGemmKernel kernel);
 // tiles: the row tiles of all experts (grid rows).
 cudaError_t fp8_grouped_gemm(const GroupedGemmParams& p, Fp8BlockGemmKernel kernel, int tiles,
                              cudaStream_t stream);
-// kWgmmaWsTmaGrouped: expert e's weight map (n rows of k bytes, 128 x 128-byte boxes, 128-byte
-// swizzle) into map; the launch over rows permuted rows with maps_b[e] (device, 128-byte aligned)
-// for each expert with rows, in one of the variants of GemmBackend (kWgmmaWsTmaGrouped*).
+// kWgmmaWsTmaGrouped: expert e's weight map (n rows of k bytes, box_rows x 128-byte boxes,
+// 128-byte swizzle; box_rows = grouped_tma_tile_n(variant)) into map; the launch over rows
+// permuted rows with maps_b[e] (device, 128-byte aligned) for each expert with rows, in one of
+// the variants of GemmBackend (kWgmmaWsTmaGrouped*).
 enum class GroupedTmaVariant {
   kPlain,             // kWgmmaWsTmaGrouped
   kSmemStore,         // kWgmmaWsTmaGroupedSt: the output through shared memory
@@ -58,8 +59,13 @@ enum class GroupedTmaVariant {
   kSmemScalesExpertMajorCross,  // kWgmmaWsTmaGroupedScXC: and expert-major tile order
   // Round 8: ScC in 2-CTA clusters over adjacent column tiles, A multicast (WsCfg::kPair)
   kSmemScalesCrossMulticast,  // kWgmmaWsTmaGroupedScCM
+  // Round 11: ScCM's clusters with 128 x 192 tiles, one partial accumulator (WsCfg::kN)
+  kSmemScalesMulticastWide,  // kWgmmaWsTmaGroupedScMW
 };
-cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k);
+// Columns per tile (the weight maps' box rows): 192 for kSmemScalesMulticastWide, else 128.
+int grouped_tma_tile_n(GroupedTmaVariant variant);
+cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k,
+                                     int box_rows);
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
                                  int rows, int row_tiles, GroupedTmaVariant variant,
                                  cudaStream_t stream);

@@ -63,8 +63,10 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
     // schedule (ScC: 37.9 / 51.3% of the FP8 ceiling for a layer at 4K / 16K tokens on the H200
     // in run 27, every other variant below it), in 2-CTA clusters sharing each A tile (ScCM:
     // runs 68 and 71, four measurements against three of ScC, 38.5-42.6 / 52.8-53.7 / 56.8-59.0%
-    // at 4K / 16K / 64K tokens against 39.0-40.8 / 51.7-52.4 / 55.3-56.5%).
-    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScCM
+    // at 4K / 16K / 64K tokens against 39.0-40.8 / 51.7-52.4 / 55.3-56.5%), with 128 x 192 tiles
+    // (ScMW: 2-7% / 3-4% / 3-6% more TFLOP/s than ScCM at 4K / 16K / 64K tokens in run 88's
+    // two process pairs, 1-3% / -1-0% / 2-3% in run 89's).
+    backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScMW
                : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
                                                 : GemmBackend::kCublasLt;
   }
@@ -80,6 +82,29 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
               "architecture 90a");
 }
 
+namespace {
+// The launch variant of a grouped TMA backend.
+launch::GroupedTmaVariant grouped_tma_variant(GemmBackend b) {
+  return b == GemmBackend::kWgmmaWsTmaGroupedSt   ? launch::GroupedTmaVariant::kSmemStore
+      : b == GemmBackend::kWgmmaWsTmaGroupedSc ? launch::GroupedTmaVariant::kSmemScales
+      : b == GemmBackend::kWgmmaWsTmaGroupedX  ? launch::GroupedTmaVariant::kExpertMajor
+      : b == GemmBackend::kWgmmaWsTmaGroupedScX
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajor
+      : b == GemmBackend::kWgmmaWsTmaGroupedScXH
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorSplit64
+      : b == GemmBackend::kWgmmaWsTmaGroupedC ? launch::GroupedTmaVariant::kCross
+      : b == GemmBackend::kWgmmaWsTmaGroupedScC
+          ? launch::GroupedTmaVariant::kSmemScalesCross
+      : b == GemmBackend::kWgmmaWsTmaGroupedScXC
+          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorCross
+      : b == GemmBackend::kWgmmaWsTmaGroupedScCM
+          ? launch::GroupedTmaVariant::kSmemScalesCrossMulticast
+      : b == GemmBackend::kWgmmaWsTmaGroupedScMW
+          ? launch::GroupedTmaVariant::kSmemScalesMulticastWide
+          : launch::GroupedTmaVariant::kPlain;
+}
+}  // namespace
+
 void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
                              std::span<const ExpertWeight> experts, const GroupedGemmParams& gp,
                              int tiles, cudaStream_t stream) {
@@ -91,8 +116,11 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
   if (maps_host_.size() != experts.size()) maps_host_.resize(experts.size());
   const std::span<const int> stale = map_table_.stale(
       host_offsets, experts.size(), [&](size_t e) -> const void* { return experts[e].w; });
+  const launch::GroupedTmaVariant variant = grouped_tma_variant(backend_);
+  const int box_rows = launch::grouped_tma_tile_n(variant);
   for (const int e : stale) {
-    const cudaError_t err = launch::encode_expert_weight_map(maps_host_[e], experts[e].w, n_, k_);
+    const cudaError_t err =
+        launch::encode_expert_weight_map(maps_host_[e], experts[e].w, n_, k_, box_rows);
     if (err != cudaSuccess) map_table_.invalidate();
     HYMOE_CHECK(err == cudaSuccess, kUnsupported,
                 "grouped gemm: no tensor map for expert {} ({}; cuTensorMapEncodeTiled)", e,
@@ -101,22 +129,6 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
   // From pageable memory: the copy has read maps_host_ when it returns, so the next run may
   // re-encode slots while this launch is still queued.
   if (!stale.empty()) maps_dev_.copy_from_host(maps_host_.data(), bytes, stream);
-  const launch::GroupedTmaVariant variant =
-      backend_ == GemmBackend::kWgmmaWsTmaGroupedSt   ? launch::GroupedTmaVariant::kSmemStore
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedSc ? launch::GroupedTmaVariant::kSmemScales
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedX  ? launch::GroupedTmaVariant::kExpertMajor
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScX
-          ? launch::GroupedTmaVariant::kSmemScalesExpertMajor
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXH
-          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorSplit64
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedC ? launch::GroupedTmaVariant::kCross
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScC
-          ? launch::GroupedTmaVariant::kSmemScalesCross
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScXC
-          ? launch::GroupedTmaVariant::kSmemScalesExpertMajorCross
-      : backend_ == GemmBackend::kWgmmaWsTmaGroupedScCM
-          ? launch::GroupedTmaVariant::kSmemScalesCrossMulticast
-          : launch::GroupedTmaVariant::kPlain;
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
                                                 host_offsets.back(), tiles, variant, stream));
 }

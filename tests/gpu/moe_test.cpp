@@ -22,16 +22,15 @@ constexpr int kPipeK = 256, kPipeN = 320;  // n ragged (3 scale rows)
 // The pipeline on `tokens` tokens (top 4 of the first 11 of 16 experts, so experts 11..15 get no
 // tokens but one 1-row expert) through each of `backends` of the grouped GEMM; or, with
 // `counts`, top 1 routing with exactly counts[e] tokens for expert e (tokens: their sum).
-// k: the GEMM's depth (a multiple of 128: the reference reads whole scale blocks).
+// k: the GEMM's depth (a multiple of 128: the reference reads whole scale blocks); n its width.
 void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends,
-                    std::span<const int> counts = {}, int k = kPipeK) {
+                    std::span<const int> counts = {}, int k = kPipeK, int n = kPipeN) {
   auto rng = test::make_rng();
   Stream stream;
   CublasLt lt;
   const bool exact = !counts.empty();
   const int top_k = exact ? 1 : 4, experts = exact ? static_cast<int>(counts.size()) : 16;
   const int used = 11;
-  const int n = kPipeN;
   if (exact) tokens = std::accumulate(counts.begin(), counts.end(), 0);
   // Routing: top_k distinct experts per token among the first `used`, with random weights.
   std::vector<int32_t> ids(tokens * top_k);
@@ -192,7 +191,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   if (!fp8_block_gemm_wgmma_supported())
     GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
   CublasLt lt;
-  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsTmaGroupedScCM);  // kAuto, sm_90
+  EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsTmaGroupedScMW);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
   // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);
@@ -206,7 +205,8 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
                        GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
                        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                        GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-                       GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM});
+                       GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
+                       GemmBackend::kWgmmaWsTmaGroupedScMW});
   // The TMA variants need one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTmaC), Error);
@@ -216,7 +216,8 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
         GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
         GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
         GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-        GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM})
+        GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
+        GemmBackend::kWgmmaWsTmaGroupedScMW})
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
                           {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
                  Error);
@@ -236,7 +237,8 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
                   GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
                   GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                   GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
-                  GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM},
+                  GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
+                  GemmBackend::kWgmmaWsTmaGroupedScMW},
                  counts);
   // The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4
   // (even: block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
@@ -245,6 +247,15 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
                    {GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
                     GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM},
                    counts, k);
+  // The 128 x 192 tiles (ScMW) across widths: n = 320 (kPipeN, above) has a column tile at 0
+  // (its weight-scale blocks split at column 128) and one at 192 (split at 64, cut at 320);
+  // 200: the second tile's second block past n (scale 0), at K depths 128 and 640 (one K block;
+  // more than the ring's 5 slots); 576: three column tiles (pairs over two row tiles, the last
+  // pair's second CTA past n when the tile count is odd); 448: three tiles, the last one (64
+  // columns, all before its split at 128, its second block past n) like the last of gate / up's
+  // 11 (2048 columns). One K block for the wider ones (the reference's cost).
+  for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, k, 200);
+  for (const int n : {448, 576}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, 128, n);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

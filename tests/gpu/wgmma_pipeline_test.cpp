@@ -12,6 +12,7 @@
 // Host-only (GpuHost.*: run anywhere).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -37,13 +38,17 @@ struct RingModel {
   bool bad_parity = false;        // injected bug: the producer waits on parity `phase`
   int empty_count_shortfall = 0;  // injected bug: empty barriers count too few consumers
   bool early_release = false;     // injected bug: a slot released when its wgmmas are issued
-  // Producers taking K blocks in turn (kSmemScales' scale warps, ws_produce_scales): with
+  // Producers sharing the slots (kSmemScales' scale warps, ws_produce_scales): with
   // turn_groups > 1, producer 0 (the TMA thread) fills every block and producers 1.. form
-  // turn_groups groups of `producers - 1` / turn_groups lanes, group g filling blocks b with
-  // b % turn_groups == g and passing over the others without waiting; a full barrier then counts
-  // 1 + one group's lanes.
+  // turn_groups groups of `producers - 1` / turn_groups lanes, group g filling the blocks of the
+  // slots s with s % turn_groups == g and passing over the others without waiting; a full
+  // barrier then counts 1 + one group's lanes.
   int turn_groups = 1;
   bool wrong_turn_count = false;  // injected bug: full barriers count every producer anyway
+  // Injected bug: group g fills blocks b with b % turn_groups == g instead (round 10's rule):
+  // where turn_groups does not divide the slots, a slot's blocks go to the groups in turn, and
+  // on a short ring a group's waits pass over phases of the slot it did not fill.
+  bool turn_by_block = false;
 };
 
 enum class Outcome { kOk, kDeadlock, kWrongData, kOverwrite };
@@ -52,7 +57,10 @@ enum class Outcome { kOk, kDeadlock, kWrongData, kOverwrite };
 Outcome simulate(const RingModel& m, std::mt19937_64& rng) {
   const int group_size = m.turn_groups > 1 ? (m.producers - 1) / m.turn_groups : 0;
   // Whether producer i fills K block b.
-  auto fills = [&](int i, int b) { return m.turn_groups == 1 || i == 0 || (i - 1) / group_size == b % m.turn_groups; };
+  auto fills = [&](int i, int b) {
+    const int key = m.turn_by_block ? b : b % m.stages;
+    return m.turn_groups == 1 || i == 0 || (i - 1) / group_size == key % m.turn_groups;
+  };
   const int full_count = m.turn_groups > 1 && !m.wrong_turn_count ? 1 + group_size : m.producers;
   std::vector<MBarrier> full(m.stages, MBarrier(full_count));
   std::vector<MBarrier> empty(m.stages, MBarrier(m.consumers - m.empty_count_shortfall));
@@ -193,16 +201,17 @@ TEST(GpuHost, WgmmaWsRingProtocolCrossStepReleaseOrder) {
   EXPECT_TRUE(caught);
 }
 
-// kSmemScales' scale copies on three warps taking K blocks in turn (ws_produce_scales): the TMA
-// thread and one warp's 32 lanes complete each full barrier; with a ring of a multiple of 3
-// slots (each slot always the same warp's) every block arrives in order under both schedules.
-// With 2 slots a warp passes over whole phases of a slot's empty barrier, which a parity wait
-// cannot tell apart (WsCfg's static_assert), and a full barrier that still counted all 97
-// producers would never complete: the model catches both.
-TEST(GpuHost, WgmmaWsRingProtocolScaleWarpsInTurn) {
+// kSmemScales' scale copies on three warps sharing the slots (ws_produce_scales: slot s is warp
+// s % 3's): the TMA thread and one warp's 32 lanes complete each full barrier; every block
+// arrives in order under both schedules with 6 slots (the 128 x 128 kernels) and 5 (the 128 x
+// 192 one, ScMW), and with 2 or 4 (a warp without slots, uneven shares). Round 10's rule, block j
+// to warp j % 3, fails on a 2-slot ring (a warp passes over whole phases of a slot, which a
+// parity wait cannot tell apart), and a full barrier that still counted all 97 producers would
+// never complete: the model catches both.
+TEST(GpuHost, WgmmaWsRingProtocolScaleWarpsShareTheSlots) {
   auto rng = test::make_rng();
   for (const int lag : {1, 2})
-    for (const int stages : {3, 6})
+    for (const int stages : {2, 4, 5, 6})
       for (int run = 0; run < 30; ++run) {
         RingModel m;
         m.lag = lag;
@@ -219,13 +228,14 @@ TEST(GpuHost, WgmmaWsRingProtocolScaleWarpsInTurn) {
   wrong.turn_groups = 3;
   wrong.wrong_turn_count = true;
   EXPECT_EQ(simulate(wrong, rng), Outcome::kDeadlock);
-  RingModel two_slots;
-  two_slots.stages = 2;
-  two_slots.blocks = 24;
-  two_slots.producers = 1 + 3 * 4;
-  two_slots.turn_groups = 3;
+  RingModel by_block;
+  by_block.stages = 2;
+  by_block.blocks = 24;
+  by_block.producers = 1 + 3 * 4;
+  by_block.turn_groups = 3;
+  by_block.turn_by_block = true;
   bool caught = false;
-  for (int run = 0; run < 200 && !caught; ++run) caught = simulate(two_slots, rng) != Outcome::kOk;
+  for (int run = 0; run < 200 && !caught; ++run) caught = simulate(by_block, rng) != Outcome::kOk;
   EXPECT_TRUE(caught);
 }
 
@@ -336,6 +346,54 @@ TEST(GpuHost, WgmmaWsGroupedScheduleMatchesAScanAndCoversEveryTile) {
 // expert; every permuted row is stored once per column tile; the row tiles of one expert and
 // column tile have consecutive ids (the order that shares the weight tile); ids past the last
 // tile find no expert.
+// The A-multicast kernels' pairs (wgmma::pair_tile): over every row-tile and column-tile count
+// (odd ones included) and every grid of clusters, each real tile is some (pair, rank) exactly
+// once; a pair multicasts iff its two tiles share their row tile; the only tile past n is rank 1
+// of the last pair when the tile count is odd, on rank 0's row tile; and each rank's row tiles
+// never decrease along a cluster's pair ids (the cursor of grouped_advance only moves forward).
+TEST(GpuHost, WgmmaPairTilesCoverEveryTileOnce) {
+  for (int row_tiles = 1; row_tiles <= 9; ++row_tiles)
+    for (int tiles_n = 1; tiles_n <= 9; ++tiles_n) {
+      const int tiles = row_tiles * tiles_n, pairs = pair_count(row_tiles, tiles_n);
+      ASSERT_EQ(pairs, (tiles + 1) / 2);
+      std::vector<int> hits(size_t(tiles), 0);
+      int past_n = 0;
+      for (int i = 0; i < pairs; ++i) {
+        const PairTile t0 = pair_tile(i, 0, row_tiles, tiles_n), t1 = pair_tile(i, 1, row_tiles, tiles_n);
+        ASSERT_EQ(t0.multicast, t1.multicast);
+        ASSERT_EQ(t0.multicast, t0.y == t1.y) << row_tiles << " x " << tiles_n << " pair " << i;
+        for (const PairTile& t : {t0, t1}) {
+          ASSERT_GE(t.y, 0);
+          ASSERT_LT(t.y, row_tiles);
+          if (t.x == tiles_n) {
+            ++past_n;
+            EXPECT_EQ(i, pairs - 1);
+            EXPECT_TRUE(tiles % 2 == 1 && t.multicast);
+            continue;
+          }
+          ASSERT_LT(t.x, tiles_n);
+          ++hits[size_t(t.y * tiles_n + t.x)];
+        }
+        if (tiles_n % 2 == 0) {
+          EXPECT_TRUE(t0.multicast);  // (even rows pair up within a row tile)
+        }
+      }
+      EXPECT_EQ(past_n, tiles % 2);
+      EXPECT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }))
+          << row_tiles << " x " << tiles_n;
+      for (const int clusters : {1, 2, 3, 7})
+        for (int c = 0; c < clusters; ++c)
+          for (const int rank : {0, 1}) {
+            int last_y = -1;
+            for (int i = c; i < pairs; i += clusters) {
+              const int y = pair_tile(i, rank, row_tiles, tiles_n).y;
+              ASSERT_GE(y, last_y);
+              last_y = y;
+            }
+          }
+    }
+}
+
 TEST(GpuHost, WgmmaWsGroupedExpertMajorOrderCoversEveryTileOnce) {
   auto rng = test::make_rng();
   for (int run = 0; run < 50; ++run) {

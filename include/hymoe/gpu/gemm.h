@@ -53,12 +53,16 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // (kWgmmaWsTma with it) for GemmPlan.
 // Round 8 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScCM, ScC in clusters of two CTAs on adjacent
 // column tiles of one row tile, each K block's A tile loaded half by each and multicast to both
-// (round 9: GroupedFp8Gemm's kAuto, 0-3 points above ScC).
+// (rounds 9-10: GroupedFp8Gemm's kAuto, 0-3 points above ScC).
+// Round 11 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScMW, ScCM's clusters with 128 x 192 tiles
+// (m64n192 wgmmas, 17% fewer ring bytes per FLOP; one partial accumulator, so each K block's
+// wgmmas are waited for before its promotion, as kWgmmaWsTmaGroupedSc); GroupedFp8Gemm's kAuto
+// since run 88 (1-7% more TFLOP/s than ScCM at 4K-64K tokens).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
   kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH, kWgmmaWsTmaGroupedC, kWgmmaWsTmaGroupedScC,
-  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC, kWgmmaWsTmaGroupedScCM
+  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC, kWgmmaWsTmaGroupedScCM, kWgmmaWsTmaGroupedScMW
 };
 
 // Whether the backend is one of the grouped expert GEMM's TMA kernels (GroupedFp8Gemm only).
@@ -67,7 +71,8 @@ inline bool is_grouped_tma_backend(GemmBackend b) {
          b == GemmBackend::kWgmmaWsTmaGroupedSc || b == GemmBackend::kWgmmaWsTmaGroupedX ||
          b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH ||
          b == GemmBackend::kWgmmaWsTmaGroupedC || b == GemmBackend::kWgmmaWsTmaGroupedScC ||
-         b == GemmBackend::kWgmmaWsTmaGroupedScXC || b == GemmBackend::kWgmmaWsTmaGroupedScCM;
+         b == GemmBackend::kWgmmaWsTmaGroupedScXC || b == GemmBackend::kWgmmaWsTmaGroupedScCM ||
+         b == GemmBackend::kWgmmaWsTmaGroupedScMW;
 }
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).

@@ -93,10 +93,10 @@ struct GroupedGemmParams {
 
 // Backends: the wgmma ones (kWgmmaWsPipe, kWgmmaWs, kWgmmaWs64, kWgmma, kWgmma64,
 // kWgmmaWsTmaGrouped: kWgmmaWsPipe's kernel with TMA loads, one tensor map per expert, and its
-// opt-in variants kWgmmaWsTmaGroupedSt / Sc / X / ScX / ScXH / C / ScC / ScXC / ScCM (gemm.h);
-// sm_90a) and kHymoe (mma.sync, 64-row tiles, sm_89+) run every expert in one launch of hymoe's
-// block-scaled kernel; kAuto picks kWgmmaWsTmaGroupedScCM where fp8_block_gemm_wgmma_supported(), else kHymoe where the
-// GPU has FP8 mma.sync; kCublasLt runs
+// opt-in variants kWgmmaWsTmaGroupedSt / Sc / X / ScX / ScXH / C / ScC / ScXC / ScCM / ScMW
+// (gemm.h); sm_90a) and kHymoe (mma.sync, 64-row tiles, sm_89+) run every expert in one launch of
+// hymoe's block-scaled kernel; kAuto picks kWgmmaWsTmaGroupedScMW where
+// fp8_block_gemm_wgmma_supported(), else kHymoe where the GPU has FP8 mma.sync; kCublasLt runs
 // one cuBLASLt plan per expert (its own kernel where cuBLASLt refuses the shape), each a separate
 // launch, spread over set_streams() streams: one expert's GEMM (at 4K-16K tokens 128-512 rows,
 // 16-56 column tiles) covers a fraction of the SMs, so several must run at once to fill them.

@@ -210,4 +210,24 @@ HYMOE_WGMMA_HD GroupedTile grouped_expert_major(GroupedCursor& c, int id, const 
   return {experts, 0, 0};
 }
 
+// The paired tiles of the A-multicast kernels (kWgmmaWsTmaGroupedScCM / ScMW: clusters of two
+// CTAs): the row_tiles x tiles_n tiles in row-major order (tile f: row tile f / tiles_n, column
+// tile f % tiles_n) go out in pairs, pair i = tiles 2i (rank 0) and 2i + 1 (rank 1), so
+// pair_count = ceil(tiles / 2). The pair shares its row tile (multicast) unless an odd tiles_n
+// puts its tiles on two row tiles. An odd tile count gives rank 1 of the last pair column tile
+// tiles_n (past n) of rank 0's row tile: it multicasts its half of A for rank 0.
+struct PairTile {
+  int y;           // row tile
+  int x;           // column tile (tiles_n: past n)
+  bool multicast;  // both tiles of the pair on row tile y
+};
+HYMOE_WGMMA_HD int pair_count(int row_tiles, int tiles_n) { return (row_tiles * tiles_n + 1) / 2; }
+HYMOE_WGMMA_HD PairTile pair_tile(int pair, int rank, int row_tiles, int tiles_n) {
+  const int f0 = 2 * pair, y0 = f0 / tiles_n;
+  const bool last = f0 + 1 == row_tiles * tiles_n;
+  const int y1 = last ? y0 : (f0 + 1) / tiles_n;
+  if (rank == 0) return {y0, f0 % tiles_n, y1 == y0};
+  return {y1, last ? tiles_n : (f0 + 1) % tiles_n, y1 == y0};
+}
+
 }  // namespace hymoe::gpu::wgmma
