@@ -289,6 +289,9 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     s.tokens.push_back(t.token);
     TokenOutput out{t.token, t.logprob, std::move(t.top), s.generated};
     ++s.generated;
+    const bool at_length = s.generated >= s.req.sampling.max_tokens ||
+                           static_cast<int64_t>(s.tokens.size()) >= max_context_;
+    out.last = at_length;
     bool keep_going = true;
     try {
       if (s.req.callbacks.on_token) keep_going = s.req.callbacks.on_token(out);
@@ -298,8 +301,7 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     }
     if (!keep_going) {
       finish(s, FinishReason::kStop, "");
-    } else if (s.generated >= s.req.sampling.max_tokens ||
-               static_cast<int64_t>(s.tokens.size()) >= max_context_) {
+    } else if (at_length) {
       finish(s, FinishReason::kLength, "");
     }
   }

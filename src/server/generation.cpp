@@ -30,6 +30,16 @@ void Generation::emit_text(const std::string& text) {
   news_ = true;
 }
 
+void Generation::flush_held() {
+  emit_text(detok_.finish());
+  if (options_.split_reasoning) {
+    auto d = splitter_.finish();
+    pending_.content += d.content;
+    pending_.reasoning += d.reasoning;
+    if (!d.content.empty() || !d.reasoning.empty()) news_ = true;
+  }
+}
+
 bool Generation::on_token(const TokenOutput& t) {
   const auto now = Clock::now();
   if (metrics_) {
@@ -58,6 +68,7 @@ bool Generation::on_token(const TokenOutput& t) {
       news_ = true;
     }
     emit_text(text);
+    if (t.last) flush_held();
   }
   cv_.notify_one();
   return !detok_.stopped();
@@ -66,12 +77,7 @@ bool Generation::on_token(const TokenOutput& t) {
 void Generation::on_finish(FinishReason reason, const std::string& error) {
   {
     std::lock_guard lock(mutex_);
-    emit_text(detok_.finish());
-    if (options_.split_reasoning) {
-      auto d = splitter_.finish();
-      pending_.content += d.content;
-      pending_.reasoning += d.reasoning;
-    }
+    flush_held();
     pending_.finished = true;
     pending_.reason = reason;
     pending_.error = error;

@@ -142,6 +142,27 @@ TEST(Scheduler, GreedyGenerationEndsAtMaxTokens) {
   EXPECT_EQ(ex.kv_cache().free_blocks(), 64);
 }
 
+// TokenOutput::last marks exactly the token after which the length limit ends the request.
+TEST(Scheduler, MarksTheLastTokenOfALengthFinish) {
+  ToyExecutor ex(64, 4);
+  Scheduler s(ex, kEos, {});
+  std::vector<int64_t> last_at;
+  auto r = run(s, "a", {3, 9, 27}, 7, [&last_at](const TokenOutput& t) {
+             if (t.last) last_at.push_back(t.index);
+             return true;
+           }).get();
+  EXPECT_EQ(r.reason, FinishReason::kLength);
+  EXPECT_EQ(last_at, std::vector<int64_t>{6});
+  // A callback stop or EOS ends a request without a marked token.
+  last_at.clear();
+  auto c = run(s, "cb", {7, 7}, 100, [&last_at](const TokenOutput& t) {
+             if (t.last) last_at.push_back(t.index);
+             return t.index < 2;
+           }).get();
+  EXPECT_EQ(c.reason, FinishReason::kStop);
+  EXPECT_TRUE(last_at.empty());
+}
+
 TEST(Scheduler, EosAndCallbackStop) {
   ToyExecutor ex(64, 4);
   std::vector<int32_t> prompt = {3, 9};

@@ -33,6 +33,9 @@ struct TokenOutput {
   float logprob = 0.0f;
   std::vector<std::pair<int32_t, float>> top;
   int64_t index = 0;  // 0 for the first generated token
+  // No token follows: the length limit (max_tokens or the context) ends the request after this
+  // one, so a receiver can release text it holds back with this token, not at on_finish.
+  bool last = false;
 };
 
 struct GenerationCallbacks {

@@ -59,6 +59,11 @@ class Generation {
 
  private:
   void emit_text(const std::string& text);  // caller holds mutex_
+  // Emits the text the detokenizer and the reasoning splitter hold back (an incomplete UTF-8
+  // character, a possible stop-string or tag prefix): at the last token (TokenOutput::last), so
+  // it streams with that token's text, and at on_finish (then usually nothing). Caller holds
+  // mutex_.
+  void flush_held();
 
   const tokenizer::Tokenizer& tokenizer_;
   GenerationOptions options_;
