@@ -121,8 +121,12 @@ void fill_random_fp8(std::byte* p, size_t n, uint64_t seed) {
     s ^= s >> 7;
     s ^= s << 17;
     // Clear bit 0 of each byte's magnitude field whenever it would make 0x7F: simpler to clear
-    // bit 6 of every byte (exponent < 8: values up to 1.875, no NaN code possible).
-    uint64_t v = s & 0xBFBFBFBFBFBFBFBFull;
+    // bit 6 of every byte (exponent < 8: values up to 1.875, no NaN code possible). Set bit 3
+    // (exponent >= 1: no zero or subnormal code), then one subnormal code per 4 KB: a quantised
+    // checkpoint's rate of exponent-0 codes (~2e-4), which the shift decode corrects one by one
+    // (hymoe/kernels/fp8_special_codes.h). The decodes' speed depends on nothing else.
+    uint64_t v = (s & 0xBFBFBFBFBFBFBFBFull) | 0x0808080808080808ull;
+    if (i % 4096 == 0) v = (v & ~uint64_t{0xFF}) | (s >> 61);  // 0x00..0x07
     __builtin_memcpy(p + i, &v, 8);
   }
   for (; i < n; ++i) p[i] = std::byte{0x38};

@@ -15,8 +15,10 @@
 #include "bench_context.h"
 #include "fp8_matrix_set.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 #include "hymoe/cpu/parallel_rows.h"
 #include "hymoe/kernels/fp8_gemv.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 
 namespace hymoe::bench {
 
@@ -63,9 +65,27 @@ Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
   const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
   return ctx->cached<Fp8MatrixSet>("gemv", key, [&] {
     ctx->drop("probe");
+    ctx->drop("gemv_shifts");  // (its matrices point into the set being replaced)
     const size_t count = (ctx->streaming_bytes() + s.rows * s.cols - 1) / (s.rows * s.cols);
     return new Fp8MatrixSet(s.rows, s.cols, count, ctx->pool(ctx->max_threads()));
   });
+}
+
+// The same matrices with their special codes attached (the GEMV's shift decode), found once.
+struct ShiftMatrices {
+  std::vector<Fp8SpecialCodes> specials;
+  std::vector<Fp8Matrix> mats;
+};
+const std::vector<Fp8Matrix>& shift_matrices(BenchContext* ctx, Shape s) {
+  Fp8MatrixSet& set = matrices(ctx, s);
+  const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+  return ctx->cached<ShiftMatrices>("gemv_shifts", key, [&] {
+    auto* m = new ShiftMatrices;
+    m->mats = set.matrices();
+    for (const Fp8Matrix& w : m->mats) m->specials.push_back(kernels::find_fp8_special_codes(w));
+    for (size_t i = 0; i < m->mats.size(); ++i) m->mats[i].specials = &m->specials[i];
+    return m;
+  }).mats;
 }
 
 // GEMV over every matrix of the set (each thread its rows), paired with the read probe on the
@@ -118,14 +138,17 @@ constexpr int kWarmupPairs = 2;
 // worker runs the head of cpu::RowSplit's share of every matrix (the first three quarters of
 // about its static rows), then the workers take the tail pieces of all matrices from one counter
 // as they finish: a core the host slowed leaves its tails to the others.
+// shifts (records fp8_gemv_<shape>_b<batch>_shifts): the matrices with their special codes, so
+// the AVX512-BF16 GEMV decodes by shifts.
 void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
              const PrefetchVariant* variant, cpu::CallerWait wait, bool amx,
-             const AmxPrefetchVariant* amx_variant, bool shared_tail) {
+             const AmxPrefetchVariant* amx_variant, bool shared_tail, bool shifts) {
   const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
   const kernels::AmxGemvPrefetch amx_saved = kernels::amx_gemv_prefetch();
   if (variant) kernels::set_gemv_prefetch(variant->setting);
   if (amx_variant) kernels::set_amx_gemv_prefetch(amx_variant->setting);
   Fp8MatrixSet& set = matrices(ctx, s);
+  const std::vector<Fp8Matrix>& mats = shifts ? shift_matrices(ctx, s) : set.matrices();
   cpu::ThreadPool& pool = ctx->pool(threads, wait);
   const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
   PairedProbe& probe = PairedProbe::get(*ctx, gemv_bytes, threads);
@@ -144,7 +167,7 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
     else kernels::fp8_gemv(p);
   };
   const cpu::RowSplit split(s.rows, 16, pool.size());
-  const int tail_pieces = split.pieces() * static_cast<int>(set.matrices().size());
+  const int tail_pieces = split.pieces() * static_cast<int>(mats.size());
   alignas(64) std::atomic<int> next_piece{0};
   auto gemv_round = [&] {
     next_piece.store(0, std::memory_order_relaxed);
@@ -152,16 +175,16 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
     pool.run([&](const cpu::WorkerInfo& w) {
       if (!shared_tail) {
         const auto [r0, r1] = set.row_range(w.index, pool.size());
-        for (const Fp8Matrix& m : set.matrices()) gemv(m, r0, r1);
+        for (const Fp8Matrix& m : mats) gemv(m, r0, r1);
         return;
       }
       const cpu::RowRange h = split.head(w.index);
       if (!h.empty())
-        for (const Fp8Matrix& m : set.matrices()) gemv(m, h.begin, h.end);
+        for (const Fp8Matrix& m : mats) gemv(m, h.begin, h.end);
       for (int p = next_piece.fetch_add(1, std::memory_order_relaxed); p < tail_pieces;
            p = next_piece.fetch_add(1, std::memory_order_relaxed)) {
         const cpu::RowRange r = split.piece(p % split.pieces());
-        if (!r.empty()) gemv(set.matrices()[static_cast<size_t>(p / split.pieces())], r.begin, r.end);
+        if (!r.empty()) gemv(mats[static_cast<size_t>(p / split.pieces())], r.begin, r.end);
       }
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -195,12 +218,13 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, i
                     (variant ? std::string("_pf_") + variant->name : std::string()) +
                     (wait == kDefaultCallerWait ? "" : std::string("_") + caller_wait_name(wait)) + (amx ? "_amx" : "") +
                     (amx_variant ? std::string("_pf_") + amx_variant->name : std::string()) +
-                    (shared_tail ? "_tail" : ""),
+                    (shared_tail ? "_tail" : "") + (shifts ? "_shifts" : ""),
             threads, gbps, "GB/s", ceiling, ratio,
-            fmt::format("{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved{}; value, ceiling = "
+            fmt::format("{}{}, {} matrices, {} warm-up pairs, {} rounds probe/GEMV interleaved{}; value, ceiling = "
                         "median GB/s, ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f}); best GEMV {:.2f} / "
                         "best probe {:.2f} = {:.3f}; core L2 decode before/after {:.2f} / {:.2f} GB/s; caller spins <= {} us",
-                        amx ? std::string_view("amx") : kernels::isa_name(kernels::best_isa()), set.matrices().size(), kWarmupPairs, ratios.size(),
+                        amx ? std::string_view("amx") : kernels::isa_name(kernels::best_isa()),
+                        shifts ? " shift decode" : "", set.matrices().size(), kWarmupPairs, ratios.size(),
                         shared_tail ? " (the probe's tails shared out as the GEMV's)" : "",
                         *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
                         best_gemv, best_probe, best_gemv / best_probe, core_before, core_after,
@@ -349,7 +373,7 @@ void register_gemv(BenchContext& ctx) {
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false, nullptr,
-                                     false)
+                                     false, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -364,6 +388,21 @@ void register_gemv(BenchContext& ctx) {
           ->Unit(benchmark::kMillisecond)
           ->Iterations(kPairedRounds);
     }
+    // The shift decode (records fp8_gemv_<shape>_b<batch>_shifts) beside the table decode: batch 1
+    // at every thread count, batch 2 at the most threads (the MoE layer's batch 2).
+    if (kernels::isa_supported(kernels::Isa::kAvx512Bf16) && kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
+      for (int t : ctx.thread_counts()) {
+        for (int b : t == ctx.max_threads() ? std::vector<int>{1, 2} : std::vector<int>{1}) {
+          const std::string name = "fp8_gemv_shifts/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                   "/batch:" + std::to_string(b) + "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false,
+                                       nullptr, false, true)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(kPairedRounds);
+        }
+      }
+    }
     // Batch 1 with the tails of every worker's rows shared out (records fp8_gemv_<shape>_b1_tail),
     // at every thread count above 1.
     for (int t : ctx.thread_counts()) {
@@ -371,7 +410,7 @@ void register_gemv(BenchContext& ctx) {
       const std::string name = "fp8_gemv_tail/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                "/batch:1/threads:" + std::to_string(t);
       benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, nullptr, kDefaultCallerWait, false, nullptr,
-                                   true)
+                                   true, false)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->Iterations(kPairedRounds);
@@ -382,7 +421,7 @@ void register_gemv(BenchContext& ctx) {
     const std::string name = "fp8_gemv_auto/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              "/batch:1/threads:" + std::to_string(ctx.max_threads());
     benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto, false,
-                                 nullptr, false)
+                                 nullptr, false, false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);
@@ -398,7 +437,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string amx_name = "fp8_gemv_amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                      "/batch:" + std::to_string(b) + "/threads:" + std::to_string(ctx.max_threads());
         benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), b, nullptr,
-                                     kDefaultCallerWait, true, nullptr, false)
+                                     kDefaultCallerWait, true, nullptr, false, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -412,7 +451,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string amx_name = "fp8_gemv_amx_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
                                      std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(ctx.max_threads());
         benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr,
-                                     kDefaultCallerWait, true, &v, false)
+                                     kDefaultCallerWait, true, &v, false, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -473,7 +512,7 @@ void register_gemv(BenchContext& ctx) {
       for (const PrefetchVariant* v : variants) {
         const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr, false)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr, false, false)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(kPairedRounds);
@@ -487,7 +526,7 @@ void register_gemv(BenchContext& ctx) {
     const auto v2 = std::find_if(kCases.begin(), kCases.end(),
                                  [other](const Case& c) { return std::string_view(c.v.name) == other; });
     benchmark::RegisterBenchmark(b2.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 2, &v2->v, kDefaultCallerWait,
-                                 false, nullptr, false)
+                                 false, nullptr, false, false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(kPairedRounds);

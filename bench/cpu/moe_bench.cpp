@@ -5,6 +5,8 @@
 // The expert count is 256 where memory allows (11.3 GB) and otherwise the largest power of two
 // that fits in 25% of MemAvailable: the bytes per token (8 experts) are the same either way, and
 // random routing over >= 16 experts still touches mostly uncached experts each layer.
+// moe_layer_shifts/batch:N (records moe_layer_bN_shifts, moe_b2_over_b1_shifts): the same experts
+// with their special codes attached, so the GEMVs decode by shifts (fp8_special_codes.h).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -18,6 +20,8 @@
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
 #include "hymoe/cpu/moe_executor.h"
+#include "hymoe/kernels/fp8_special_codes.h"
+#include "hymoe/kernels/isa.h"
 #include "hymoe/model/placement.h"
 
 namespace hymoe::bench {
@@ -34,6 +38,24 @@ struct MoeLayer {
   HugeBuffer buf;
   std::vector<float> scales;
   std::vector<MlpWeights> views;
+  // The views with each matrix's special codes attached (built at first use).
+  std::vector<Fp8SpecialCodes> specials;
+  std::vector<MlpWeights> shift_views;
+
+  const std::vector<MlpWeights>& with_specials(cpu::ThreadPool& pool) {
+    if (!shift_views.empty()) return shift_views;
+    specials.resize(views.size() * 3);
+    shift_views = views;
+    pool.run([&](const cpu::WorkerInfo& w) {
+      for (size_t i = static_cast<size_t>(w.index); i < specials.size(); i += static_cast<size_t>(pool.size())) {
+        MlpWeights& e = shift_views[i / 3];
+        Fp8Matrix& m = i % 3 == 0 ? e.gate : i % 3 == 1 ? e.up : e.down;
+        specials[i] = kernels::find_fp8_special_codes(m);
+        m.specials = &specials[i];
+      }
+    });
+    return shift_views;
+  }
 
   MoeLayer(int64_t n, cpu::ThreadPool& pool) : experts(n), buf(static_cast<size_t>(n * kExpertBytes)) {
     Fp8Matrix proto;
@@ -82,7 +104,7 @@ int64_t choose_experts(const BenchContext& ctx) {
   return n;
 }
 
-void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
+void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts) {
   const int threads = ctx->max_threads();
   cpu::ThreadPool& pool = ctx->pool(threads);
   MoeLayer& layer = ctx->cached<MoeLayer>("moe", "layer", [&] {
@@ -99,6 +121,8 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
     return new cpu::MoeExecutor(pool, {.num_experts = layer.experts, .hidden = kHidden,
                                        .intermediate = kInter, .max_tokens = 8, .max_top_k = 8});
   });
+  const std::vector<MlpWeights>& views = shifts ? layer.with_specials(pool) : layer.views;
+  const std::string suffix = shifts ? "_shifts" : "";
   // 64 random routings, cycled: distinct experts per token, uniform over the layer.
   std::mt19937 rng(static_cast<unsigned>(tokens));
   std::vector<std::vector<int32_t>> routes(64);
@@ -124,7 +148,7 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
       const auto& r = routes[next++ % routes.size()];
       cpu::MoeBatch b{tokens, hidden.data(), static_cast<int>(kTopK), r.data(), weights.data(), out.data(), false};
       const auto t0 = std::chrono::steady_clock::now();
-      moe.run(layer.views, b);
+      moe.run(views, b);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       distinct_bytes += static_cast<double>(moe.last_run_stats().active_experts * kExpertBytes);
     }
@@ -150,18 +174,19 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
       fmt::format("{} experts, top-8; {} rounds of a probe pass then {} layer runs: value, ceiling = median ms and "
                   "floor (distinct expert bytes / that round's probe GB/s), ratio = median per-round floor / time",
                   layer.experts, ratios.size(), kMoeCalls);
-  ctx->put({"moe_layer_b" + std::to_string(tokens), threads, ms, "ms", floor_ms, ratio, note});
+  ctx->put({"moe_layer_b" + std::to_string(tokens) + suffix, threads, ms, "ms", floor_ms, ratio, note});
   // Each round's time x its probe GB/s: the batch-2 / batch-1 cost compared without the drift
   // of the machine's bandwidth between the two cases.
   std::vector<double> scaled(times_ms.size());
   for (size_t i = 0; i < times_ms.size(); ++i) scaled[i] = times_ms[i] * probe_gbps[i];
-  probe_scaled_ms()[tokens] = median(scaled);
-  if (tokens == 2 && probe_scaled_ms().count(1)) {
+  const int key = tokens + (shifts ? 100 : 0);
+  probe_scaled_ms()[key] = median(scaled);
+  if (tokens == 2 && probe_scaled_ms().count(key - 1)) {
     double b1_ms = 0;
     for (const Record& r : ctx->records())
-      if (r.name == "moe_layer_b1" && r.threads == threads) b1_ms = r.value;
-    const double x = probe_scaled_ms()[2] / probe_scaled_ms()[1];
-    ctx->put({"moe_b2_over_b1", threads, x, "x", 1.9, x / 1.9,
+      if (r.name == "moe_layer_b1" + suffix && r.threads == threads) b1_ms = r.value;
+    const double x = probe_scaled_ms()[key] / probe_scaled_ms()[key - 1];
+    ctx->put({"moe_b2_over_b1" + suffix, threads, x, "x", 1.9, x / 1.9,
               fmt::format("batch-2 / batch-1 time, each round's time x its probe GB/s (drift-free); the raw median "
                           "times give {:.3f}; target < 1.9",
                           b1_ms > 0 ? ms / b1_ms : 0.0)});
@@ -171,12 +196,16 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens) {
 }  // namespace
 
 void register_moe(BenchContext& ctx) {
-  for (int tokens : {1, 2, 4}) {
-    benchmark::RegisterBenchmark(("moe_layer/batch:" + std::to_string(tokens)).c_str(), bm_moe,
-                                 &ctx, tokens)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(kMoeRounds);
+  for (const bool shifts : {false, true}) {
+    if (shifts && kernels::best_isa() != kernels::Isa::kAvx512Bf16) continue;  // (no shift decode)
+    for (int tokens : {1, 2, 4}) {
+      benchmark::RegisterBenchmark(
+          ((shifts ? "moe_layer_shifts/batch:" : "moe_layer/batch:") + std::to_string(tokens)).c_str(), bm_moe, &ctx,
+          tokens, shifts)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(kMoeRounds);
+    }
   }
 }
 

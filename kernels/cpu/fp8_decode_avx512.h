@@ -109,11 +109,45 @@ struct Fp8Bf16Decoder {
   }
 };
 
-// Copies n BF16 activations to dst (64-byte aligned) in lane order, 64 at a time, zero-filling
-// dst up to the next multiple of 64.
-inline void bf16_to_lane_order(const uint16_t* src, int64_t n, uint16_t* dst) {
-  const __m512i first_idx = _mm512_loadu_si512(kLaneOrderFirst.data());
-  const __m512i second_idx = _mm512_loadu_si512(kLaneOrderSecond.data());
+// Word indexes (into the 64-word concatenation of two vectors) that put 64 BF16 activations in
+// "pair order", the order Fp8ShiftDecoder leaves the weights in: first = the even elements,
+// second = the odd ones.
+inline constexpr std::array<uint16_t, 32> kPairOrderFirst = [] {
+  std::array<uint16_t, 32> t{};
+  for (int q = 0; q < 32; ++q) t[q] = static_cast<uint16_t>(2 * q);
+  return t;
+}();
+inline constexpr std::array<uint16_t, 32> kPairOrderSecond = [] {
+  std::array<uint16_t, 32> t{};
+  for (int q = 0; q < 32; ++q) t[q] = static_cast<uint16_t>(2 * q + 1);
+  return t;
+}();
+
+// FP8 -> BF16 times 2^8 by shifts (hymoe/kernels/fp8_special_codes.h), 64 codes at a time: the
+// 64 bytes as 32 words hold an even code in the low byte and an odd one in the high byte. The odd
+// code: an arithmetic shift right by 4 puts its sign at bit 15 (and 14..11) and its magnitude at
+// bits 10..4; one vpternlog keeps bits 15 and 10..4 and sets bit 14 (exponent + 128 instead of
+// + 120). The even code first moves to the high byte (shift left by 8). 5 instructions, none a
+// byte permute (the table decode's four run on one port on Intel cores). Exact for every code
+// but the special ones (exponent field 0, NaN), which the GEMV corrects.
+struct Fp8ShiftDecoder {
+  __m512i keep = _mm512_set1_epi16(static_cast<short>(0x87F0));
+  __m512i bit14 = _mm512_set1_epi16(0x4000);
+
+  // 64 codes -> BF16 x 2^8 of the even codes (first) and the odd ones (second).
+  void operator()(__m512i codes, __m512i& first, __m512i& second) const {
+    // (a & keep) | bit14: 0xF0 & 0xCC | 0xAA.
+    second = _mm512_ternarylogic_epi32(_mm512_srai_epi16(codes, 4), keep, bit14, 0xEA);
+    first = _mm512_ternarylogic_epi32(_mm512_srai_epi16(_mm512_slli_epi16(codes, 8), 4), keep, bit14, 0xEA);
+  }
+};
+
+// Copies n BF16 activations to dst (64-byte aligned) in the order of two 32-word index tables
+// (kLaneOrder* or kPairOrder*), 64 at a time, zero-filling dst up to the next multiple of 64.
+inline void bf16_to_order(const uint16_t* src, int64_t n, uint16_t* dst,
+                          const std::array<uint16_t, 32>& first, const std::array<uint16_t, 32>& second) {
+  const __m512i first_idx = _mm512_loadu_si512(first.data());
+  const __m512i second_idx = _mm512_loadu_si512(second.data());
   for (int64_t k = 0; k < n; k += 64) {
     const int64_t left = n - k;
     const __mmask32 m0 = _cvtu32_mask32(left >= 32 ? ~0u : (1u << left) - 1u);
@@ -123,6 +157,9 @@ inline void bf16_to_lane_order(const uint16_t* src, int64_t n, uint16_t* dst) {
     _mm512_store_si512(dst + k, _mm512_permutex2var_epi16(x0, first_idx, x1));
     _mm512_store_si512(dst + k + 32, _mm512_permutex2var_epi16(x0, second_idx, x1));
   }
+}
+inline void bf16_to_lane_order(const uint16_t* src, int64_t n, uint16_t* dst) {
+  bf16_to_order(src, n, dst, kLaneOrderFirst, kLaneOrderSecond);
 }
 
 

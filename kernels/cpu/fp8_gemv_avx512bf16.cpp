@@ -1,13 +1,19 @@
-// FP8 GEMV, AVX512-BF16 (+VBMI) variant: 64 weights per step decoded to 2 x 32 BF16 by table
-// lookup (Fp8Bf16Decoder) and dotted with BF16 activations by vdpbf16ps. R rows x B batch
-// accumulators per pass (R * B <= 8); each 128-wide K block's partial sums are scaled into
-// register totals with one FMA. The activations are copied once per call into the order the
-// weights decode to most cheaply (lane order), unless B * K exceeds kGemvLaneOrderWords.
+// FP8 GEMV, AVX512-BF16 (+VBMI) variant: 64 weights per step decoded to 2 x 32 BF16 and dotted
+// with BF16 activations by vdpbf16ps. R rows x B batch accumulators per pass (R * B <= 8); each
+// 128-wide K block's partial sums are scaled into register totals with one FMA.
+// Decode: by table lookup (Fp8Bf16Decoder), or, when the matrix comes with its special codes
+// (Fp8Matrix::specials), by shifts (Fp8ShiftDecoder: 5 instructions, no byte permute), each row
+// then corrected for its special codes. The activations are copied once per call into the order
+// the weights decode to: lane order (table; natural order when B * K exceeds
+// kGemvLaneOrderWords) or pair order (shifts; a per-thread buffer, so every batch size takes the
+// same path and rows stay batch-invariant).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "fp8_decode_avx512.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 #include "variants.h"
 
 namespace hymoe::kernels::detail {
@@ -19,19 +25,41 @@ template <int B>
 struct Pass {
   const Fp8GemvParams& p;
   const Fp8Bf16Decoder& dec;
+  const Fp8ShiftDecoder& shift;
   const uint16_t* x[B];
   int64_t ahead;     // prefetch distance in bytes
   int64_t l1_bytes;  // GemvPrefetch::l1_bytes
 };
 
-// R rows x B batch rows in one pass over R weight rows. kLaneOrder: the weights decode by unpacks
-// and x is in lane order (zero-padded to a multiple of 64); else natural order with masked tails.
+// R rows x B batch rows in one pass over R weight rows. kLane: the weights decode by table and
+// unpacks and x is in lane order; kPair: by shifts, x in pair order (both zero-padded to a
+// multiple of 64); kNatural: by table and byte permutes, x as given, masked tails.
 // Accumulators in registers; block totals too while R * B <= 8, else in L1.
+enum class Order { kNatural, kLane, kPair };
 // Where the software prefetch puts the lines ahead (kNone: the hardware prefetchers alone).
 enum class Pf { kNone, kL2, kL1 };
 
-template <int B, int R, bool kLaneOrder, Pf kPf>
+// What kPair adds to row i's sum (before out_scale) for its special codes: their exact value
+// minus their shift value, times block scale and activation (x as given, natural order).
+inline const std::array<float, 256> kShiftCorrection = [] {
+  std::array<float, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = fp8_shift_correction(static_cast<uint8_t>(c));
+  return t;
+}();
+float special_code_sum(const Fp8Matrix& w, int64_t i, const uint16_t* x) {
+  const Fp8SpecialCodes& s = *w.specials;
+  const float* scale = w.scale_inv + (i / Fp8Matrix::kBlock) * w.scale_cols();
+  float sum = 0.0f;
+  for (int64_t j = s.row_start[i]; j < s.row_start[i + 1]; ++j) {
+    const uint32_t col = s.col[j];
+    sum += kShiftCorrection[s.code[j]] * scale[col / Fp8Matrix::kBlock] * bf16_to_float(x[col]);
+  }
+  return sum;
+}
+
+template <int B, int R, Order kOrder, Pf kPf>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
+  constexpr bool kLaneOrder = kOrder != Order::kNatural;  // x copied, zero-padded
   const Fp8GemvParams& p = a.p;
   const int64_t k_total = p.w.cols;
   const int64_t scale_cols = p.w.scale_cols();
@@ -39,9 +67,12 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
   const auto& wrow = rows.w;
   const auto& srow = rows.scale;
   auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
-    if constexpr (kLaneOrder) a.dec.lane_order(codes, w0, w1);
+    if constexpr (kOrder == Order::kPair) a.shift(codes, w0, w1);
+    else if constexpr (kOrder == Order::kLane) a.dec.lane_order(codes, w0, w1);
     else a.dec(codes, w0, w1);
   };
+  // The shift decode's values are 2^8 times the weights': 2^-8 goes into each block scale.
+  constexpr float kDecodeScale = kOrder == Order::kPair ? 1.0f / 256.0f : 1.0f;
   // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
   // wasted DRAM bandwidth, a pass per call (6% of 128 rows x 7168 at R = 8). There it fetches the
   // caller's next call's first rows when the caller said where they are, else re-touches the
@@ -113,7 +144,7 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512 s = _mm512_set1_ps(srow[r][kb]);
+      const __m512 s = _mm512_set1_ps(srow[r][kb] * kDecodeScale);
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) {
         if constexpr (kRegTotals) tot[r][b] = _mm512_fmadd_ps(acc[r][b], s, tot[r][b]);
@@ -126,7 +157,9 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) {
       const __m512 t = kRegTotals ? tot[r][b] : _mm512_load_ps(tot_l1[r][b]);
-      p.y[b][i0 + r] = hsum512(t) * p.out_scale[b];
+      float sum = hsum512(t);
+      if constexpr (kOrder == Order::kPair) sum += special_code_sum(p.w, i0 + r, p.x[b]);
+      p.y[b][i0 + r] = sum * p.out_scale[b];
     }
 }
 
@@ -140,11 +173,11 @@ bool prefetch_into_l1(const Pass<B>& a) {
   return B <= 2 && a.ahead <= a.l1_bytes;
 }
 
-template <int B, bool kLaneOrder>
+template <int B, Order kOrder>
 void gemv_passes(const Pass<B>& a) {
   auto run = [&a]<Pf kPf>() {
     for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
-                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kLaneOrder, kPf>(a, i); });
+                                          [&a]<int R>(int64_t i) { gemv_rows<B, R, kOrder, kPf>(a, i); });
   };
   if (a.ahead == 0) run.template operator()<Pf::kNone>();
   else if (prefetch_into_l1(a)) run.template operator()<Pf::kL1>();
@@ -167,16 +200,40 @@ void prefetch_first_pass(const Pass<B>& a) {
   }
 }
 
+// The calling thread's pair-order copy of x: grown (64-byte aligned) when a call needs more words,
+// never shrunk, so a thread allocates only when it first meets a larger batch x K.
+uint16_t* pair_order_buffer(int64_t words) {
+  struct Free {
+    void operator()(uint16_t* q) const { ::operator delete[](q, std::align_val_t{64}); }
+  };
+  thread_local std::unique_ptr<uint16_t[], Free> buf;
+  thread_local int64_t capacity = 0;
+  if (words > capacity) {
+    buf.reset(static_cast<uint16_t*>(::operator new[](static_cast<size_t>(words) * 2, std::align_val_t{64})));
+    capacity = words;
+  }
+  return buf.get();
+}
+
 template <int B>
 void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
+  const Fp8ShiftDecoder shift;
   const GemvPrefetch pf = gemv_prefetch();
-  Pass<B> a{p, dec, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
+  Pass<B> a{p, dec, shift, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
   if (pf.first_pass && a.ahead != 0) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
+  if (p.w.specials) {  // shift decode: x in pair order, each row corrected for its special codes
+    uint16_t* xbuf = pair_order_buffer(B * padded);
+    for (int b = 0; b < B; ++b) {
+      bf16_to_order(p.x[b], p.w.cols, xbuf + b * padded, kPairOrderFirst, kPairOrderSecond);
+      a.x[b] = xbuf + b * padded;
+    }
+    return gemv_passes<B, Order::kPair>(a);
+  }
   if (B * padded > kGemvLaneOrderWords) {  // too long to copy on the stack: natural order
     for (int b = 0; b < B; ++b) a.x[b] = p.x[b];
-    return gemv_passes<B, false>(a);
+    return gemv_passes<B, Order::kNatural>(a);
   }
   // One copy of x in lane order per call (B * K words, small next to the rows' weights).
   alignas(64) uint16_t xbuf[kGemvLaneOrderWords];
@@ -184,7 +241,7 @@ void gemv_batch(const Fp8GemvParams& p) {
     bf16_to_lane_order(p.x[b], p.w.cols, xbuf + b * padded);
     a.x[b] = xbuf + b * padded;
   }
-  gemv_passes<B, true>(a);
+  gemv_passes<B, Order::kLane>(a);
 }
 
 }  // namespace

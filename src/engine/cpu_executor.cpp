@@ -8,6 +8,7 @@
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/isa.h"
 #include "hymoe/kernels/mla_attention.h"
 #include "hymoe/kernels/moe_router.h"
 #include "hymoe/kernels/rmsnorm.h"
@@ -94,6 +95,16 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
       softmax_scale_(static_cast<float>(config_.softmax_scale())),
       buf_(std::make_unique<Buffers>()) {
   weights_.config = &config_;
+  if (options.shift_decode && kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
+    const auto t0 = std::chrono::steady_clock::now();
+    specials_ = Fp8SpecialIndex::attach(weights_, pool_);
+    log::get("engine")->info(
+        "FP8 special codes: {} of {} matrices decode by shifts, {} codes ({:.2e} of {:.2f} GB scanned), "
+        "{:.1f} MB, {:.2f} s", specials_.attached(), specials_.matrices(), specials_.codes(),
+        static_cast<double>(specials_.codes()) / static_cast<double>(std::max<size_t>(specials_.scanned_codes(), 1)),
+        static_cast<double>(specials_.scanned_codes()) / 1e9, static_cast<double>(specials_.bytes()) / 1e6,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   const int64_t heads = config_.num_attention_heads, nope = config_.qk_nope_head_dim, vd = config_.v_head_dim;
   const int64_t lora = config_.kv_lora_rank;
   HYMOE_CHECK(lora % 64 == 0 && config_.qk_rope_head_dim % 32 == 0, kUnsupported,

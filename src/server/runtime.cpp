@@ -71,6 +71,9 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   CpuExecutorOptions eo;
   eo.kv_cache_bytes = static_cast<size_t>(config.kv_cache_bytes);
   eo.max_step_tokens = config.max_prefill_chunk + config.max_running;
+  // The special-code scan reads every weight once: with mmap it would page the whole checkpoint
+  // in at startup, which mmap's fast start is for avoiding (the GEMVs then decode by table).
+  eo.shift_decode = config.load_mode != "mmap";
   rt->executor = std::make_unique<CpuExecutor>(*rt->store, *rt->pool, eo);
   SchedulerConfig sc;
   sc.max_running = config.max_running;

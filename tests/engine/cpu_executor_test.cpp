@@ -98,6 +98,51 @@ class CpuExecutorTest : public ::testing::Test {
   static inline cpu::ThreadPool* pool_ = nullptr;
 };
 
+// Fp8SpecialIndex on the generated checkpoint (normal weights quantised per block, as a real
+// one: special codes far below kMaxFraction): every FP8 matrix gets exactly the codes the
+// byte-by-byte reference finds; a matrix of zeros (every code special) keeps the table decode.
+TEST_F(CpuExecutorTest, SpecialIndexAttachesEachMatrixsSpecialCodes) {
+  ModelWeights w = ModelWeights::bind(*store_);
+  const Fp8Matrix& o0 = w.layers[0].attn.o;
+  const std::vector<uint8_t> zeros(static_cast<size_t>(o0.rows * o0.cols), 0);
+  w.layers[0].attn.o.data = zeros.data();
+  const Fp8SpecialIndex index = Fp8SpecialIndex::attach(w, *pool_);
+  size_t matrices = 0, codes = 0;
+  auto check = [&](const Fp8Matrix& m) {
+    if (!m.data) return;
+    ++matrices;
+    const Fp8SpecialCodes want = kernels::find_fp8_special_codes_reference(m);
+    if (m.data == zeros.data()) {
+      EXPECT_EQ(m.specials, nullptr);
+      EXPECT_EQ(want.count(), zeros.size());
+      return;
+    }
+    ASSERT_NE(m.specials, nullptr) << m.rows << "x" << m.cols;
+    EXPECT_EQ(m.specials->row_start, want.row_start);
+    EXPECT_EQ(m.specials->col, want.col);
+    EXPECT_EQ(m.specials->code, want.code);
+    codes += want.count();
+  };
+  auto check_mlp = [&](const MlpWeights& m) {
+    check(m.gate);
+    check(m.up);
+    check(m.down);
+  };
+  for (const LayerWeights& l : w.layers) {
+    for (const Fp8Matrix* m : {&l.attn.q_a, &l.attn.q_b, &l.attn.kv_a_with_mqa, &l.attn.kv_b, &l.attn.o}) check(*m);
+    if (l.dense) check_mlp(*l.dense);
+    if (l.moe) {
+      if (l.moe->shared) check_mlp(*l.moe->shared);
+      for (const MlpWeights& e : l.moe->experts) check_mlp(e);
+    }
+  }
+  EXPECT_EQ(index.matrices(), matrices);
+  EXPECT_EQ(index.attached(), matrices - 1);
+  EXPECT_EQ(index.codes(), codes);
+  EXPECT_GT(codes, 0u);  // (zeros and subnormals of the quantised normal weights)
+  EXPECT_LT(static_cast<double>(codes), 1e-3 * static_cast<double>(index.scanned_codes()));
+}
+
 TEST_F(CpuExecutorTest, PrefillMatchesReference) {
   auto ex = make_executor();
   std::vector<double> errors;

@@ -2,8 +2,8 @@
 // share the call (bitwise), so that a request's output does not change with the server's load.
 // GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
 // BF16 GEMV: tokens 1..8 against 1; GEMV rows split over 1, 2, 3, 16 workers (and at random row
-// boundaries) against one call over every row; the FP8 GEMV checks cover every ISA variant and
-// the AMX one. Fresh random inputs each run.
+// boundaries) against one call over every row; the FP8 GEMV checks cover every ISA variant, the
+// AMX one and the shift decode (a matrix with its special codes). Fresh random inputs each run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 #include "kernel_test_util.h"
 
 namespace hymoe::kernels {
@@ -23,16 +24,28 @@ namespace {
 
 bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
 
-// The GEMV variants of this machine: every ISA's, and the AMX one (isa = nullopt) where it runs.
+// The GEMV variants of this machine: every ISA's, the AMX one (isa = nullopt) where it runs, and
+// the AVX512-BF16 one given the matrix's special codes (shifts: its shift decode).
 struct GemvVariant {
   std::optional<Isa> isa;
-  void run(const Fp8GemvParams& p) const { isa ? fp8_gemv(*isa, p) : fp8_gemv_amx(p); }
-  std::string name() const { return isa ? std::string(isa_name(*isa)) : std::string("amx"); }
+  bool shifts = false;
+  void run(const Fp8GemvParams& p) const {
+    if (!isa) return fp8_gemv_amx(p);
+    if (!shifts) return fp8_gemv(*isa, p);
+    const Fp8SpecialCodes specials = find_fp8_special_codes(p.w);
+    Fp8GemvParams q = p;
+    q.w.specials = &specials;
+    fp8_gemv(*isa, q);
+  }
+  std::string name() const {
+    return !isa ? std::string("amx") : std::string(isa_name(*isa)) + (shifts ? "_shifts" : "");
+  }
 };
 std::vector<GemvVariant> gemv_variants() {
   std::vector<GemvVariant> v;
   for (const Isa isa : supported_isas()) v.push_back({isa});
   if (fp8_gemv_amx_supported()) v.push_back({std::nullopt});
+  if (isa_supported(Isa::kAvx512Bf16)) v.push_back({Isa::kAvx512Bf16, true});
   return v;
 }
 

@@ -12,6 +12,7 @@
 
 #include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 #include "kernel_test_util.h"
 
 namespace hymoe::kernels {
@@ -25,21 +26,33 @@ std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {
   return std::string(isa_name(info.param));
 }
 
-// A GEMV variant: one ISA's, or the AMX one (amx = true) where the machine has it.
+// A GEMV variant: one ISA's, the AMX one (amx = true) where the machine has it, or the
+// AVX512-BF16 one given the matrix's special codes (shifts = true: its shift decode).
 struct GemvVariant {
   Isa isa;
   bool amx = false;
-  void run(const Fp8GemvParams& p) const { amx ? fp8_gemv_amx(p) : fp8_gemv(isa, p); }
+  bool shifts = false;
+  void run(const Fp8GemvParams& p) const {
+    if (amx) return fp8_gemv_amx(p);
+    if (!shifts) return fp8_gemv(isa, p);
+    const Fp8SpecialCodes specials = find_fp8_special_codes(p.w);
+    Fp8GemvParams q = p;
+    q.w.specials = &specials;
+    fp8_gemv(isa, q);
+  }
 };
 std::vector<GemvVariant> gemv_variants() {
   std::vector<GemvVariant> v;
   for (const Isa isa : supported_isas()) v.push_back({isa});
   if (fp8_gemv_amx_supported()) v.push_back({Isa::kAvx512Bf16, true});
+  if (isa_supported(Isa::kAvx512Bf16)) v.push_back({Isa::kAvx512Bf16, false, true});
   return v;
 }
 class PerGemvVariant : public ::testing::TestWithParam<GemvVariant> {};
 std::string gemv_variant_name(const ::testing::TestParamInfo<GemvVariant>& info) {
-  return info.param.amx ? std::string("amx") : std::string(isa_name(info.param.isa));
+  return info.param.amx      ? std::string("amx")
+         : info.param.shifts ? std::string("avx512bf16_shifts")
+                             : std::string(isa_name(info.param.isa));
 }
 
 TEST_P(PerIsa, DecodesEveryFp8CodeExactly) {
@@ -131,6 +144,20 @@ TEST_P(PerGemvVariant, GemvHandlesSubnormalWeights) {
   p.y[0] = ref.data();
   fp8_gemv_reference(p);
   EXPECT_LT(test::normalised_error(y.data(), ref.data(), 128), 1e-5);
+}
+
+// NaN codes (0x7F, 0xFF) give NaN rows in every variant (the shift decode by its correction),
+// and only those rows.
+TEST_P(PerGemvVariant, GemvPropagatesNanCodes) {
+  std::mt19937_64 rng(std::random_device{}());
+  RandomFp8Matrix w(64, 700, rng);
+  w.data[5 * 700 + 3] = 0x7F;
+  w.data[40 * 700 + 699] = 0xFF;
+  auto x = test::random_bf16(700, rng);
+  auto y = test::nan_vector(64);
+  auto p = Fp8GemvParams::strided(w.view, 1, x.data(), 700, y.data(), 64);
+  GetParam().run(p);
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(std::isnan(y[i]), i == 5 || i == 40) << "row " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, PerIsa, ::testing::ValuesIn(supported_isas().begin(), supported_isas().end()),

@@ -11,6 +11,7 @@
 
 #include "hymoe/cpu/moe_executor.h"
 #include "hymoe/cpu/thread_pool.h"
+#include "hymoe/engine/fp8_special_index.h"
 #include "hymoe/engine/executor.h"
 #include "hymoe/kernels/rope.h"
 #include "hymoe/model/model_weights.h"
@@ -24,6 +25,10 @@ struct CpuExecutorOptions {
   int64_t kv_block_tokens = 64;
   int64_t max_step_tokens = 1024;  // step buffers are sized for this many tokens up front (larger
                                    // steps still work: buffers grow once)
+  // Find every FP8 matrix's special codes at startup (Fp8SpecialIndex: one read of every weight,
+  // on the pool) so that the AVX512-BF16 GEMVs decode by shifts; where that variant does not run,
+  // nothing is scanned. The server turns it off for --load-mode mmap (it would page everything in).
+  bool shift_decode = true;
 };
 
 class CpuExecutor final : public Executor {
@@ -63,6 +68,7 @@ class CpuExecutor final : public Executor {
 
   ModelConfig config_;
   ModelWeights weights_;
+  Fp8SpecialIndex specials_;  // what weights_' Fp8Matrix::specials point into
   cpu::ThreadPool& pool_;
   KvCache kv_;
   kernels::RopeTable rope_;

@@ -12,6 +12,7 @@
 namespace hymoe {
 
 class WeightStore;
+struct Fp8SpecialCodes;  // hymoe/kernels/fp8_special_codes.h
 
 // A linear layer's weight in the checkpoint's FP8 form: W[i][j] = fp8(data[i*cols + j]) *
 // scale_inv[(i/128) * scale_cols() + j/128]. Shape [rows=out, cols=in], row-major.
@@ -21,6 +22,9 @@ struct Fp8Matrix {
   const float* scale_inv = nullptr;  // [scale_rows(), scale_cols()] row-major
   int64_t rows = 0;
   int64_t cols = 0;
+  // Optional: the matrix's special codes (kernels::find_fp8_special_codes), owned elsewhere. With
+  // them the AVX512-BF16 GEMV decodes by shifts and corrects those codes; without, by table.
+  const Fp8SpecialCodes* specials = nullptr;
 
   int64_t scale_rows() const { return (rows + kBlock - 1) / kBlock; }
   int64_t scale_cols() const { return (cols + kBlock - 1) / kBlock; }
