@@ -509,13 +509,19 @@ void register_gemv(BenchContext& ctx) {
         if (std::find(c.threads.begin(), c.threads.end(), t) != c.threads.end()) variants.push_back(&c.v);
       }
       if (t <= 8) variants.push_back(far.back().get());
-      for (const PrefetchVariant* v : variants) {
-        const std::string name = "fp8_gemv_pf/" + std::string(v->name) + "/" + std::to_string(s.rows) + "x" +
-                                 std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr, false, false)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(kPairedRounds);
+      // Each also with the shift decode (fp8_gemv_pf_shifts/..., records *_b1_pf_<name>_shifts):
+      // its faster decode may want another prefetch than the table's.
+      for (const bool shifts : {false, true}) {
+        for (const PrefetchVariant* v : variants) {
+          const std::string name = std::string(shifts ? "fp8_gemv_pf_shifts/" : "fp8_gemv_pf/") + v->name + "/" +
+                                   std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                   "/batch:1/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr,
+                                       false, shifts)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(kPairedRounds);
+        }
       }
     }
     // The non-default one of l1 / l2 at batch 2 on all threads too (record
