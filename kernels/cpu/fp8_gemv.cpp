@@ -6,6 +6,7 @@
 
 #include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
+#include "hymoe/kernels/fp8_special_codes.h"
 #include "variants.h"
 
 namespace hymoe::kernels {
@@ -85,6 +86,9 @@ void validate(const Fp8GemvParams& p) {
   for (int b = 0; b < p.batch; ++b) {
     HYMOE_CHECK(p.x[b] && p.y[b], kInvalidArgument, "fp8_gemv: null x or y of batch row {}", b);
   }
+  HYMOE_CHECK(!p.w.specials || p.w.specials->row_start.size() == static_cast<size_t>(p.w.rows) + 1,
+              kInvalidArgument, "fp8_gemv: special codes of {} rows for a {}-row weight",
+              p.w.specials ? static_cast<int64_t>(p.w.specials->row_start.size()) - 1 : 0, p.w.rows);
   HYMOE_CHECK(0 <= p.row_begin && p.row_begin <= p.row_end && p.row_end <= p.w.rows,
               kInvalidArgument, "fp8_gemv: rows [{}, {}) outside [0, {})", p.row_begin,
               p.row_end, p.w.rows);

@@ -180,6 +180,20 @@ TEST(Fp8Gemv, ValidateNamesTheBadField) {
   p.batch = 1;
   p.row_end = 129;
   EXPECT_THROW(validate(p), Error);
+  // Special codes of another shape (a caller pairing the wrong index with a weight).
+  p.row_end = 128;
+  RandomFp8Matrix other(64, 128, rng);
+  const Fp8SpecialCodes wrong = find_fp8_special_codes(other.view);
+  p.w.specials = &wrong;
+  try {
+    validate(p);
+    FAIL() << "special codes of 64 rows accepted for 128";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("special codes of 64 rows"), std::string::npos) << e.message();
+  }
+  const Fp8SpecialCodes right = find_fp8_special_codes(w.view);
+  p.w.specials = &right;
+  EXPECT_NO_THROW(validate(p));
 }
 
 TEST(Fp8Gemv, EveryVariantThisMachineHasIsTested) {
