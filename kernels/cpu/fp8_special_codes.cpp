@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "hymoe/common/error.h"
+
 namespace hymoe::kernels {
 namespace {
 
@@ -19,6 +21,8 @@ constexpr uint64_t maybe_special(uint64_t v) {
 
 template <bool kWide>
 Fp8SpecialCodes find(const Fp8Matrix& w) {
+  HYMOE_CHECK(w.rows >= 0 && w.cols >= 0 && w.rows * w.cols <= int64_t{UINT32_MAX}, kInvalidArgument,
+              "fp8 special codes: a {}x{} matrix has 2^32 codes or more", w.rows, w.cols);
   Fp8SpecialCodes s;
   s.row_start.reserve(static_cast<size_t>(w.rows) + 1);
   s.row_start.push_back(0);
@@ -42,7 +46,7 @@ Fp8SpecialCodes find(const Fp8Matrix& w) {
       s.col.push_back(static_cast<uint32_t>(j));
       s.code.push_back(row[j]);
     }
-    s.row_start.push_back(static_cast<int64_t>(s.code.size()));
+    s.row_start.push_back(static_cast<uint32_t>(s.code.size()));
   }
   return s;
 }

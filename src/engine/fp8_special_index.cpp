@@ -51,7 +51,7 @@ Fp8SpecialIndex Fp8SpecialIndex::attach(ModelWeights& weights, cpu::ThreadPool& 
 size_t Fp8SpecialIndex::bytes() const {
   size_t b = 0;
   for (const auto& c : codes_)
-    b += c->row_start.size() * sizeof(int64_t) + c->col.size() * sizeof(uint32_t) + c->code.size();
+    b += c->row_start.size() * sizeof(uint32_t) + c->col.size() * sizeof(uint32_t) + c->code.size();
   return b;
 }
 

@@ -50,8 +50,8 @@ TEST(Fp8SpecialCodes, FinderMatchesTheByteByByteReference) {
     EXPECT_EQ(got.col, want.col) << cols;
     EXPECT_EQ(got.code, want.code) << cols;
     ASSERT_EQ(want.row_start.size(), 14u);
-    EXPECT_EQ(want.row_start[3] - want.row_start[2], 0);
-    EXPECT_EQ(want.row_start[8] - want.row_start[7], cols);
+    EXPECT_EQ(want.row_start[3] - want.row_start[2], 0u);
+    EXPECT_EQ(int64_t{want.row_start[8] - want.row_start[7]}, cols);
     for (size_t k = 0; k < want.count(); ++k) EXPECT_TRUE(is_fp8_shift_special(want.code[k]));
   }
 }

@@ -27,7 +27,7 @@ class Fp8SpecialIndex {
   size_t attached() const { return codes_.size(); }   // of those, with codes attached
   size_t codes() const { return special_codes_; }     // special codes attached, in all
   size_t scanned_codes() const { return scanned_; }   // codes scanned, in all
-  size_t bytes() const;                               // the index's memory
+  size_t bytes() const;                               // the index's memory (~4 bytes per row)
 
  private:
   std::vector<std::unique_ptr<Fp8SpecialCodes>> codes_;

@@ -20,9 +20,9 @@
 namespace hymoe {
 
 // Special codes of one Fp8Matrix by row (CSR): row i's are [row_start[i], row_start[i + 1]),
-// columns ascending.
+// columns ascending. 4 bytes per row and 5 per code (a matrix of < 2^32 codes).
 struct Fp8SpecialCodes {
-  std::vector<int64_t> row_start;  // rows + 1 entries
+  std::vector<uint32_t> row_start;  // rows + 1 entries
   std::vector<uint32_t> col;
   std::vector<uint8_t> code;
 
