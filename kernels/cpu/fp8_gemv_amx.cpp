@@ -16,12 +16,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <memory>
-#include <new>
 
 #include "amx_tiles.h"
 #include "fp8_decode_avx512.h"
 #include "gemm_avx512bf16_kernel.h"  // transpose16x16_epi32
+#include "growing_buffer.h"
 #include "variants.h"
 
 namespace hymoe::kernels::detail {
@@ -61,26 +60,11 @@ void build_b(const Fp8GemvParams& p, int64_t padded, uint16_t* lane, uint32_t* x
   }
 }
 
-// One thread's activation buffers, grown on demand (so a call allocates only when a thread
-// meets a larger batch x K than before).
+// One thread's activation buffers (lane order, and the B tiles: words / 2 32-bit K pairs).
 struct AmxGemvScratch {
-  struct Free {
-    void operator()(void* q) const { ::operator delete(q, std::align_val_t{64}); }
-  };
-  int64_t words = 0;
-  std::unique_ptr<uint16_t[], Free> lane;
-  std::unique_ptr<uint32_t[], Free> xb;
+  GrowingBuffer<uint16_t> lane;
+  GrowingBuffer<uint32_t> xb;
 };
-
-AmxGemvScratch& amx_gemv_scratch(int64_t words) {
-  thread_local AmxGemvScratch s;
-  if (s.words < words) {
-    s.lane.reset(static_cast<uint16_t*>(::operator new(sizeof(uint16_t) * words, std::align_val_t{64})));
-    s.xb.reset(static_cast<uint32_t*>(::operator new(sizeof(uint16_t) * words, std::align_val_t{64})));
-    s.words = words;
-  }
-  return s;
-}
 
 }  // namespace
 
@@ -89,9 +73,10 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
   const int batch = p.batch;
   const int64_t k_total = p.w.cols, padded = (k_total + 63) / 64 * 64;
   // Activations in lane order, then as B tiles (2 x batch x K words, per-thread scratch).
-  AmxGemvScratch& scratch = amx_gemv_scratch(batch * padded);
-  uint32_t* xb = scratch.xb.get();
-  build_b(p, padded, scratch.lane.get(), xb);
+  thread_local AmxGemvScratch scratch;
+  const int64_t words = batch * padded;
+  uint32_t* xb = scratch.xb.at_least((words + 1) / 2);
+  build_b(p, padded, scratch.lane.at_least(words), xb);
 
   const Fp8Bf16Decoder dec;
   const AmxGemvPrefetch pf = amx_gemv_prefetch();

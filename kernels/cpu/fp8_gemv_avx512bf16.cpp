@@ -10,9 +10,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "fp8_decode_avx512.h"
+#include "growing_buffer.h"
 #include "hymoe/kernels/fp8_special_codes.h"
 #include "variants.h"
 
@@ -200,19 +200,10 @@ void prefetch_first_pass(const Pass<B>& a) {
   }
 }
 
-// The calling thread's pair-order copy of x: grown (64-byte aligned) when a call needs more words,
-// never shrunk, so a thread allocates only when it first meets a larger batch x K.
+// The calling thread's pair-order copy of x.
 uint16_t* pair_order_buffer(int64_t words) {
-  struct Free {
-    void operator()(uint16_t* q) const { ::operator delete[](q, std::align_val_t{64}); }
-  };
-  thread_local std::unique_ptr<uint16_t[], Free> buf;
-  thread_local int64_t capacity = 0;
-  if (words > capacity) {
-    buf.reset(static_cast<uint16_t*>(::operator new[](static_cast<size_t>(words) * 2, std::align_val_t{64})));
-    capacity = words;
-  }
-  return buf.get();
+  thread_local GrowingBuffer<uint16_t> buf;
+  return buf.at_least(words);
 }
 
 template <int B>
