@@ -18,7 +18,6 @@
 #include "hymoe/kernels/fp8_special_codes.h"
 #include "hymoe/cpu/parallel_rows.h"
 #include "hymoe/kernels/fp8_gemv.h"
-#include "hymoe/kernels/fp8_special_codes.h"
 
 namespace hymoe::bench {
 
@@ -297,7 +296,10 @@ void bm_gemv_fine(benchmark::State& state, BenchContext* ctx, Shape s, int threa
 // One core's decode-and-dot speed with the weights resident in its L2 (one ~450 KB matrix,
 // called over and over): what the core could consume if DRAM kept up. The ratio to the 1-thread
 // probe is the headroom: below 1, a core cannot saturate even its own read bandwidth.
-void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa, bool amx) {
+// shifts: the matrix with its special codes (the AVX512-BF16 variant's shift decode), records
+// fp8_gemv_l2_<shape>_b<B>_shifts.
+void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, kernels::Isa isa, bool amx,
+                bool shifts) {
   Fp8MatrixSet& set = ctx->cached<Fp8MatrixSet>("gemv_l2", std::to_string(s.rows) + "x" + std::to_string(s.cols),
                                                 [&] { return new Fp8MatrixSet(s.rows, s.cols, 1, ctx->pool(1)); });
   std::mt19937 rng(5);
@@ -306,6 +308,8 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
   auto p = kernels::Fp8GemvParams::strided(set.matrices()[0], batch, x.data(), s.cols, y.data(), s.rows);
+  const Fp8SpecialCodes specials = shifts ? kernels::find_fp8_special_codes(p.w) : Fp8SpecialCodes{};
+  if (shifts) p.w.specials = &specials;
   constexpr int kCalls = 64;
   auto call = [&] {
     if (amx) kernels::fp8_gemv_amx(p);
@@ -324,10 +328,14 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
   benchmark::DoNotOptimize(y.data());
   const double gbps = bytes / seconds / 1e9, probe = ctx->probe_gbps(1);
   state.counters["GBps"] = gbps;
-  const std::string suffix = amx ? "_amx" : isa == kernels::best_isa() ? "" : "_" + std::string(kernels::isa_name(isa));
+  const std::string suffix = amx                            ? "_amx"
+                             : shifts                       ? "_shifts"
+                             : isa == kernels::best_isa() ? ""
+                                                            : "_" + std::string(kernels::isa_name(isa));
   ctx->put({"fp8_gemv_l2_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_b" + std::to_string(batch) + suffix,
             1, gbps, "GB/s", probe, probe > 0 ? gbps / probe : 0,
-            std::string(amx ? "amx" : kernels::isa_name(isa)) + ", weights in L2; ratio = headroom over the 1-thread read probe"});
+            std::string(amx ? "amx" : kernels::isa_name(isa)) + (shifts ? " shift decode" : "") +
+                ", weights in L2; ratio = headroom over the 1-thread read probe"});
 }
 
 }  // namespace
@@ -343,7 +351,21 @@ void register_gemv(BenchContext& ctx) {
         if (!best && (b > 1 || s.cols != 7168)) continue;
         const std::string name = "fp8_gemv_l2/" + std::string(kernels::isa_name(isa)) + "/" + std::to_string(s.rows) +
                                  "x" + std::to_string(s.cols) + "/batch:" + std::to_string(b);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa, false)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, isa, false, false)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.3);
+      }
+    }
+  }
+  // The AVX512-BF16 variant's shift decode from L2 (the decode the engine runs): records
+  // fp8_gemv_l2_<shape>_b<B>_shifts.
+  if (kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
+    for (Shape s : {Shape{64, 7168}, Shape{224, 2048}}) {
+      for (int b : {1, 2, 4, 8}) {
+        const std::string name = "fp8_gemv_l2_shifts/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                 "/batch:" + std::to_string(b);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, kernels::Isa::kAvx512Bf16, false, true)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.3);
@@ -357,7 +379,7 @@ void register_gemv(BenchContext& ctx) {
       for (int b : {1, 2, 4, 8}) {
         const std::string name = "fp8_gemv_l2/amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                  "/batch:" + std::to_string(b);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, kernels::best_isa(), true)
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemv_l2, &ctx, s, b, kernels::best_isa(), true, false)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.3);
@@ -484,12 +506,26 @@ void register_gemv(BenchContext& ctx) {
     // The one of L1 / L2 that is not this CPU's default at every thread count up to 8 (the
     // default's own record is the comparison), the other at 1 and all.
     const bool l2_default = kernels::default_gemv_prefetch().l1_bytes == 0;
+    auto rows_in_turn = [](int blocks, int streams) {
+      kernels::GemvPrefetch p = kernels::default_gemv_prefetch();
+      p.row_blocks = blocks;
+      p.row_streams = streams;
+      return p;
+    };
     return std::vector<Case>{
         {{"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}}, l2_default ? one_all : one_two_all},
         {{"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}}, l2_default ? one_two_all : one_all},
         {{"nofirst", {.distance = -1, .l1_bytes = kernels::default_gemv_prefetch().l1_bytes, .first_pass = false}},
          one_all},
         {{"off", {.distance = 0, .l1_bytes = 0, .first_pass = false}}, one_two_all},
+        // Rows read in turn (GemvPrefetch::row_blocks x row_streams: K blocks in flight x rows at a
+        // time from as many parts of the call), the CPU's default prefetch otherwise: on the Zen 5
+        // VM one thread read 27-31 GB/s from DRAM going through rows one after another and 23-33
+        // in the 8-row order (docs/benchmarks.md).
+        {{"rows4", rows_in_turn(4, 1)}, one_two_all},
+        {{"rows8", rows_in_turn(8, 1)}, one_two_all},
+        {{"rows4x2", rows_in_turn(4, 2)}, one_two_all},
+        {{"rows2x4", rows_in_turn(2, 4)}, one_two_all},
     };
   }();
   // Grouped by thread count, so the paired probe's buffer (cached per thread count) is built once

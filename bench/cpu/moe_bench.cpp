@@ -97,6 +97,12 @@ std::map<int, double>& probe_scaled_ms() {
   return m;
 }
 
+// Mean distinct experts per layer run of each case (key as probe_scaled_ms'), for moe_b2_over_b1.
+std::map<int, double>& distinct_experts_per_call() {
+  static std::map<int, double> m;
+  return m;
+}
+
 int64_t choose_experts(const BenchContext& ctx) {
   const double budget = 0.25 * static_cast<double>(ctx.mem_available_bytes());
   int64_t n = 256;
@@ -133,6 +139,13 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
       std::shuffle(all.begin(), all.end(), rng);
       r.insert(r.end(), all.begin(), all.begin() + kTopK);
     }
+  }
+  // Distinct experts per call, mean over the routings: the floor's bytes (moe_b2_over_b1's note).
+  double distinct_experts = 0;
+  for (const auto& r : routes) {
+    std::vector<int32_t> e = r;
+    std::sort(e.begin(), e.end());
+    distinct_experts += static_cast<double>(std::unique(e.begin(), e.end()) - e.begin()) / routes.size();
   }
   std::vector<float> weights(static_cast<size_t>(tokens * kTopK), 0.3f);
   std::vector<uint16_t> hidden(static_cast<size_t>(tokens * kHidden));
@@ -181,6 +194,7 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
   for (size_t i = 0; i < times_ms.size(); ++i) scaled[i] = times_ms[i] * probe_gbps[i];
   const int key = tokens + (shifts ? 100 : 0);
   probe_scaled_ms()[key] = median(scaled);
+  distinct_experts_per_call()[key] = distinct_experts;
   if (tokens == 2 && probe_scaled_ms().count(key - 1)) {
     double b1_ms = 0;
     for (const Record& r : ctx->records())
@@ -188,8 +202,11 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
     const double x = probe_scaled_ms()[key] / probe_scaled_ms()[key - 1];
     ctx->put({"moe_b2_over_b1" + suffix, threads, x, "x", 1.9, x / 1.9,
               fmt::format("batch-2 / batch-1 time, each round's time x its probe GB/s (drift-free); the raw median "
-                          "times give {:.3f}; target < 1.9",
-                          b1_ms > 0 ? ms / b1_ms : 0.0)});
+                          "times give {:.3f}; target < 1.9; the floors' ratio (distinct experts per call, "
+                          "{:.2f} / {:.2f}) is {:.3f}",
+                          b1_ms > 0 ? ms / b1_ms : 0.0, distinct_experts_per_call()[key],
+                          distinct_experts_per_call()[key - 1],
+                          distinct_experts_per_call()[key] / distinct_experts_per_call()[key - 1])});
   }
 }
 

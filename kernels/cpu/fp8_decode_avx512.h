@@ -127,18 +127,23 @@ inline constexpr std::array<uint16_t, 32> kPairOrderSecond = [] {
 // 64 bytes as 32 words hold an even code in the low byte and an odd one in the high byte. The odd
 // code: an arithmetic shift right by 4 puts its sign at bit 15 (and 14..11) and its magnitude at
 // bits 10..4; one vpternlog keeps bits 15 and 10..4 and sets bit 14 (exponent + 128 instead of
-// + 120). The even code first moves to the high byte (shift left by 8). 5 instructions, none a
-// byte permute (the table decode's four run on one port on Intel cores). Exact for every code
-// but the special ones (exponent field 0, NaN), which the GEMV corrects.
+// + 120). The even code is first copied into the high byte (one vpshufb). 5 instructions, one a
+// byte shuffle (the table decode has four byte permutes and unpacks, all on one port on Intel
+// cores). Exact for every code but the special ones (exponent field 0, NaN), which the GEMV
+// corrects.
 struct Fp8ShiftDecoder {
   __m512i keep = _mm512_set1_epi16(static_cast<short>(0x87F0));
   __m512i bit14 = _mm512_set1_epi16(0x4000);
+  // vpshufb control: each 16-bit lane's even (low) byte into both its bytes (0, 0, 2, 2, ... per
+  // 128-bit lane), so the even code's sign lands on bit 15 as a left shift by 8 would put it, on
+  // the shuffle port (Intel: port 5) instead of the shift port (port 0, with the other shifts).
+  __m512i even_up = _mm512_set4_epi64(0x0E0E0C0C0A0A0808, 0x0606040402020000, 0x0E0E0C0C0A0A0808, 0x0606040402020000);
 
   // 64 codes -> BF16 x 2^8 of the even codes (first) and the odd ones (second).
   void operator()(__m512i codes, __m512i& first, __m512i& second) const {
     // (a & keep) | bit14: 0xF0 & 0xCC | 0xAA.
     second = _mm512_ternarylogic_epi32(_mm512_srai_epi16(codes, 4), keep, bit14, 0xEA);
-    first = _mm512_ternarylogic_epi32(_mm512_srai_epi16(_mm512_slli_epi16(codes, 8), 4), keep, bit14, 0xEA);
+    first = _mm512_ternarylogic_epi32(_mm512_srai_epi16(_mm512_shuffle_epi8(codes, even_up), 4), keep, bit14, 0xEA);
   }
 };
 

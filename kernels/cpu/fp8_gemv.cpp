@@ -24,6 +24,8 @@ struct PrefetchState {
   std::atomic<int64_t> distance{env_int("HYMOE_GEMV_PREFETCH", default_gemv_prefetch().distance)};
   std::atomic<int64_t> l1_bytes{env_int("HYMOE_GEMV_PREFETCH_L1", default_gemv_prefetch().l1_bytes)};
   std::atomic<bool> first_pass{env_int("HYMOE_GEMV_PREFETCH_FIRST", default_gemv_prefetch().first_pass) != 0};
+  std::atomic<int> row_blocks{static_cast<int>(env_int("HYMOE_GEMV_ROW_BLOCKS", default_gemv_prefetch().row_blocks))};
+  std::atomic<int> row_streams{static_cast<int>(env_int("HYMOE_GEMV_ROW_STREAMS", default_gemv_prefetch().row_streams))};
 };
 
 PrefetchState& prefetch_state() {
@@ -42,14 +44,21 @@ GemvPrefetch default_gemv_prefetch() {
 GemvPrefetch gemv_prefetch() {
   const PrefetchState& s = prefetch_state();
   return {s.distance.load(std::memory_order_relaxed), s.l1_bytes.load(std::memory_order_relaxed),
-          s.first_pass.load(std::memory_order_relaxed)};
+          s.first_pass.load(std::memory_order_relaxed), s.row_blocks.load(std::memory_order_relaxed),
+          s.row_streams.load(std::memory_order_relaxed)};
 }
 
 void set_gemv_prefetch(const GemvPrefetch& p) {
+  const int rb = p.row_blocks, rs = p.row_streams;
+  HYMOE_CHECK(rb == 0 || (rb == 4 && rs == 1) || (rb == 8 && rs == 1) || (rb == 4 && rs == 2) || (rb == 2 && rs == 4),
+              kInvalidArgument, "set_gemv_prefetch: row_blocks {} x row_streams {} is not 0 or one of 4 x 1, 8 x 1, "
+              "4 x 2, 2 x 4", rb, rs);
   PrefetchState& s = prefetch_state();
   s.distance.store(p.distance, std::memory_order_relaxed);
   s.l1_bytes.store(p.l1_bytes, std::memory_order_relaxed);
   s.first_pass.store(p.first_pass, std::memory_order_relaxed);
+  s.row_blocks.store(p.row_blocks, std::memory_order_relaxed);
+  s.row_streams.store(p.row_streams, std::memory_order_relaxed);
 }
 
 namespace {

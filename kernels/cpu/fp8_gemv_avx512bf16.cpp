@@ -29,6 +29,8 @@ struct Pass {
   const uint16_t* x[B];
   int64_t ahead;     // prefetch distance in bytes
   int64_t l1_bytes;  // GemvPrefetch::l1_bytes
+  int row_blocks;     // GemvPrefetch::row_blocks and row_streams (batch 1 only)
+  int row_streams;
 };
 
 // R rows x B batch rows in one pass over R weight rows. kLane: the weights decode by table and
@@ -163,6 +165,131 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     }
 }
 
+// One 128-wide K block of one row at batch 1, from k0 to k1 (k1 - k0 <= 128): its accumulator,
+// in the same order of operations as gemv_rows' (masked loads past a K that is not a multiple of 64).
+template <Order kOrder, typename Decode>
+__m512 block_sum(const Decode& decode, const uint8_t* w, const uint16_t* x, int64_t k0, int64_t k1) {
+  constexpr bool kLaneOrder = kOrder != Order::kNatural;
+  __m512 acc = _mm512_setzero_ps();
+  int64_t k = k0;
+  for (; k + 64 <= k1; k += 64) {
+    __m512i w0, w1;
+    __m512i codes = _mm512_loadu_si512(w + k);
+    asm("" : "+v"(codes));
+    decode(codes, w0, w1);
+    acc = _mm512_dpbf16_ps(acc, (__m512bh)w0, (__m512bh)_mm512_loadu_si512(x + k));
+    acc = _mm512_dpbf16_ps(acc, (__m512bh)w1, (__m512bh)_mm512_loadu_si512(x + k + 32));
+  }
+  if (k < k1) {
+    const int64_t n = k1 - k;
+    const __mmask32 m0 = _cvtu32_mask32(n >= 32 ? ~0u : (1u << n) - 1u);
+    const __mmask32 m1 = _cvtu32_mask32(n <= 32 ? 0u : (1u << (n - 32)) - 1u);
+    __m512i w0, w1;
+    decode(_mm512_maskz_loadu_epi8(_cvtu64_mask64((uint64_t{1} << n) - 1), w + k), w0, w1);
+    const __m512i x0 = kLaneOrder ? _mm512_load_si512(x + k) : _mm512_maskz_loadu_epi16(m0, x + k);
+    const __m512i x1 = kLaneOrder ? _mm512_load_si512(x + k + 32) : _mm512_maskz_loadu_epi16(m1, x + k + 32);
+    acc = _mm512_dpbf16_ps(acc, (__m512bh)w0, (__m512bh)x0);
+    acc = _mm512_dpbf16_ps(acc, (__m512bh)w1, (__m512bh)x1);
+  }
+  return acc;
+}
+
+// Batch 1, rows start to end in turn (GemvPrefetch::row_blocks, row_streams): S rows at a time,
+// one from each of S equal parts of the call's rows (S address streams, where gemv_rows reads R
+// adjacent rows side by side), G K blocks of each at a time, each its own accumulator (S x G
+// independent vdpbf16ps chains, as R rows' are in gemv_rows); a row's block totals are added in
+// K-block order: bitwise gemv_rows' result.
+template <int S, int G, Order kOrder, Pf kPf>
+void gemv_row_streams(const Pass<1>& a, const int64_t (&row)[S]) {
+  const Fp8GemvParams& p = a.p;
+  const int64_t k_total = p.w.cols;
+  const int64_t scale_cols = p.w.scale_cols();
+  const uint16_t* x = a.x[0];
+  auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
+    if constexpr (kOrder == Order::kPair) a.shift(codes, w0, w1);
+    else if constexpr (kOrder == Order::kLane) a.dec.lane_order(codes, w0, w1);
+    else a.dec(codes, w0, w1);
+  };
+  constexpr float kDecodeScale = kOrder == Order::kPair ? 1.0f / 256.0f : 1.0f;
+  const uint8_t* w[S];
+  const float* srow[S];
+  const uint8_t* pf[S];
+  __m512 tot[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    w[s] = p.w.data + row[s] * k_total;
+    srow[s] = p.w.scale_inv + (row[s] / Fp8Matrix::kBlock) * scale_cols;
+    // As gemv_rows: past the call's rows, the caller's next rows or this row again.
+    pf[s] = w[s] + a.ahead;
+    if (pf[s] + k_total > p.w.data + p.row_end * k_total) pf[s] = p.prefetch_next ? p.prefetch_next : w[s];
+    tot[s] = _mm512_setzero_ps();
+  }
+  constexpr int64_t kBlk = Fp8Matrix::kBlock;
+  int64_t kb = 0;
+  for (; kb + G <= k_total / kBlk; kb += G) {
+    __m512 acc[S][G];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) acc[s][g] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int64_t k = 0; k < kBlk; k += 64) {
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) {
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) {
+          if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf[s] + g * 64), _MM_HINT_T0);
+          else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf[s] + g * 64), _MM_HINT_T1);
+          const int64_t kk = (kb + g) * kBlk + k;
+          __m512i w0, w1;
+          __m512i codes = _mm512_loadu_si512(w[s] + kk);
+          asm("" : "+v"(codes));
+          decode(codes, w0, w1);
+          acc[s][g] = _mm512_dpbf16_ps(acc[s][g], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(x + kk));
+          acc[s][g] = _mm512_dpbf16_ps(acc[s][g], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(x + kk + 32));
+        }
+        pf[s] += G * 64;
+      }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g)
+        tot[s] = _mm512_fmadd_ps(acc[s][g], _mm512_set1_ps(srow[s][kb + g] * kDecodeScale), tot[s]);
+  }
+  for (; kb < scale_cols; ++kb) {
+    const int64_t k0 = kb * kBlk;
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const __m512 acc = block_sum<kOrder>(decode, w[s], x, k0, std::min(k_total, k0 + kBlk));
+      tot[s] = _mm512_fmadd_ps(acc, _mm512_set1_ps(srow[s][kb] * kDecodeScale), tot[s]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    float sum = hsum512(tot[s]);
+    if constexpr (kOrder == Order::kPair) sum += special_code_sum(p.w, row[s], p.x[0]);
+    p.y[0][row[s]] = sum * p.out_scale[0];
+  }
+}
+
+// The call's rows by gemv_row_streams<S, G>: S equal parts read side by side, then the rows
+// left over (fewer than S) one at a time.
+template <int S, int G, Order kOrder, Pf kPf>
+void gemv_rows_in_turn(const Pass<1>& a) {
+  const int64_t begin = a.p.row_begin, part = (a.p.row_end - begin) / S;
+  for (int64_t t = 0; t < part; ++t) {
+    int64_t row[S];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) row[s] = begin + s * part + t;
+    gemv_row_streams<S, G, kOrder, kPf>(a, row);
+  }
+  for (int64_t i = begin + S * part; i < a.p.row_end; ++i) {
+    const int64_t row[1] = {i};
+    gemv_row_streams<1, G, kOrder, kPf>(a, row);
+  }
+}
+
 // Prefetch into L1 (T0) at batch 1-2 when the pass ahead is small enough to sit in L1 beside the
 // one being read (short rows: 8 x 2048 at batch 1, 4 x 2048 at batch 2), else into L2 (T1).
 // Measured on Zen 5 at 2 threads, 7168x2048: T0 0.81-0.83 of the probe at batch 1 against
@@ -176,6 +303,15 @@ bool prefetch_into_l1(const Pass<B>& a) {
 template <int B, Order kOrder>
 void gemv_passes(const Pass<B>& a) {
   auto run = [&a]<Pf kPf>() {
+    if constexpr (B == 1) {
+      switch (a.row_blocks * 10 + a.row_streams) {  // GemvPrefetch: row_streams x row_blocks <= 8
+        case 41: return gemv_rows_in_turn<1, 4, kOrder, kPf>(a);
+        case 81: return gemv_rows_in_turn<1, 8, kOrder, kPf>(a);
+        case 42: return gemv_rows_in_turn<2, 4, kOrder, kPf>(a);
+        case 24: return gemv_rows_in_turn<4, 2, kOrder, kPf>(a);
+        default: break;
+      }
+    }
     for_row_passes<gemv_rows_per_pass(B)>(a.p.row_begin, a.p.row_end,
                                           [&a]<int R>(int64_t i) { gemv_rows<B, R, kOrder, kPf>(a, i); });
   };
@@ -211,7 +347,7 @@ void gemv_batch(const Fp8GemvParams& p) {
   const Fp8Bf16Decoder dec;
   const Fp8ShiftDecoder shift;
   const GemvPrefetch pf = gemv_prefetch();
-  Pass<B> a{p, dec, shift, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes};
+  Pass<B> a{p, dec, shift, {}, pf.distance >= 0 ? pf.distance : gemv_rows_per_pass(B) * p.w.cols, pf.l1_bytes, pf.row_blocks, pf.row_streams};
   if (pf.first_pass && a.ahead != 0) prefetch_first_pass(a);
   const int64_t padded = (p.w.cols + 63) / 64 * 64;
   if (p.w.specials) {  // shift decode: x in pair order, each row corrected for its special codes

@@ -3,7 +3,7 @@
 // GEMV: batch 1..8 against batch 1; GEMM: M rows against each row alone and against other M;
 // BF16 GEMV: tokens 1..8 against 1; GEMV rows split over 1, 2, 3, 16 workers (and at random row
 // boundaries) against one call over every row; the FP8 GEMV checks cover every ISA variant, the
-// AMX one and the shift decode (a matrix with its special codes). Fresh random inputs each run.
+// AMX one, the shift decode (a matrix with its special codes) and rows in turn. Fresh random inputs each run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "hymoe/common/error.h"
 #include "hymoe/kernels/bf16_gemv.h"
 #include "hymoe/kernels/fp8_gemm.h"
 #include "hymoe/kernels/fp8_gemv.h"
 #include "hymoe/kernels/fp8_special_codes.h"
+#include "gemv_variants.h"
 #include "kernel_test_util.h"
 
 namespace hymoe::kernels {
@@ -24,35 +26,13 @@ namespace {
 
 bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
 
-// The GEMV variants of this machine: every ISA's, the AMX one (isa = nullopt) where it runs, and
-// the AVX512-BF16 one given the matrix's special codes (shifts: its shift decode).
-struct GemvVariant {
-  std::optional<Isa> isa;
-  bool shifts = false;
-  void run(const Fp8GemvParams& p) const {
-    if (!isa) return fp8_gemv_amx(p);
-    if (!shifts) return fp8_gemv(*isa, p);
-    const Fp8SpecialCodes specials = find_fp8_special_codes(p.w);
-    Fp8GemvParams q = p;
-    q.w.specials = &specials;
-    fp8_gemv(*isa, q);
-  }
-  std::string name() const {
-    return !isa ? std::string("amx") : std::string(isa_name(*isa)) + (shifts ? "_shifts" : "");
-  }
-};
-std::vector<GemvVariant> gemv_variants() {
-  std::vector<GemvVariant> v;
-  for (const Isa isa : supported_isas()) v.push_back({isa});
-  if (fp8_gemv_amx_supported()) v.push_back({std::nullopt});
-  if (isa_supported(Isa::kAvx512Bf16)) v.push_back({Isa::kAvx512Bf16, true});
-  return v;
-}
+using test::GemvVariant;
+using test::gemv_variants;
 
 TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
   std::mt19937_64 rng(std::random_device{}());
   for (const GemvVariant& v : gemv_variants()) {
-    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{200, 7168}, {96, 2048}, {130, 384}}) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{200, 7168}, {96, 2048}, {130, 384}, {72, 1000}}) {
       test::RandomFp8Matrix w(n, k, rng);
       const auto x = test::random_bf16(static_cast<size_t>(8 * k), rng);
       std::vector<float> alone(static_cast<size_t>(8 * n)), batched(static_cast<size_t>(8 * n));
@@ -128,18 +108,29 @@ TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
         fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, want.data(), n));
         for (const GemvPrefetch pf : {GemvPrefetch{.distance = -1, .l1_bytes = 0, .first_pass = false},
                                       GemvPrefetch{.distance = 4096, .l1_bytes = int64_t{1} << 40, .first_pass = true},
-                                      GemvPrefetch{.distance = 0, .l1_bytes = 16 << 10, .first_pass = true}}) {
+                                      GemvPrefetch{.distance = 0, .l1_bytes = 16 << 10, .first_pass = true},
+                                      GemvPrefetch{.distance = 4096, .l1_bytes = 0, .first_pass = true, .row_blocks = 4},
+                                      GemvPrefetch{.distance = 0, .l1_bytes = 0, .first_pass = false, .row_blocks = 8},
+                                      GemvPrefetch{.distance = -1, .l1_bytes = 0, .first_pass = true, .row_blocks = 4,
+                                                   .row_streams = 2},
+                                      GemvPrefetch{.distance = -1, .l1_bytes = 16 << 10, .first_pass = true,
+                                                   .row_blocks = 2, .row_streams = 4}}) {
           set_gemv_prefetch(pf);
           auto got = test::nan_vector(static_cast<size_t>(batch * n));
           fp8_gemv(isa, Fp8GemvParams::strided(w.view, batch, x.data(), k, got.data(), n));
           EXPECT_TRUE(same_bits(want.data(), got.data(), batch * n))
               << isa_name(isa) << " " << n << "x" << k << " batch " << batch << ": distance " << pf.distance
-              << " l1_bytes " << pf.l1_bytes << " first_pass " << pf.first_pass;
+              << " l1_bytes " << pf.l1_bytes << " first_pass " << pf.first_pass << " row_blocks " << pf.row_blocks
+              << " row_streams " << pf.row_streams;
         }
       }
     }
   }
   set_gemv_prefetch(saved);
+  EXPECT_THROW(set_gemv_prefetch(GemvPrefetch{.row_blocks = 3}), Error);
+  EXPECT_THROW(set_gemv_prefetch(GemvPrefetch{.row_blocks = 8, .row_streams = 2}), Error);
+  EXPECT_EQ(gemv_prefetch().row_blocks, saved.row_blocks);
+  EXPECT_EQ(gemv_prefetch().row_streams, saved.row_streams);
 }
 
 // The same for the AMX variant's settings (AmxGemvPrefetch), batch 1 and 3, on row counts with a

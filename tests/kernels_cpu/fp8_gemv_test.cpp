@@ -13,6 +13,7 @@
 #include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "hymoe/kernels/fp8_special_codes.h"
+#include "gemv_variants.h"
 #include "kernel_test_util.h"
 
 namespace hymoe::kernels {
@@ -26,33 +27,11 @@ std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {
   return std::string(isa_name(info.param));
 }
 
-// A GEMV variant: one ISA's, the AMX one (amx = true) where the machine has it, or the
-// AVX512-BF16 one given the matrix's special codes (shifts = true: its shift decode).
-struct GemvVariant {
-  Isa isa;
-  bool amx = false;
-  bool shifts = false;
-  void run(const Fp8GemvParams& p) const {
-    if (amx) return fp8_gemv_amx(p);
-    if (!shifts) return fp8_gemv(isa, p);
-    const Fp8SpecialCodes specials = find_fp8_special_codes(p.w);
-    Fp8GemvParams q = p;
-    q.w.specials = &specials;
-    fp8_gemv(isa, q);
-  }
-};
-std::vector<GemvVariant> gemv_variants() {
-  std::vector<GemvVariant> v;
-  for (const Isa isa : supported_isas()) v.push_back({isa});
-  if (fp8_gemv_amx_supported()) v.push_back({Isa::kAvx512Bf16, true});
-  if (isa_supported(Isa::kAvx512Bf16)) v.push_back({Isa::kAvx512Bf16, false, true});
-  return v;
-}
+using test::GemvVariant;
+using test::gemv_variants;
 class PerGemvVariant : public ::testing::TestWithParam<GemvVariant> {};
 std::string gemv_variant_name(const ::testing::TestParamInfo<GemvVariant>& info) {
-  return info.param.amx      ? std::string("amx")
-         : info.param.shifts ? std::string("avx512bf16_shifts")
-                             : std::string(isa_name(info.param.isa));
+  return info.param.name();
 }
 
 TEST_P(PerIsa, DecodesEveryFp8CodeExactly) {

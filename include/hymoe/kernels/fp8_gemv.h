@@ -68,9 +68,10 @@ bool fp8_gemv_amx_supported();  // amx_usable() and the AVX512-BF16 variant's de
 // Throws hymoe::Error (kInvalidArgument) naming the bad field.
 void validate(const Fp8GemvParams& p);
 
-// Software prefetch of the AVX512-BF16 variant (tuning and benchmarks; results never depend on
-// it). Defaults: the environment (HYMOE_GEMV_PREFETCH, HYMOE_GEMV_PREFETCH_L1,
-// HYMOE_GEMV_PREFETCH_FIRST, read at first use), else default_gemv_prefetch(). Every call reads
+// Software prefetch and row order of the AVX512-BF16 variant (tuning and benchmarks; results
+// never depend on it). Defaults: the environment (HYMOE_GEMV_PREFETCH, HYMOE_GEMV_PREFETCH_L1,
+// HYMOE_GEMV_PREFETCH_FIRST, HYMOE_GEMV_ROW_BLOCKS, HYMOE_GEMV_ROW_STREAMS, read at first
+// use), else default_gemv_prefetch(). Every call reads
 // the current setting.
 struct GemvPrefetch {
   // Bytes ahead of the pass being read; negative: one pass (R rows x K: the same columns of the
@@ -81,6 +82,13 @@ struct GemvPrefetch {
   // fits a 48 KB L1; 8 x 7168 (gate/up) does not. 0: always L2.
   int64_t l1_bytes = 16 << 10;
   bool first_pass = true;  // prefetch a call's first pass up front
+  // Batch 1: row_blocks > 0 reads rows start to end in turn with that many K blocks of each in
+  // flight, row_streams rows at a time (one from each of row_streams equal parts of the call's
+  // rows: that many address streams per thread); 0 = 8 adjacent rows side by side. (blocks,
+  // streams) one of (4, 1), (8, 1), (4, 2), (2, 4); set_gemv_prefetch rejects other pairs, which
+  // from the environment mean 8 rows side by side. Same results bitwise.
+  int row_blocks = 0;
+  int row_streams = 1;
 };
 // The defaults for the CPU we run on: the values above, except l1_bytes = 0 (always L2) on Intel.
 // Zen 5 ran the down projection faster with L1 (0.81-0.83 of the probe at batch 1 against
