@@ -480,7 +480,8 @@ void register_gemv(BenchContext& ctx) {
       }
     }
   }
-  // Prefetch variants at batch 1, 1 thread and all threads (records fp8_gemv_<shape>_b1_pf_<name>):
+  // Prefetch and row-order variants at batch 1, 1 thread and all threads (records
+  // fp8_gemv_<shape>_b1_pf_<name>; each the default with its prefetch or its row order changed):
   // l2 = always into L2, l1 = always into L1 (the one that is not this CPU's default
   // (default_gemv_prefetch) also at 2, 4 and 8 threads: on the Xeon, runs 42-49, L2 beat L1 on
   // 7168x2048's 16 KB passes, on Zen 5 L1 beat L2),
@@ -505,36 +506,49 @@ void register_gemv(BenchContext& ctx) {
     if (all > 1) one_all.push_back(all);
     // The one of L1 / L2 that is not this CPU's default at every thread count up to 8 (the
     // default's own record is the comparison), the other at 1 and all.
-    const bool l2_default = kernels::default_gemv_prefetch().l1_bytes == 0;
-    auto rows_in_turn = [](int blocks, int streams) {
-      kernels::GemvPrefetch p = kernels::default_gemv_prefetch();
+    const kernels::GemvPrefetch def = kernels::default_gemv_prefetch();
+    const bool l2_default = def.l1_bytes == 0;
+    // Each variant changes the default's prefetch or its row order, not both.
+    auto prefetch = [def](int64_t distance, int64_t l1_bytes, bool first_pass) {
+      kernels::GemvPrefetch p = def;
+      p.distance = distance;
+      p.l1_bytes = l1_bytes;
+      p.first_pass = first_pass;
+      return p;
+    };
+    auto rows_in_turn = [def](int blocks, int streams) {
+      kernels::GemvPrefetch p = def;
       p.row_blocks = blocks;
       p.row_streams = streams;
       return p;
     };
-    return std::vector<Case>{
-        {{"l2", {.distance = -1, .l1_bytes = 0, .first_pass = true}}, l2_default ? one_all : one_two_all},
-        {{"l1", {.distance = -1, .l1_bytes = int64_t{1} << 40, .first_pass = true}}, l2_default ? one_two_all : one_all},
-        {{"nofirst", {.distance = -1, .l1_bytes = kernels::default_gemv_prefetch().l1_bytes, .first_pass = false}},
-         one_all},
-        {{"off", {.distance = 0, .l1_bytes = 0, .first_pass = false}}, one_two_all},
-        // Rows read in turn (GemvPrefetch::row_blocks x row_streams: K blocks in flight x rows at a
-        // time from as many parts of the call), the CPU's default prefetch otherwise: on the Zen 5
-        // VM one thread read 27-31 GB/s from DRAM going through rows one after another and 23-33
-        // in the 8-row order (docs/benchmarks.md).
-        {{"rows4", rows_in_turn(4, 1)}, one_two_all},
-        {{"rows8", rows_in_turn(8, 1)}, one_two_all},
-        {{"rows4x2", rows_in_turn(4, 2)}, one_two_all},
-        {{"rows2x4", rows_in_turn(2, 4)}, one_two_all},
+    std::vector<Case> cases{
+        {{"l2", prefetch(-1, 0, true)}, l2_default ? one_all : one_two_all},
+        {{"l1", prefetch(-1, int64_t{1} << 40, true)}, l2_default ? one_two_all : one_all},
+        {{"nofirst", prefetch(-1, def.l1_bytes, false)}, one_all},
+        {{"off", prefetch(0, 0, false)}, one_two_all},
     };
+    // Row orders other than the default's (GemvPrefetch::row_blocks x row_streams: K blocks in
+    // flight x rows at a time from as many parts of the call; rows0 = 8 adjacent rows side by
+    // side): on the Zen 5 VM one thread read 27-31 GB/s from DRAM going through rows one after
+    // another and 23-33 in the 8-row order (docs/benchmarks.md).
+    for (const auto& [name, blocks, streams] : {std::tuple{"rows0", 0, 1}, {"rows4", 4, 1}, {"rows8", 8, 1},
+                                                {"rows4x2", 4, 2}, {"rows2x4", 2, 4}}) {
+      const bool same = blocks == def.row_blocks && (blocks == 0 || streams == def.row_streams);
+      if (!same) cases.push_back({{name, rows_in_turn(blocks, streams)}, one_two_all});
+    }
+    return cases;
   }();
   // Grouped by thread count, so the paired probe's buffer (cached per thread count) is built once
   // per shape and count.
   static std::vector<std::unique_ptr<PrefetchVariant>> far;
   for (Shape s : {Shape{2048, 7168}, Shape{7168, 2048}}) {
     // Two passes ahead (8 rows x K each at batch 1), into L2; per shape, so it is a fixed variant.
-    far.push_back(std::make_unique<PrefetchVariant>(
-        PrefetchVariant{"far", {.distance = 2 * 8 * s.cols, .l1_bytes = 0, .first_pass = true}}));
+    kernels::GemvPrefetch far_setting = kernels::default_gemv_prefetch();
+    far_setting.distance = 2 * 8 * s.cols;
+    far_setting.l1_bytes = 0;
+    far_setting.first_pass = true;
+    far.push_back(std::make_unique<PrefetchVariant>(PrefetchVariant{"far", far_setting}));
     std::vector<int> counts{1};
     for (const int t : {2, 4, 8})
       if (ctx.max_threads() >= t) counts.push_back(t);

@@ -90,10 +90,15 @@ struct GemvPrefetch {
   int row_blocks = 0;
   int row_streams = 1;
 };
-// The defaults for the CPU we run on: the values above, except l1_bytes = 0 (always L2) on Intel.
-// Zen 5 ran the down projection faster with L1 (0.81-0.83 of the probe at batch 1 against
-// 0.75-0.78 with L2); the 16-core Xeon of the GPU machine (Emerald Rapids) slower, L2 winning 30
-// of 38 paired cases at batch 1 and 3 of 3 at batch 2 (docs/benchmarks.md, Xeon run 13).
+// The defaults for the CPU we run on: the values above, except
+// - l1_bytes = 0 (always L2) on Intel: Zen 5 ran the down projection faster with L1 (0.81-0.83 of
+//   the probe at batch 1 against 0.75-0.78 with L2); the 16-core Xeon of the GPU machine (Emerald
+//   Rapids) slower, L2 winning 30 of 38 paired cases at batch 1 and 3 of 3 at batch 2
+//   (docs/benchmarks.md, Xeon run 13);
+// - row_blocks = 4 (rows in turn) on AMD: on the Zen 5 VM 0.60-0.68 of the probe at batch 1
+//   against 0.55-0.58 in one run, 0.77 against 0.72 over alternating processes, and the MoE layer
+//   ~7% nearer its floor; on the Xeon no better for the shift decode (docs/benchmarks.md, "Rows
+//   in turn").
 GemvPrefetch default_gemv_prefetch();
 GemvPrefetch gemv_prefetch();
 void set_gemv_prefetch(const GemvPrefetch& p);
