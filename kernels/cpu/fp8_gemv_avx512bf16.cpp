@@ -59,6 +59,19 @@ float special_code_sum(const Fp8Matrix& w, int64_t i, const uint16_t* x) {
   return sum;
 }
 
+// 64 codes -> two BF16 vectors in kOrder's decode. A copy of the decoders, so that their constants
+// stay in registers: read through Pass's references, GCC 12 reloaded them from memory every step.
+template <Order kOrder>
+struct Decode {
+  Fp8Bf16Decoder dec;
+  Fp8ShiftDecoder shift;
+  void operator()(__m512i codes, __m512i& w0, __m512i& w1) const {
+    if constexpr (kOrder == Order::kPair) shift(codes, w0, w1);
+    else if constexpr (kOrder == Order::kLane) dec.lane_order(codes, w0, w1);
+    else dec(codes, w0, w1);
+  }
+};
+
 template <int B, int R, Order kOrder, Pf kPf>
 void gemv_rows(const Pass<B>& a, int64_t i0) {
   constexpr bool kLaneOrder = kOrder != Order::kNatural;  // x copied, zero-padded
@@ -68,11 +81,7 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
   const GemvPassRows<R> rows(p.w, i0);
   const auto& wrow = rows.w;
   const auto& srow = rows.scale;
-  auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
-    if constexpr (kOrder == Order::kPair) a.shift(codes, w0, w1);
-    else if constexpr (kOrder == Order::kLane) a.dec.lane_order(codes, w0, w1);
-    else a.dec(codes, w0, w1);
-  };
+  const Decode<kOrder> decode{a.dec, a.shift};
   // The shift decode's values are 2^8 times the weights': 2^-8 goes into each block scale.
   constexpr float kDecodeScale = kOrder == Order::kPair ? 1.0f / 256.0f : 1.0f;
   // Past this call's rows the prefetch would fetch another thread's rows (or past the matrix):
@@ -167,8 +176,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 
 // One 128-wide K block of one row at batch 1, from k0 to k1 (k1 - k0 <= 128): its accumulator,
 // in the same order of operations as gemv_rows' (masked loads past a K that is not a multiple of 64).
-template <Order kOrder, typename Decode>
-__m512 block_sum(const Decode& decode, const uint8_t* w, const uint16_t* x, int64_t k0, int64_t k1) {
+template <Order kOrder, typename Dec>
+__m512 block_sum(const Dec& decode, const uint8_t* w, const uint16_t* x, int64_t k0, int64_t k1) {
   constexpr bool kLaneOrder = kOrder != Order::kNatural;
   __m512 acc = _mm512_setzero_ps();
   int64_t k = k0;
@@ -205,11 +214,7 @@ void gemv_row_streams(const Pass<1>& a, const int64_t (&row)[S]) {
   const int64_t k_total = p.w.cols;
   const int64_t scale_cols = p.w.scale_cols();
   const uint16_t* x = a.x[0];
-  auto decode = [&a](__m512i codes, __m512i& w0, __m512i& w1) {
-    if constexpr (kOrder == Order::kPair) a.shift(codes, w0, w1);
-    else if constexpr (kOrder == Order::kLane) a.dec.lane_order(codes, w0, w1);
-    else a.dec(codes, w0, w1);
-  };
+  const Decode<kOrder> decode{a.dec, a.shift};
   constexpr float kDecodeScale = kOrder == Order::kPair ? 1.0f / 256.0f : 1.0f;
   const uint8_t* w[S];
   const float* srow[S];
