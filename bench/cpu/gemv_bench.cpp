@@ -139,9 +139,25 @@ constexpr int kWarmupPairs = 2;
 // as they finish: a core the host slowed leaves its tails to the others.
 // shifts (records fp8_gemv_<shape>_b<batch>_shifts): the matrices with their special codes, so
 // the AVX512-BF16 GEMV decodes by shifts.
-void bm_gemv(benchmark::State& state, BenchContext* ctx, Shape s, int threads, int batch,
-             const PrefetchVariant* variant, cpu::CallerWait wait, bool amx,
-             const AmxPrefetchVariant* amx_variant, bool shared_tail, bool shifts) {
+// One paired GEMV case of bm_gemv (the fields as above; each defaults to the plain case).
+struct GemvCase {
+  Shape s;
+  int threads;
+  int batch = 1;
+  const PrefetchVariant* variant = nullptr;
+  cpu::CallerWait wait = kDefaultCallerWait;
+  bool amx = false;
+  const AmxPrefetchVariant* amx_variant = nullptr;
+  bool shared_tail = false;
+  bool shifts = false;
+};
+void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
+  const Shape s = c.s;
+  const int threads = c.threads, batch = c.batch;
+  const PrefetchVariant* variant = c.variant;
+  const cpu::CallerWait wait = c.wait;
+  const bool amx = c.amx, shared_tail = c.shared_tail, shifts = c.shifts;
+  const AmxPrefetchVariant* amx_variant = c.amx_variant;
   const kernels::GemvPrefetch saved = kernels::gemv_prefetch();
   const kernels::AmxGemvPrefetch amx_saved = kernels::amx_gemv_prefetch();
   if (variant) kernels::set_gemv_prefetch(variant->setting);
@@ -338,6 +354,14 @@ void bm_gemv_l2(benchmark::State& state, BenchContext* ctx, Shape s, int batch, 
                 ", weights in L2; ratio = headroom over the 1-thread read probe"});
 }
 
+// Registers one bm_gemv case: manual time, kPairedRounds probe / GEMV pairs.
+void register_paired_gemv(BenchContext& ctx, const std::string& name, const GemvCase& c) {
+  benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, c)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(kPairedRounds);
+}
+
 }  // namespace
 
 void register_gemv(BenchContext& ctx) {
@@ -394,11 +418,7 @@ void register_gemv(BenchContext& ctx) {
         const std::string name = "fp8_gemv/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols) + "/batch:" + std::to_string(b) +
                                  "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false, nullptr,
-                                     false, false)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(kPairedRounds);
+        register_paired_gemv(ctx, name, {.s = s, .threads = t, .batch = b});
       }
     }
     // The same at batch 1 paired matrix by matrix (records fp8_gemv_<shape>_b1_fine).
@@ -417,11 +437,7 @@ void register_gemv(BenchContext& ctx) {
         for (int b : t == ctx.max_threads() ? std::vector<int>{1, 2} : std::vector<int>{1}) {
           const std::string name = "fp8_gemv_shifts/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                    "/batch:" + std::to_string(b) + "/threads:" + std::to_string(t);
-          benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, b, nullptr, kDefaultCallerWait, false,
-                                       nullptr, false, true)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->Iterations(kPairedRounds);
+          register_paired_gemv(ctx, name, {.s = s, .threads = t, .batch = b, .shifts = true});
         }
       }
     }
@@ -431,22 +447,14 @@ void register_gemv(BenchContext& ctx) {
       if (t == 1) continue;
       const std::string name = "fp8_gemv_tail/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                "/batch:1/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, nullptr, kDefaultCallerWait, false, nullptr,
-                                   true, false)
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(kPairedRounds);
+      register_paired_gemv(ctx, name, {.s = s, .threads = t, .shared_tail = true});
     }
     // Right after the default cases, same shape, at all threads: the caller of run() spinning
     // at most 5 us before it sleeps (CallerWait::kAuto; the default spins up to
     // caller_spin_us), records fp8_gemv_<shape>_b1_auto.
     const std::string name = "fp8_gemv_auto/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              "/batch:1/threads:" + std::to_string(ctx.max_threads());
-    benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr, cpu::CallerWait::kAuto, false,
-                                 nullptr, false, false)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(kPairedRounds);
+    register_paired_gemv(ctx, name, {.s = s, .threads = ctx.max_threads(), .wait = cpu::CallerWait::kAuto});
     // The AMX variant at all threads, batch 1..8 (records fp8_gemv_<shape>_b<B>_amx), then at
     // batch 1 under other software prefetch (records fp8_gemv_<shape>_b1_amx_pf_<name>): nol1 =
     // the next group into L2 only, l1only = 512 bytes ahead into L1 only, off = none (the
@@ -458,11 +466,7 @@ void register_gemv(BenchContext& ctx) {
       for (int b : {1, 2, 4, 8}) {
         const std::string amx_name = "fp8_gemv_amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                      "/batch:" + std::to_string(b) + "/threads:" + std::to_string(ctx.max_threads());
-        benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), b, nullptr,
-                                     kDefaultCallerWait, true, nullptr, false, false)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(kPairedRounds);
+        register_paired_gemv(ctx, amx_name, {.s = s, .threads = ctx.max_threads(), .batch = b, .amx = true});
       }
       static const AmxPrefetchVariant kAmxVariants[] = {
           {"nol1", {.groups_ahead = 1, .l1_ahead = 0}},   {"l1only", {.groups_ahead = 0, .l1_ahead = 512}},
@@ -472,11 +476,7 @@ void register_gemv(BenchContext& ctx) {
       for (const AmxPrefetchVariant& v : kAmxVariants) {
         const std::string amx_name = "fp8_gemv_amx_pf/" + std::string(v.name) + "/" + std::to_string(s.rows) + "x" +
                                      std::to_string(s.cols) + "/batch:1/threads:" + std::to_string(ctx.max_threads());
-        benchmark::RegisterBenchmark(amx_name.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 1, nullptr,
-                                     kDefaultCallerWait, true, &v, false, false)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(kPairedRounds);
+        register_paired_gemv(ctx, amx_name, {.s = s, .threads = ctx.max_threads(), .amx = true, .amx_variant = &v});
       }
     }
   }
@@ -566,11 +566,7 @@ void register_gemv(BenchContext& ctx) {
           const std::string name = std::string(shifts ? "fp8_gemv_pf_shifts/" : "fp8_gemv_pf/") + v->name + "/" +
                                    std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                    "/batch:1/threads:" + std::to_string(t);
-          benchmark::RegisterBenchmark(name.c_str(), bm_gemv, &ctx, s, t, 1, v, kDefaultCallerWait, false, nullptr,
-                                       false, shifts)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->Iterations(kPairedRounds);
+          register_paired_gemv(ctx, name, {.s = s, .threads = t, .variant = v, .shifts = shifts});
         }
       }
     }
@@ -581,11 +577,7 @@ void register_gemv(BenchContext& ctx) {
                            std::to_string(s.cols) + "/batch:2/threads:" + std::to_string(ctx.max_threads());
     const auto v2 = std::find_if(kCases.begin(), kCases.end(),
                                  [other](const Case& c) { return std::string_view(c.v.name) == other; });
-    benchmark::RegisterBenchmark(b2.c_str(), bm_gemv, &ctx, s, ctx.max_threads(), 2, &v2->v, kDefaultCallerWait,
-                                 false, nullptr, false, false)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(kPairedRounds);
+    register_paired_gemv(ctx, b2, {.s = s, .threads = ctx.max_threads(), .batch = 2, .variant = &v2->v});
   }
 }
 
