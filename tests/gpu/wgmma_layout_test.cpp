@@ -152,6 +152,45 @@ TEST(GpuHost, WgmmaOutputStagingIsABijectionWithoutBankConflicts) {
   }
 }
 
+// The 128 x 192 tiles' staging (ws_store_wide_smem): each 64-column pass of a consumer's 64 x 192
+// fragment (registers 32 pass .. 32 pass + 31) lands once in the 8 KB, a warp's 4-byte pair
+// writes hit 32 distinct banks, and the readers (thread t: chunk t % 8 of row t / 8 + 16 j) take
+// a whole 128-byte row per 8 threads, its 8 chunks in 8 distinct 16-byte bank groups.
+TEST(GpuHost, WgmmaWideOutputPassIsABijectionWithoutBankConflicts) {
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<int> hits(kOutPassBytes, 0);
+    for (int t = 0; t < 128; ++t)
+      for (int i = 32 * pass; i < 32 * pass + 32; i += 2) {
+        const int col = acc_col(t, i) - 64 * pass;
+        ASSERT_TRUE(col >= 0 && col + 1 < 64) << "pass " << pass << " register " << i;
+        const uint32_t o = out_pass_offset(acc_row(t, i), 2 * col);
+        ASSERT_LT(o + 3, uint32_t(kOutPassBytes));
+        for (uint32_t b = o; b < o + 4; ++b) ++hits[b];
+      }
+    for (int h : hits) ASSERT_EQ(h, 1) << "pass " << pass;
+    for (int warp = 0; warp < 4; ++warp)
+      for (int i = 32 * pass; i < 32 * pass + 32; i += 2) {
+        std::set<uint32_t> banks;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int t = warp * 32 + lane;
+          banks.insert((out_pass_offset(acc_row(t, i), 2 * (acc_col(t, i) - 64 * pass)) / 4) % 32);
+        }
+        EXPECT_EQ(banks.size(), 32u) << "pass " << pass << " warp " << warp << " pair " << i;
+      }
+  }
+  for (int j = 0; j < 4; ++j)
+    for (int t0 = 0; t0 < 128; t0 += 8) {
+      std::set<uint32_t> groups;
+      for (int t = t0; t < t0 + 8; ++t) {
+        const uint32_t o = out_pass_offset(t / 8 + 16 * j, (t % 8) * 16);
+        EXPECT_EQ(o % 16, 0u);
+        EXPECT_EQ(o / kOutPassRowBytes, uint32_t(t / 8 + 16 * j)) << "stays in its row";
+        groups.insert((o / 16) % 8);
+      }
+      EXPECT_EQ(groups.size(), 8u);
+    }
+}
+
 TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
   for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{128, 144}, std::pair{13, 5},
                                std::pair{7, 3}, std::pair{33, 56}, std::pair{1, 40}}) {

@@ -100,6 +100,16 @@ HYMOE_WGMMA_HD uint32_t out_stage_offset(int row, int byte) {
                                (((byte / 16) ^ (row % 8)) * 16) + byte % 16);
 }
 
+// Output staging of the 128 x 192 tiles (kWgmmaWsTmaGroupedScMW): a consumer warpgroup's 64 x
+// 192 tile in three passes of 64 x 64 BF16 (8 KB), rows of 128 bytes with the same chunk swizzle,
+// so that each pass leaves as whole 128-byte row segments.
+inline constexpr int kOutPassRowBytes = 128;
+inline constexpr int kOutPassBytes = 64 * kOutPassRowBytes;
+HYMOE_WGMMA_HD uint32_t out_pass_offset(int row, int byte) {
+  return static_cast<uint32_t>(row * kOutPassRowBytes +
+                               (((byte / 16) ^ (row % 8)) * 16) + byte % 16);
+}
+
 // --- The warp-specialised kernel (fp8_block_gemm_wgmma_ws.cuh) ---
 // Ring of `stages` shared-memory slots between the producer warpgroup and the consumers, each
 // slot with two mbarriers: full (the producer's copies landed) and empty (every consumer warp is
