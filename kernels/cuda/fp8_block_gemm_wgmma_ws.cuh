@@ -43,11 +43,11 @@
 // Round 11's 128 x 192 tiles (kWgmmaWsTmaGroupedScMW, WsCfg::kN = 192; kAuto since run 88):
 // ScCM's clusters with m64n192 wgmmas (17% fewer ring bytes per FLOP, round 10's limit), a 5-slot
 // ring of 40 KB slots, one scale warp, and one partial accumulator (acc and part take 192 of the
-// 232 registers): ws_consume_wide waits for each K block's wgmmas before promoting them.
-// Round 15: its output through shared memory in 128-byte row segments (ws_store_wide_smem). A tile
+// 232 registers): ws_consume_wide waits for each K block's wgmmas before promoting them. A tile
 // spans two weight-scale blocks (the second from column 128 or 64). Pairs run over the tiles in
 // row-major order (wgmma::pair_tile), so an odd column-tile count (11 for gate / up's 2048
-// columns) costs at most one tile past n per launch, not one per row tile.
+// columns) costs at most one tile past n per launch, not one per row tile. Round 15: its output
+// leaves through shared memory in 128-byte row segments (ws_store_wide_smem).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
