@@ -7,10 +7,7 @@
 // 64 outputs of the gate and down GEMMs against a host dot product of the decoded operands.
 // Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
 // Build (a DeepGEMM checkout at 54e2261 with its CUTLASS submodule at f3fde58), sm_90a:
-//   nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//     --expt-extended-lambda --diag-suppress=39,161,174,177,186,940 \
-//     -Xcompiler -fconcepts,-Wno-deprecated-declarations,-Wno-abi \
-//     -I$DG/deep_gemm/include -I$CUTLASS/include -o dg_bench deepgemm_grouped.cu -lcuda
+//   bench/gpu/peers/build-deepgemm-driver $DG $CUTLASS   (-> .carry/peer/dg_bench)
 // Run: dg_bench [tokens [config]] (config: bn128, bn128,mcA, bn128,mcB, bn192,mcA, bn160,mcA,
 // bn144,mcA: BLOCK_N and a 2-CTA TMA multicast of A or B).
 #include <cuda.h>
