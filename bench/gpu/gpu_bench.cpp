@@ -898,7 +898,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
                                       GemmBackend::kWgmmaWsTmaGroupedScC,
                                       GemmBackend::kWgmmaWsTmaGroupedScXC,
                                       GemmBackend::kWgmmaWsTmaGroupedScCM,
-                                      GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmma64,
+                                      GemmBackend::kWgmmaWsTmaGroupedScMW,
+                                      GemmBackend::kWgmmaTmaGroupedTx, GemmBackend::kWgmma64,
                                       GemmBackend::kWgmmaWs64, GemmBackend::kHymoe,
                                       GemmBackend::kCublasLt}) {
       if (!backend_only.empty() && backend_only != gemm_backend_name(backend)) continue;

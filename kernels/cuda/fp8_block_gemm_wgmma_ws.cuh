@@ -543,11 +543,15 @@ __device__ __forceinline__ void consumer_barrier(int cw) {
 }
 
 // Eight BF16 (v) to out, the output row's column col: one 16-byte store where vec (ldd and d
-// allow it) and all eight lie before n, else 2-byte stores of those before n.
+// allow it) and all eight lie before n, else 2-byte stores of those before n. The 16-byte store
+// in PTX: from a uint4 assignment ptxas emitted four 4-byte STG.E (run 115's SASS of the grouped
+// kernels; ncu counted 66% of the Tx kernel's global sectors as excess).
 __device__ __forceinline__ void store_bf16x8(uint16_t* out, const uint4& v, int col, int n,
                                              bool vec) {
   if (vec && col + 8 <= n) {
-    *reinterpret_cast<uint4*>(out) = v;
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(out), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
     return;
   }
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};  // (constant indices: v stays in registers)

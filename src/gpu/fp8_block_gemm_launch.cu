@@ -8,6 +8,7 @@
 #include "fp8_block_gemm.cuh"
 #include "fp8_block_gemm_wgmma.cuh"
 #include "fp8_block_gemm_wgmma_ws.cuh"
+#include "fp8_grouped_gemm_tx.cuh"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu::launch {
@@ -101,6 +102,24 @@ cudaError_t encode_sw128_map(CUtensorMap& map, const void* base, int rows, int c
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// A map over `elems` consecutive floats as a [1][elems] tensor (a rank-1 map with no strides
+// was refused on the H200's driver: run 111), boxes of 1 x box elements (box a multiple of 4)
+// that must start at a multiple of 4 elements (16 bytes: an unaligned start traps, run 113);
+// elements past the end are zero-filled.
+cudaError_t encode_f32_row_map(CUtensorMap& map, const float* base, int64_t elems, int box) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!encode) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(elems), 1};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>((elems * 4 + 15) / 16 * 16)};
+  const cuuint32_t boxes[2] = {static_cast<cuuint32_t>(box), 1};
+  const cuuint32_t steps[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base),
+                            dims, strides, boxes, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 template <int Consumers, bool Pipelined, bool Cross = false>
 cudaError_t wgmma_tma_dense(const Fp8BlockGemmParams& p, cudaStream_t stream) {
   using Cfg = kernels::WsCfg<Consumers, true, false, false, false, Cross>;
@@ -135,6 +154,7 @@ static_assert(sizeof(CUtensorMap) == kTensorMapBytes && alignof(CUtensorMap) == 
               "TensorMapBytes holds one CUtensorMap");
 
 int grouped_tma_tile_n(GroupedTmaVariant variant) {
+  if (variant == GroupedTmaVariant::kTx) return kernels::TxCfg::kN / 2;  // one multicast half
   return variant == GroupedTmaVariant::kSmemScalesMulticastWide ? kernels::WsPairCfg<192>::kN
                                                                 : kernels::kWgN;
 }
@@ -205,6 +225,43 @@ cudaError_t wgmma_tma_grouped_pair(const GroupedGemmParams& p, const TensorMapBy
   config.gridDim = dim3(2 * grid_clusters);
   return cudaLaunchKernelEx(&config, kernel, p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
 }
+// Round 16 (kWgmmaTmaGroupedTx): map_a over all permuted rows with 128-row boxes, maps_b's boxes
+// 64 rows (grouped_tma_tile_n); clusters of two over an even grid, as many as can be resident,
+// at most one per pair of tiles (wgmma::tx_pair_count).
+cudaError_t wgmma_tma_grouped_tx(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,
+                                 int row_tiles, cudaStream_t stream) {
+  using Cfg = kernels::TxCfg;
+  const auto kernel = kernels::fp8_grouped_gemm_tx_kernel;
+  const int64_t scale_floats = grouped_scale_floats((p.k + kernels::kWgK - 1) / kernels::kWgK,
+                                                    rows, p.experts);
+  if (scale_floats >= (int64_t{1} << 31)) return cudaErrorInvalidValue;  // (int coordinates)
+  CUtensorMap map_a{}, map_s{};
+  cudaError_t err = encode_sw128_map(map_a, p.a, rows, p.k, p.k, Cfg::kM);
+  if (err == cudaSuccess) err = encode_f32_row_map(map_s, p.a_scales, scale_floats, Cfg::kScaleBox);
+  if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
+  if (err != cudaSuccess) return err;
+  const int pairs = wgmma::tx_pair_count(row_tiles, (p.n + Cfg::kN - 1) / Cfg::kN);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(Cfg::kThreads);
+  config.dynamicSmemBytes = Cfg::kSmemBytes;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  int resident = 0;
+  config.gridDim = dim3(2);
+  err = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
+  if (err != cudaSuccess) return err;
+  const int grid_clusters = pairs < resident ? pairs : resident;
+  if (grid_clusters <= 0) return cudaErrorInvalidConfiguration;
+  config.gridDim = dim3(2 * grid_clusters);
+  return cudaLaunchKernelEx(&config, kernel, p, row_tiles, map_a, map_s,
+                            reinterpret_cast<const CUtensorMap*>(maps_b));
+}
 }  // namespace
 
 cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapBytes* maps_b,
@@ -234,6 +291,8 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
       return wgmma_tma_grouped_pair<128>(p, maps_b, rows, row_tiles, stream);
     case GroupedTmaVariant::kSmemScalesMulticastWide:
       return wgmma_tma_grouped_pair<192>(p, maps_b, rows, row_tiles, stream);
+    case GroupedTmaVariant::kTx:
+      return wgmma_tma_grouped_tx(p, maps_b, rows, row_tiles, stream);
   }
   return cudaErrorInvalidValue;
 }

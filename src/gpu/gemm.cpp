@@ -42,6 +42,7 @@ const char* gemm_backend_name(GemmBackend backend) {
     case GemmBackend::kWgmmaWsTmaC: return "wgmma_ws_tma_c";
     case GemmBackend::kWgmmaWsTmaGroupedScCM: return "wgmma_ws_tma_grouped_sccm";
     case GemmBackend::kWgmmaWsTmaGroupedScMW: return "wgmma_ws_tma_grouped_scmw";
+    case GemmBackend::kWgmmaTmaGroupedTx: return "wgmma_tma_grouped_tx";
   }
   return "unknown";
 }

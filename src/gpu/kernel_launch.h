@@ -61,8 +61,11 @@ enum class GroupedTmaVariant {
   kSmemScalesCrossMulticast,  // kWgmmaWsTmaGroupedScCM
   // Round 11: ScCM's clusters with 128 x 192 tiles, one partial accumulator (WsCfg::kN)
   kSmemScalesMulticastWide,  // kWgmmaWsTmaGroupedScMW
+  // Round 16: fp8_grouped_gemm_tx.cuh (A, B and A scales on one transaction barrier)
+  kTx,  // kWgmmaTmaGroupedTx
 };
-// Columns per tile (the weight maps' box rows): 192 for kSmemScalesMulticastWide, else 128.
+// The weight maps' box rows: the columns per tile, 192 for kSmemScalesMulticastWide, else 128,
+// but 64 for kTx (half a tile: each CTA of a cluster loads one half).
 int grouped_tma_tile_n(GroupedTmaVariant variant);
 cudaError_t encode_expert_weight_map(TensorMapBytes& map, const Fp8E4M3* w, int n, int k,
                                      int box_rows);

@@ -101,6 +101,7 @@ launch::GroupedTmaVariant grouped_tma_variant(GemmBackend b) {
           ? launch::GroupedTmaVariant::kSmemScalesCrossMulticast
       : b == GemmBackend::kWgmmaWsTmaGroupedScMW
           ? launch::GroupedTmaVariant::kSmemScalesMulticastWide
+      : b == GemmBackend::kWgmmaTmaGroupedTx ? launch::GroupedTmaVariant::kTx
           : launch::GroupedTmaVariant::kPlain;
 }
 }  // namespace

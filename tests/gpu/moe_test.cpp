@@ -206,7 +206,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
                        GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                        GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
                        GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
-                       GemmBackend::kWgmmaWsTmaGroupedScMW});
+                       GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx});
   // The TMA variants need one tensor map per weight: dense GEMMs only.
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTma), Error);
   EXPECT_THROW(GroupedFp8Gemm(lt, kPipeN, kPipeK, GemmBackend::kWgmmaWsTmaC), Error);
@@ -217,7 +217,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
         GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
         GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
         GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
-        GemmBackend::kWgmmaWsTmaGroupedScMW})
+        GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx})
     EXPECT_THROW(GemmPlan(lt, GemmKind::kFp8BlockScale,
                           {256, kPipeN, kPipeK, kPipeK, kPipeK, kPipeN}, grouped_only),
                  Error);
@@ -238,7 +238,7 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
                   GemmBackend::kWgmmaWsTmaGroupedScX, GemmBackend::kWgmmaWsTmaGroupedScXH,
                   GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
                   GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
-                  GemmBackend::kWgmmaWsTmaGroupedScMW},
+                  GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx},
                  counts);
   // The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4
   // (even: block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
@@ -256,6 +256,11 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
   // 11 (2048 columns). One K block for the wider ones (the reference's cost).
   for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, k, 200);
   for (const int n : {448, 576}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, 128, n);
+  // Round 16's kernel (Tx): K depths 128 and 640 (more K blocks than its 5 slots: the ring
+  // carried across tiles at an offset), widths 200 (a partial column tile) and 576. The permuted
+  // scales' padding stays poisoned (NaN): the rows of a tile past its expert's end read it.
+  for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, k, 200);
+  check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, 128, 576);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

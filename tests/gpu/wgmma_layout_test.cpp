@@ -211,6 +211,46 @@ TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
   EXPECT_EQ(raster_tile(8 * 144, 128, 144, 8).m, 8);
 }
 
+// Round 16's cluster pairs: every (pair row, column tile) once; inside a full group consecutive
+// ids walk its kTxPairGroup pair rows of one column tile; grouped_seek lands on the expert that
+// holds the row tile whatever order the row tiles come in.
+TEST(GpuHost, TxPairsCoverEveryTileOnceAndSeekFindsTheExpert) {
+  for (const auto& [row_tiles, tiles_n] : {std::pair{1, 1}, std::pair{2, 16}, std::pair{7, 3},
+                                           std::pair{9, 56}, std::pair{20, 11}, std::pair{33, 1}}) {
+    const int pair_rows = (row_tiles + 1) / 2;
+    std::vector<int> hits(size_t(pair_rows) * tiles_n, 0);
+    for (int id = 0; id < tx_pair_count(row_tiles, tiles_n); ++id) {
+      const TxPair p = tx_pair(id, row_tiles, tiles_n);
+      ASSERT_TRUE(p.pair_row >= 0 && p.pair_row < pair_rows && p.x >= 0 && p.x < tiles_n)
+          << row_tiles << "x" << tiles_n << " id " << id;
+      ++hits[size_t(p.pair_row) * tiles_n + p.x];
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << row_tiles << "x" << tiles_n;
+  }
+  EXPECT_EQ(tx_pair(3, 40, 16).pair_row, 3);
+  EXPECT_EQ(tx_pair(3, 40, 16).x, 0);
+  EXPECT_EQ(tx_pair(4, 40, 16).pair_row, 0);
+  EXPECT_EQ(tx_pair(4, 40, 16).x, 1);
+  EXPECT_EQ(tx_pair(kTxPairGroup * 16, 40, 16).pair_row, kTxPairGroup);
+
+  // Experts of 0, 300, 0, 0, 128, 1, 0, 700 rows: 128-row tiles 3, 1, 1, 6 (11 in all).
+  const std::vector<int> rows = {0, 300, 0, 0, 128, 1, 0, 700};
+  std::vector<int32_t> offsets(1, 0);
+  std::vector<int> owner;  // the expert of each row tile
+  for (size_t e = 0; e < rows.size(); ++e) {
+    offsets.push_back(offsets.back() + rows[e]);
+    for (int t = 0; t < (rows[e] + 127) / 128; ++t) owner.push_back(int(e));
+  }
+  const int experts = int(rows.size());
+  GroupedCursor c;
+  for (const int y : {0, 10, 3, 2, 4, 5, 9, 1, 0, 8, 6, 7, 10, 0}) {
+    grouped_seek(c, y, offsets.data(), experts, 128);
+    ASSERT_EQ(c.expert, owner[size_t(y)]) << "row tile " << y;
+    EXPECT_LE(c.first, y);
+    EXPECT_LT(y, c.first + grouped_tiles(c, offsets.data(), 128));
+  }
+}
+
 // MLA decode's [64][576] BF16 tile: every element has its own 2 bytes inside the 72 KB tile and
 // each 16-byte chunk (8 columns, one cp.async) stays contiguous.
 TEST(GpuHost, WgmmaMlaTileIsABijection) {

@@ -58,11 +58,15 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // (m64n192 wgmmas, 17% fewer ring bytes per FLOP; one partial accumulator, so each K block's
 // wgmmas are waited for before its promotion, as kWgmmaWsTmaGroupedSc); GroupedFp8Gemm's kAuto
 // since run 88 (1-7% more TFLOP/s than ScCM at 4K-64K tokens).
+// Round 16 (GroupedFp8Gemm only): kWgmmaTmaGroupedTx, a grouped kernel written to the plan of the
+// peer measured in round 15 (fp8_grouped_gemm_tx.cuh: 128 x 128 tiles, A, B and the A scales of
+// a K block on one transaction barrier, no scale warp).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
   kWgmmaWsTmaGroupedScX, kWgmmaWsTmaGroupedScXH, kWgmmaWsTmaGroupedC, kWgmmaWsTmaGroupedScC,
-  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC, kWgmmaWsTmaGroupedScCM, kWgmmaWsTmaGroupedScMW
+  kWgmmaWsTmaGroupedScXC, kWgmmaWsTmaC, kWgmmaWsTmaGroupedScCM, kWgmmaWsTmaGroupedScMW,
+  kWgmmaTmaGroupedTx
 };
 
 // Whether the backend is one of the grouped expert GEMM's TMA kernels (GroupedFp8Gemm only).
@@ -72,7 +76,7 @@ inline bool is_grouped_tma_backend(GemmBackend b) {
          b == GemmBackend::kWgmmaWsTmaGroupedScX || b == GemmBackend::kWgmmaWsTmaGroupedScXH ||
          b == GemmBackend::kWgmmaWsTmaGroupedC || b == GemmBackend::kWgmmaWsTmaGroupedScC ||
          b == GemmBackend::kWgmmaWsTmaGroupedScXC || b == GemmBackend::kWgmmaWsTmaGroupedScCM ||
-         b == GemmBackend::kWgmmaWsTmaGroupedScMW;
+         b == GemmBackend::kWgmmaWsTmaGroupedScMW || b == GemmBackend::kWgmmaTmaGroupedTx;
 }
 
 // Whether the backend is one of hymoe's wgmma kernels (sm_90a).

@@ -94,6 +94,7 @@ struct GroupedGemmParams {
 // Backends: the wgmma ones (kWgmmaWsPipe, kWgmmaWs, kWgmmaWs64, kWgmma, kWgmma64,
 // kWgmmaWsTmaGrouped: kWgmmaWsPipe's kernel with TMA loads, one tensor map per expert, and its
 // opt-in variants kWgmmaWsTmaGroupedSt / Sc / X / ScX / ScXH / C / ScC / ScXC / ScCM / ScMW
+// and kWgmmaTmaGroupedTx
 // (gemm.h); sm_90a) and kHymoe (mma.sync, 64-row tiles, sm_89+) run every expert in one launch of
 // hymoe's block-scaled kernel; kAuto picks kWgmmaWsTmaGroupedScMW where
 // fp8_block_gemm_wgmma_supported(), else kHymoe where the GPU has FP8 mma.sync; kCublasLt runs

@@ -240,4 +240,40 @@ HYMOE_WGMMA_HD PairTile pair_tile(int pair, int rank, int row_tiles, int tiles_n
   return {y1, last ? tiles_n : (f0 + 1) % tiles_n, y1 == y0};
 }
 
+// --- The grouped GEMM of round 16 (fp8_grouped_gemm_tx.cuh: clusters of two CTAs sharing B) ---
+// Pair (pair_row, x): column tile x of row tiles 2 pair_row (rank 0) and 2 pair_row + 1 (rank 1)
+// of all experts' 128-row tiles; with an odd row_tiles the last pair row's rank 1 has no tile
+// of its own (tx_pair's caller checks y < row_tiles). Pair ids go out in groups of kTxPairGroup
+// pair rows (8 row tiles), the pair row fastest inside a group: the clusters resident at once
+// then share a group's A rows across all column tiles and read each weight tile about once per
+// group, not once per resident row tile (DeepGEMM's L2 order for B multicast).
+inline constexpr int kTxPairGroup = 4;
+struct TxPair {
+  int pair_row;
+  int x;
+};
+HYMOE_WGMMA_HD int tx_pair_count(int row_tiles, int tiles_n) { return (row_tiles + 1) / 2 * tiles_n; }
+HYMOE_WGMMA_HD TxPair tx_pair(int id, int row_tiles, int tiles_n) {
+  const int pair_rows = (row_tiles + 1) / 2, per_group = kTxPairGroup * tiles_n;
+  const int g = id / per_group, first = g * kTxPairGroup;
+  const int rows = pair_rows - first < kTxPairGroup ? pair_rows - first : kTxPairGroup;
+  const int in = id - g * per_group;
+  return {first + in % rows, in / rows};
+}
+
+// grouped_advance for any order of y (tx_pair's row tiles go back and forth inside a group): the
+// cursor steps back or forward over the experts to the one holding row tile y < all row tiles.
+HYMOE_WGMMA_HD void grouped_seek(GroupedCursor& c, int y, const int32_t* offsets, int experts,
+                                 int tile_m) {
+  while (y < c.first) {
+    --c.expert;
+    c.first -= (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+  }
+  grouped_advance(c, y, offsets, experts, tile_m);
+}
+// The row tiles of the cursor's expert (after a seek: the expert holding the row tile).
+HYMOE_WGMMA_HD int grouped_tiles(const GroupedCursor& c, const int32_t* offsets, int tile_m) {
+  return (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+}
+
 }  // namespace hymoe::gpu::wgmma
