@@ -189,6 +189,32 @@ cudaError_t wgmma_tma_grouped(const GroupedGemmParams& p, const TensorMapBytes* 
       p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
   return cudaGetLastError();
 }
+// A persistent launch in clusters of two CTAs over an even grid: as many clusters as can be
+// resident at once (GPCs may not pair all their SMs), at most `pairs`.
+template <typename Kernel, typename... Args>
+cudaError_t launch_pair_clusters(Kernel kernel, int threads, int smem_bytes, int pairs,
+                                 cudaStream_t stream, const Args&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  int resident = 0;
+  config.gridDim = dim3(2);
+  const cudaError_t err = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
+  if (err != cudaSuccess) return err;
+  const int grid_clusters = pairs < resident ? pairs : resident;
+  if (grid_clusters <= 0) return cudaErrorInvalidConfiguration;
+  config.gridDim = dim3(2 * grid_clusters);
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 // Round 8: ScC in clusters of two with A multicast (kWgmmaWsTmaGroupedScCM). map_a's boxes are
 // 64 rows (each CTA of a cluster loads half of a tile's A); the grid is an even number of
 // persistent CTAs, at most one cluster per pair of tiles (wgmma::pair_tile).
@@ -203,27 +229,8 @@ cudaError_t wgmma_tma_grouped_pair(const GroupedGemmParams& p, const TensorMapBy
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
   if (err != cudaSuccess) return err;
   const int pairs = wgmma::pair_count(row_tiles, (p.n + Cfg::kN - 1) / Cfg::kN);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(Cfg::kThreads);
-  config.dynamicSmemBytes = Cfg::kSmemBytes;
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  // Persistent: as many clusters as can be resident at once (GPCs may not pair all their SMs),
-  // at most one per pair of column tiles.
-  int resident = 0;
-  config.gridDim = dim3(2);
-  err = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
-  if (err != cudaSuccess) return err;
-  const int grid_clusters = pairs < resident ? pairs : resident;
-  if (grid_clusters <= 0) return cudaErrorInvalidConfiguration;
-  config.gridDim = dim3(2 * grid_clusters);
-  return cudaLaunchKernelEx(&config, kernel, p, row_tiles, map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
+  return launch_pair_clusters(kernel, Cfg::kThreads, Cfg::kSmemBytes, pairs, stream, p, row_tiles,
+                              map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
 }
 // Round 16 (kWgmmaTmaGroupedTx): map_a over all permuted rows with 128-row boxes, maps_b's boxes
 // 64 rows (grouped_tma_tile_n); clusters of two over an even grid, as many as can be resident,
@@ -241,26 +248,8 @@ cudaError_t wgmma_tma_grouped_tx(const GroupedGemmParams& p, const TensorMapByte
   if (err == cudaSuccess) err = allow_smem(kernel, Cfg::kSmemBytes);
   if (err != cudaSuccess) return err;
   const int pairs = wgmma::tx_pair_count(row_tiles, (p.n + Cfg::kN - 1) / Cfg::kN);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(Cfg::kThreads);
-  config.dynamicSmemBytes = Cfg::kSmemBytes;
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  int resident = 0;
-  config.gridDim = dim3(2);
-  err = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
-  if (err != cudaSuccess) return err;
-  const int grid_clusters = pairs < resident ? pairs : resident;
-  if (grid_clusters <= 0) return cudaErrorInvalidConfiguration;
-  config.gridDim = dim3(2 * grid_clusters);
-  return cudaLaunchKernelEx(&config, kernel, p, row_tiles, map_a, map_s,
-                            reinterpret_cast<const CUtensorMap*>(maps_b));
+  return launch_pair_clusters(kernel, Cfg::kThreads, Cfg::kSmemBytes, pairs, stream, p, row_tiles,
+                              map_a, map_s, reinterpret_cast<const CUtensorMap*>(maps_b));
 }
 }  // namespace
 
