@@ -91,7 +91,7 @@ struct TxTiles {
     n0 = p.x * TxCfg::kN;
     // (Both CTAs find the same: rows y0 and y0 + 1 inside the cursor's expert.)
     multicast = y0 + 1 < row_tiles && y0 >= cursor.first &&
-                y0 + 1 < cursor.first + wgmma::grouped_tiles(cursor, gp->offsets, TxCfg::kM);
+                y0 + 1 < cursor.first + wgmma::grouped_tiles(gp->offsets, cursor.expert, TxCfg::kM);
   }
 };
 

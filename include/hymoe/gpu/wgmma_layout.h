@@ -139,10 +139,14 @@ struct GroupedCursor {
   int expert = 0;      // the expert holding row tile `first`..
   int first = 0;       // its first row tile
 };
+// The row tiles of expert e (ceil(rows / tile_m)); offsets: [experts + 1].
+HYMOE_WGMMA_HD int grouped_tiles(const int32_t* offsets, int e, int tile_m) {
+  return (offsets[e + 1] - offsets[e] + tile_m - 1) / tile_m;
+}
 HYMOE_WGMMA_HD void grouped_advance(GroupedCursor& c, int y, const int32_t* offsets, int experts,
                                     int tile_m) {
   while (c.expert < experts) {
-    const int tiles = (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+    const int tiles = grouped_tiles(offsets, c.expert, tile_m);
     if (y < c.first + tiles) return;
     c.first += tiles;
     ++c.expert;
@@ -211,7 +215,7 @@ struct GroupedTile {
 HYMOE_WGMMA_HD GroupedTile grouped_expert_major(GroupedCursor& c, int id, const int32_t* offsets,
                                                 int experts, int tile_m, int tiles_n) {
   while (c.expert < experts) {
-    const int tiles = (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+    const int tiles = grouped_tiles(offsets, c.expert, tile_m);
     const int local = id - c.first * tiles_n;  // (>= 0: ids increase)
     if (local < tiles * tiles_n) return {c.expert, local % tiles, local / tiles};
     c.first += tiles;
@@ -267,13 +271,9 @@ HYMOE_WGMMA_HD void grouped_seek(GroupedCursor& c, int y, const int32_t* offsets
                                  int tile_m) {
   while (y < c.first) {
     --c.expert;
-    c.first -= (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
+    c.first -= grouped_tiles(offsets, c.expert, tile_m);
   }
   grouped_advance(c, y, offsets, experts, tile_m);
-}
-// The row tiles of the cursor's expert (after a seek: the expert holding the row tile).
-HYMOE_WGMMA_HD int grouped_tiles(const GroupedCursor& c, const int32_t* offsets, int tile_m) {
-  return (offsets[c.expert + 1] - offsets[c.expert] + tile_m - 1) / tile_m;
 }
 
 }  // namespace hymoe::gpu::wgmma
