@@ -163,7 +163,7 @@ __device__ __forceinline__ void wg_store_tile(const Fp8BlockGemmParams& p, const
 template <class Cfg>
 __device__ __forceinline__ void fp8_block_gemm_wgmma_tile(const Fp8BlockGemmParams& p, int m0,
                                                           int n0, uint8_t* smem) {
-  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const int tid = threadIdx.x, wg = warpgroup_index(), t = tid % 128;
   const int kblocks = (p.k + kWgK - 1) / kWgK;
   // The ring at the first 1024-aligned shared address (the swizzle atoms and descriptors need it).
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));

@@ -848,7 +848,7 @@ template <class Cfg, bool Pipelined, class Tiles>
 __device__ __forceinline__ void ws_run(const Fp8BlockGemmParams& p, Tiles tiles, uint8_t* smem,
                                        const CUtensorMap* map_a = nullptr,
                                        const CUtensorMap* map_b = nullptr) {
-  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const int tid = threadIdx.x, wg = warpgroup_index(), t = tid % 128;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t pad = (wgmma::kSw128AtomBytes - (smem_base % wgmma::kSw128AtomBytes)) %
                        wgmma::kSw128AtomBytes;

@@ -33,8 +33,9 @@
 //     was no faster).
 //   Output: through 16 KB of shared memory per consumer, whole 256-byte row segments per warp
 //     store (ws_store_tile_smem), masked to the expert's rows and to n.
-// Measured (docs/benchmarks.md round 16): level with ScMW (41-43 / 56-58 / 64% of the per-tensor
-// FP8 ceiling at 4K / 16K / 64K tokens), still ~1.35x short of the peer; opt-in.
+// Measured (docs/benchmarks.md rounds 16-17): with the warpgroup index by shuffle (descriptors in
+// uniform registers) 40-43 / 57-61 / 66-68% of the per-tensor FP8 ceiling at 4K / 16K / 64K
+// tokens (run 120), ScMW 45-46 / 61-65 / 65-69% in the same run, the peer 55 / 81 / 84%; opt-in.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
@@ -160,6 +161,7 @@ __device__ __forceinline__ void tx_consume(const GroupedGemmParams& gp, TxTiles 
     // The weight scale a K block ahead (one address for every thread: one cached load).
     const float* b_scale = q.b_scale + static_cast<int64_t>(tiles.n0 / kWgN) * q.b_scale_ld;
     float b_next = __ldg(b_scale);
+    const float* b_ahead = b_scale + 1;
     // Where the tile's row 0 lies in the slot's scale box: the box starts at the aligned element
     // at or before it (the expert's block is 16-byte aligned, m0 a multiple of 128).
     int shift = 0;
@@ -167,7 +169,7 @@ __device__ __forceinline__ void tx_consume(const GroupedGemmParams& gp, TxTiles 
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     for (int kb = 0; kb < kblocks; ++kb, shift = (shift + q.m) & 3) {
       const float b = b_next;
-      if (kb + 1 < kblocks) b_next = __ldg(b_scale + kb + 1);
+      if (kb + 1 < kblocks) b_next = __ldg(b_ahead++);
       const uint32_t slot_lo = static_cast<uint32_t>(pos.stage) * (TxCfg::kStageBytes >> 4);
       const uint32_t a_lo = a_lo0 + slot_lo, b_lo = b_lo0 + slot_lo;
       mbarrier_wait(bars + pos.stage * 8, wgmma::full_wait_parity(pos));
@@ -206,7 +208,7 @@ __global__ void __launch_bounds__(TxCfg::kThreads, 1)
                                const __grid_constant__ CUtensorMap map_s,
                                const CUtensorMap* maps_b) {
   extern __shared__ __align__(16) uint8_t tx_smem[];
-  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const int tid = threadIdx.x, wg = warpgroup_index(), t = tid % 128;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(tx_smem));
   const uint32_t pad = (wgmma::kSw128AtomBytes - smem_base % wgmma::kSw128AtomBytes) %
                        wgmma::kSw128AtomBytes;

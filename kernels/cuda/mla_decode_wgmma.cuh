@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kWgmmaMlaThreads, 1)
                                                            // kSplitS: [2 warpgroups][64 rows]
 
   const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
-  const int tid = threadIdx.x, wg = tid / 128;
+  const int tid = threadIdx.x, wg = warpgroup_index();
   const int warp = (tid % 128) / kWarpSize, lane = tid % kWarpSize, c = lane % 4, g = lane / 4;
   const int len = p.seq_lens[b];
   const int start = split * chunk, end = min(len, start + chunk);

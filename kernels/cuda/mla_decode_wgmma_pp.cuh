@@ -92,9 +92,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
 
   const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, t = tid % 128;
-  // Warpgroup index through a shuffle, so that ptxas sees it uniform over the warp (the
-  // branches on it hold wgmmas).
-  const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
+  const int wg = warpgroup_index();  // (uniform: the branches on it hold wgmmas)
   const int warp = t / kWarpSize, lane = t % kWarpSize, c = lane % 4, g = lane / 4;
   const bool lane0 = lane == 0;
   const int len = p.seq_lens[b];

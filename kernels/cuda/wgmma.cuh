@@ -175,6 +175,15 @@ __device__ __forceinline__ void tensormap_acquire(const void* map) {
 #endif
 }
 
+// The thread's warpgroup (threadIdx.x / 128) through a shuffle from lane 0, so that ptxas knows
+// it is the same over the warp: what derives from it (the consumers' shared-memory descriptors,
+// branches holding wgmmas) then lives in uniform registers. Without it the grouped kernel moved
+// each descriptor with 4 R2UR per wgmma and ran 5-10% slower at 16K-64K tokens (round 17,
+// docs/benchmarks.md). Call with the whole warp converged.
+__device__ __forceinline__ int warpgroup_index() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+}
+
 // --- register reallocation (the warp-specialised kernel) ---
 //   setmaxnreg_inc/dec<N>       the warpgroup's per-thread register budget (multiple of 8)
 template <int N>

@@ -261,6 +261,11 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
   // scales' padding stays poisoned (NaN): the rows of a tile past its expert's end read it.
   for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, k, 200);
   check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, 128, 576);
+  // A whole layer smaller than one tile (8 rows over 3 experts, one empty): the TMA boxes (128
+  // rows of A, Tx's 132 floats of A scales) are larger than the tensors they read from.
+  const std::vector<int> tiny = {3, 0, 5};
+  check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx}, tiny,
+                 128, 200);
 }
 
 TEST(Moe, QuantiserWritesGroupedScales) {

@@ -60,7 +60,8 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // since run 88 (1-7% more TFLOP/s than ScCM at 4K-64K tokens).
 // Round 16 (GroupedFp8Gemm only): kWgmmaTmaGroupedTx, a grouped kernel written to the plan of the
 // peer measured in round 15 (fp8_grouped_gemm_tx.cuh: 128 x 128 tiles, A, B and the A scales of
-// a K block on one transaction barrier, no scale warp).
+// a K block on one transaction barrier, no scale warp; opt-in: level with ScMW at 64K tokens,
+// below it at 4K-16K in round 17).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,
