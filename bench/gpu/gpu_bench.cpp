@@ -922,6 +922,24 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
           });
           bench.add({name, flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops,
                      "fp8 tensor-scale gemm"});
+          if (!backend_only.empty()) {
+            // One backend's process (--moe-backend): gate (K 7168, 56 K blocks a tile) and down
+            // (K 2048, 16) alone, as the peer's driver reports them: a per-tile cost (epilogue,
+            // tile switch) weighs 3.5x more on down.
+            const double one = flops / 3.0;
+            const double ms_gate = bench.time_ms([&] {
+              g_gate.run(offsets, dev_off, gate, a.as<Fp8E4M3>(), as.as<float>(), h.as<Bf16>(), 2 * kInter, s);
+            });
+            const double ms_down = bench.time_ms([&] {
+              g_down.run(offsets, dev_off, down, hq.as<Fp8E4M3>(), hs.as<float>(), y.as<Bf16>(), kHidden, s);
+            });
+            bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 gate alone (n 2048, k 7168)",
+                                   gemm_backend_name(backend), tokens),
+                       one / (ms_gate * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+            bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 down alone (n 7168, k 2048)",
+                                   gemm_backend_name(backend), tokens),
+                       one / (ms_down * 1e-3) / 1e12, "TFLOP/s", c.fp8_tflops, "fp8 tensor-scale gemm"});
+          }
         } catch (const Error& e) {
           std::printf("%-52s unsupported: %s\n", name.c_str(), e.message().c_str());
         }
@@ -1001,7 +1019,7 @@ int run(int argc, char** argv) {
                    "                       [--only SECTION,...]\n"
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "                       [--moe-backend NAME (gemm_backend_name, e.g. "
-                   "wgmma_ws_tma_grouped_scc)]\n"
+                   "wgmma_ws_tma_grouped_scmw: that backend only, gate and down also alone)]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
                    "mla_prefill mla_decode_wgmma\n");
       return 2;
