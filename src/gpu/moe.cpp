@@ -67,7 +67,8 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
     // (ScMW: 2-7% / 3-4% / 3-6% more TFLOP/s than ScCM at 4K / 16K / 64K tokens in run 88's
     // two process pairs, 1-3% / -1-0% / 2-3% in run 89's). Round 17 (run 120, both with their
     // descriptors in uniform registers): ScMW 45-46 / 61-65 / 65-69% at 4K / 16K / 64K tokens,
-    // Tx 40-43 / 57-61 / 66-68%.
+    // Tx 40-43 / 57-61 / 66-68%. Round 18 (run 124), both timed in the GPU's steady state beside
+    // a ceiling timed the same way: ScMW 45-46 / 67-68 / 74-75%, Tx 42-43 / 63 / 70-71%.
     backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScMW
                : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
                                                 : GemmBackend::kCublasLt;
