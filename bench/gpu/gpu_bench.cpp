@@ -68,22 +68,8 @@ class Bench {
   // first batches faster than a loaded one (see steady_ms).
   double time_ms(const std::function<void()>& enqueue) {
     enqueue();  // warm-up (module load, heuristics)
-    Event a, b;
-    a.record(stream_);
-    enqueue();
-    b.record(stream_);
-    b.synchronize();
-    const double once = std::max(1e-3, double{Event::elapsed_ms(a, b)});
-    const int reps = std::clamp(static_cast<int>(20.0 / once), 1, 200);  // ~20 ms per batch
-    std::vector<double> per_call;
-    for (int batch = 0; batch < 5; ++batch) {
-      a.record(stream_);
-      for (int r = 0; r < reps; ++r) enqueue();
-      b.record(stream_);
-      b.synchronize();
-      per_call.push_back(Event::elapsed_ms(a, b) / reps);
-    }
-    return median(per_call);
+    const int reps = std::clamp(static_cast<int>(20.0 / call_ms(enqueue)), 1, 200);
+    return median(batches_ms(enqueue, reps, 5));
   }
   // Median milliseconds of one call in the GPU's power-limited steady state: `enqueue` runs back
   // to back for kSettleMs first, then 7 batches of >= 40 ms. (The H200 runs FP8 GEMMs at its
@@ -92,27 +78,14 @@ class Bench {
   // FP8 ceiling in run 124, docs/benchmarks.md round 18.)
   double steady_ms(const std::function<void()>& enqueue) {
     constexpr double kSettleMs = 500.0;
-    Event a, b;
     double settled = 0.0, once = 1e30;
     while (settled < kSettleMs) {
-      a.record(stream_);
-      enqueue();
-      b.record(stream_);
-      b.synchronize();
-      const double ms = std::max(1e-3, double{Event::elapsed_ms(a, b)});
+      const double ms = call_ms(enqueue);
       settled += ms;
       once = std::min(once, ms);
     }
     const int reps = std::clamp(static_cast<int>(40.0 / once), 2, 400);
-    std::vector<double> per_call;
-    for (int batch = 0; batch < 7; ++batch) {
-      a.record(stream_);
-      for (int r = 0; r < reps; ++r) enqueue();
-      b.record(stream_);
-      b.synchronize();
-      per_call.push_back(Event::elapsed_ms(a, b) / reps);
-    }
-    return median(per_call);
+    return median(batches_ms(enqueue, reps, 7));
   }
 
   void add(Record r) {
@@ -144,6 +117,28 @@ class Bench {
   cudaStream_t stream() const { return stream_.get(); }
 
  private:
+  // Milliseconds of one call, and per call of `batches` batches of `reps` back-to-back calls.
+  double call_ms(const std::function<void()>& enqueue) {
+    Event a, b;
+    a.record(stream_);
+    enqueue();
+    b.record(stream_);
+    b.synchronize();
+    return std::max(1e-3, double{Event::elapsed_ms(a, b)});
+  }
+  std::vector<double> batches_ms(const std::function<void()>& enqueue, int reps, int batches) {
+    Event a, b;
+    std::vector<double> per_call;
+    for (int batch = 0; batch < batches; ++batch) {
+      a.record(stream_);
+      for (int r = 0; r < reps; ++r) enqueue();
+      b.record(stream_);
+      b.synchronize();
+      per_call.push_back(Event::elapsed_ms(a, b) / reps);
+    }
+    return per_call;
+  }
+
   Stream stream_;
   std::vector<Record> records_;
 };
