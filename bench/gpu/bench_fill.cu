@@ -105,7 +105,41 @@ __global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint3
   if (threadIdx.x % 32 == 0) atomicXor(out + blockIdx.x, acc);
 }
 
+__global__ void __launch_bounds__(128, 4) read_probe_gemv_tiles_kernel(const uint8_t* __restrict__ w, int n, int k,
+                                                                       uint32_t* out) {
+  constexpr int kWarps = 4, kUnroll = 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int row0 = static_cast<int>(blockIdx.x) * 16;
+  const uint8_t* lo = w + int64_t{row0 + g < n ? row0 + g : 0} * k;
+  const uint8_t* hi = w + int64_t{row0 + g + 8 < n ? row0 + g + 8 : 0} * k;
+  const int blocks = k / 128;
+  uint32_t acc = 0;
+  for (int b0 = warp; b0 < blocks; b0 += kWarps * kUnroll) {
+    uint4 v[kUnroll][4];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int col = (b0 + u * kWarps) * 128 + c * 16;
+      const bool in = col < k;
+      v[u][0] = in ? __ldcs(reinterpret_cast<const uint4*>(lo + col)) : make_uint4(0, 0, 0, 0);
+      v[u][1] = in ? __ldcs(reinterpret_cast<const uint4*>(lo + col + 64)) : make_uint4(0, 0, 0, 0);
+      v[u][2] = in ? __ldcs(reinterpret_cast<const uint4*>(hi + col)) : make_uint4(0, 0, 0, 0);
+      v[u][3] = in ? __ldcs(reinterpret_cast<const uint4*>(hi + col + 64)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc ^= v[u][j].x ^ v[u][j].y ^ v[u][j].z ^ v[u][j].w;
+  }
+  for (int o = 16; o > 0; o /= 2) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) atomicXor(out + blockIdx.x, acc);
+}
+
 }  // namespace
+
+cudaError_t read_probe_gemv_tiles(const void* w, int n, int k, uint32_t* out, cudaStream_t stream) {
+  read_probe_gemv_tiles_kernel<<<(n + 15) / 16, 128, 0, stream>>>(static_cast<const uint8_t*>(w), n, k, out);
+  return cudaGetLastError();
+}
 
 cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
                        cudaStream_t stream, bool pdl) {

@@ -32,4 +32,11 @@ namespace hymoe::gpu::bench {
 cudaError_t read_probe(const void* src, size_t bytes, uint32_t* out, int blocks,
                        cudaStream_t stream, bool pdl = false);
 
+// The same bytes read in the q8 GEMV's pattern, without its math: one block of 4 warps a 16-row
+// tile of an [n][k] FP8 matrix (k a multiple of 128), warp w taking the 128-column blocks w, w +
+// 4, ... four a round into registers (lane (g, c): 16 bytes at columns 16c and 64 + 16c of rows
+// g and g + 8), each round waited for before the next. Tells whether the GEMV's access pattern
+// and grid, rather than its arithmetic, hold it below read_probe. out: n / 16 words.
+cudaError_t read_probe_gemv_tiles(const void* w, int n, int k, uint32_t* out, cudaStream_t stream);
+
 }  // namespace hymoe::gpu::bench

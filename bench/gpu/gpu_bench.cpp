@@ -350,6 +350,16 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
       });
       bench.add({fmt::format("ceiling/read_probe same bytes as {} ({:.1f} MB)", l.name, wbytes / 1e6),
                  wbytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      // The same bytes in the q8 GEMV's pattern and grid without its math (a diagnostic, not a
+      // ceiling: read_probe_gemv_tiles).
+      DeviceBuffer tile_fold(size_t(l.n + 15) / 16 * 4);
+      const double tms = bench.time_ms([&] {
+        const int i = next++ % copies;
+        HYMOE_CUDA_CHECK(bench::read_probe_gemv_tiles(w.as<uint8_t>() + size_t(i) * wbytes, l.n, l.k,
+                                                      tile_fold.as<uint32_t>(), s));
+      });
+      bench.add({fmt::format("read_probe_gemv_tiles/{} (q8 rounds' loads, no math)", l.name),
+                 wbytes / (tms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
     }
     // The stream kernel also with one block an SM (stream_blocks_per_sm = 1: "stream/1"; the
     // default is 2). per_sm 0: the default.
@@ -384,9 +394,15 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
       // tile) at 1 token, the launcher's shape with each staging forced ("q8/unstaged",
       // "q8/scales", "q8/scales+x": warps -1, -2, -3) at 1 and 8 tokens, and BF16 x quantised by
       // the call ("q8/bf16x", warps -4: the quantiser launch and the GEMV).
+      // The block shapes and stagings are the rounds kernel's (Fp8GemvQ8Loads::kRounds); "q8" is the
+      // launcher's choice of loads too, "q8/rounds" and "q8/ring" (and "q8/ring/w4" ...: the ring,
+      // which stages nothing, with each block shape) force them.
+      for (const Fp8GemvQ8Loads loads : {Fp8GemvQ8Loads::kAuto, Fp8GemvQ8Loads::kRounds, Fp8GemvQ8Loads::kRing})
       for (const int warps : {0, 4, 8, 16, -1, -2, -3, -4}) {
+        const bool ring = loads == Fp8GemvQ8Loads::kRing, rounds = loads == Fp8GemvQ8Loads::kRounds;
+        if (loads == Fp8GemvQ8Loads::kAuto ? warps != 0 && warps != -4 : ring ? warps < 0 : warps == -4) continue;
         for (int tokens : {1, 2, 4, 8}) {
-          if (warps != 0 && tokens > 1 && !(warps < 0 && tokens == 8)) continue;
+          if (warps != 0 && tokens > 1 && !(warps < 0 && tokens == 8 && !ring)) continue;
           int next = 0;
           const double ms = bench.time_ms([&] {
             const int i = next++ % copies;
@@ -402,6 +418,7 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                         : warps == -2 ? Fp8GemvQ8Staging::kScales
                         : warps == -3 ? Fp8GemvQ8Staging::kScalesAndX
                                       : Fp8GemvQ8Staging::kAuto;
+            p.loads = loads;
             fp8_gemv_q8(p, s);
           });
           const double bytes = double(wbytes) + nb * kb * 4.0;
@@ -411,7 +428,8 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
                                       : warps == -3 ? "/scales+x"
                                       : warps > 0   ? fmt::format("/w{}", warps)
                                                     : "";
-          bench.add({fmt::format("fp8_gemv[q8{}]/{} tokens={}", variant, l.name, tokens),
+          const char* kind = ring ? "/ring" : rounds && warps == 0 ? "/rounds" : "";
+          bench.add({fmt::format("fp8_gemv[q8{}{}]/{} tokens={}", kind, variant, l.name, tokens),
                      bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         }
       }
@@ -543,8 +561,9 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
       for (const bool graph : {false, true}) {
         // plain, pdl, pdl with Fp8GemvQ8Staging::kScales forced, pdl with BF16 x given to the GEMV
         // call (which launches the quantiser itself, for every link: even a repeated x), pdl with
-        // each block shape forced (4, 8, 16 warps a tile: "q8/w4" ...).
-        for (const int mode : {0, 1, 2, 3, 4, 5, 6}) {
+        // each block shape of the rounds kernel forced (4, 8, 16 warps a tile: "q8/w4" ...), pdl
+        // with the loads forced (Fp8GemvQ8Loads: "q8/ring", "q8/rounds"; plain "q8" is kAuto's).
+        for (const int mode : {0, 1, 2, 3, 4, 5, 6, 7, 8}) {
           const bool pdl = mode >= 1;
           if (pdl && info.sm() < 90) continue;
           if (mode >= 2 && !graph) continue;
@@ -565,7 +584,9 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
               p[0].ldx = widths[l.x];
               p[0].pdl = pdl;
               if (mode == 2) p[0].staging = Fp8GemvQ8Staging::kScales;
-              if (mode >= 4) p[0].warps_per_tile = 4 << (mode - 4);
+              if (mode >= 4 && mode <= 6) p[0].warps_per_tile = 4 << (mode - 4);
+              if (mode == 2 || (mode >= 4 && mode <= 6) || mode == 8) p[0].loads = Fp8GemvQ8Loads::kRounds;
+              if (mode == 7) p[0].loads = Fp8GemvQ8Loads::kRing;
               if (mode == 3) {
                 p[0].x_bf16 = act[l.x].as<Bf16>();
                 p[0].ldx_bf16 = widths[l.x];
@@ -584,7 +605,7 @@ void bench_gemv_chain(Bench& bench, const Ceilings& c, const DeviceInfo& info, c
             }
           };
           const std::string label = fmt::format("fp8_gemv_chain[q8{}{}{}]/{} tokens={}",
-                                                std::array{"", "", "/scales", "/bf16x", "/w4", "/w8", "/w16"}[mode],
+                                                std::array{"", "", "/scales", "/bf16x", "/w4", "/w8", "/w16", "/ring", "/rounds"}[mode],
                                                 pdl ? ",pdl" : "", graph ? ",graph" : "", name, tokens);
           if (const double ms = time_enqueue(bench, label, graph, enqueue); ms > 0)
             bench.add({label, bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});

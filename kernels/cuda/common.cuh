@@ -76,4 +76,30 @@ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// The tensor-core GEMVs' 16-row tiles (fp8_gemv_mma.cuh, fp8_gemv_q8*.cuh): a warp's m16n8 C
+// fragment (rows g and g + 8, tokens 2c and 2c + 1 of lane (g, c)) into part `part` of red
+// ([parts][16 rows][8 tokens] in shared memory) ...
+__device__ __forceinline__ void store_gemv_fragment(float (*red)[16][8], int part, int g, int c,
+                                                    const float (&acc)[4]) {
+  red[part][g][2 * c] = acc[0];
+  red[part][g][2 * c + 1] = acc[1];
+  red[part][g + 8][2 * c] = acc[2];
+  red[part][g + 8][2 * c + 1] = acc[3];
+}
+// ... and, after a block barrier, threads 0..127 add parts 0..kParts-1 in order and store rows
+// row0 + r < n of tokens t < tokens as BF16 into y[t * ldy + row0 + r].
+template <int kParts>
+__device__ __forceinline__ void store_gemv_tile_sums(const float (*red)[16][8], void* y, int64_t ldy, int row0,
+                                                     int n, int tokens) {
+  if (threadIdx.x < 128) {
+    const int r = threadIdx.x / 8, t = threadIdx.x % 8;
+    if (row0 + r < n && t < tokens) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kParts; ++j) sum += red[j][r][t];
+      static_cast<uint16_t*>(y)[t * ldy + row0 + r] = float_to_bf16_bits(sum);
+    }
+  }
+}
+
 }  // namespace hymoe::gpu::kernels

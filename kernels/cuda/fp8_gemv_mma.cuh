@@ -128,21 +128,9 @@ __device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int ro
     }
   }
   if constexpr (kPdl) pdl_wait();  // warps with no chunk (k <= 448) met none in the loop
-  // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
-  red[warp][g][2 * c] = acc[0];
-  red[warp][g][2 * c + 1] = acc[1];
-  red[warp][g + 8][2 * c] = acc[2];
-  red[warp][g + 8][2 * c + 1] = acc[3];
+  store_gemv_fragment(red, warp, g, c, acc);
   __syncthreads();
-  if (threadIdx.x < 128) {
-    const int r = threadIdx.x / 8, t = threadIdx.x % 8;
-    if (row0 + r < p.n && t < p.tokens) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int wi = 0; wi < kGemvMmaWarps; ++wi) sum += red[wi][r][t];
-      reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
-    }
-  }
+  store_gemv_tile_sums<kGemvMmaWarps>(red, p.y, p.ldy, row0, p.n, p.tokens);
 }
 
 // One block per 16-row tile.

@@ -48,6 +48,167 @@ __host__ __device__ constexpr int64_t q8_staged_bytes(int stage, int tokens, int
   return stage == 0 ? 0 : int64_t{(k + 127) / 128} * 8 * 4 + (stage == 2 ? int64_t{tokens} * q8_staged_pitch(k) : 0);
 }
 
+// What a block of either q8 kernel (the rounds one here, the ring one in fp8_gemv_q8_ring.cuh)
+// knows of its 16-row tile, and the per-block work: the rounds kernel's staging and loads of a
+// block's activations and scales, one 128-column block's four mma and its scaling into a running
+// sum (both kernels), and the final reduction through shared memory and store (both). Both
+// kernels add block kb into sum kb % 16 in the same order, so their results are bitwise equal.
+template <bool kPdl>
+struct Q8Tile {
+  const Fp8GemvQ8Params& p;
+  int row0, blocks, g, c;
+  bool row_lo, row_hi, token, t0, t1;
+  const uint8_t* w_lo;
+  const uint8_t* w_hi;
+  const uint8_t* xg;
+  const float* w_scales;
+
+  __device__ static int part_of(const GemvQ8Args& a, int tile) {
+    int part = 0;
+    while (part + 1 < a.parts && tile >= a.tile_end[part]) ++part;
+    return part;
+  }
+  __device__ Q8Tile(const GemvQ8Args& a, int tile, int lane) : Q8Tile(a, tile, lane, part_of(a, tile)) {}
+  __device__ Q8Tile(const GemvQ8Args& a, int tile, int lane, int part)
+      : p(a.part[part]),
+        row0((tile - (part ? a.tile_end[part - 1] : 0)) * 16),
+        blocks((p.k + 127) / 128),
+        g(lane / 4),
+        c(lane % 4) {
+    row_lo = row0 + g < p.n;
+    row_hi = row0 + g + 8 < p.n;
+    const auto* w = reinterpret_cast<const uint8_t*>(p.w);
+    w_lo = w + (row_lo ? int64_t{row0 + g} : 0) * p.ldw;
+    w_hi = w + (row_hi ? int64_t{row0 + g + 8} : 0) * p.ldw;
+    token = g < p.tokens;
+    xg = reinterpret_cast<const uint8_t*>(p.x) + (token ? int64_t{g} : 0) * p.ldx;
+    w_scales = p.w_scales + static_cast<int64_t>(row0 / 128) * p.scale_ld;
+    // C fragment columns: tokens 2c and 2c + 1 (their activation scales; 0 for absent tokens).
+    t0 = 2 * c < p.tokens;
+    t1 = 2 * c + 1 < p.tokens;
+  }
+
+  // kStage >= 1: the scale products of every block, kStage 2: and the activations, into staged
+  // (all threads of the block, after pdl_wait; ends with a block barrier).
+  // Each thread issues kBatch loads before it stores any (one L2 round trip a batch: a loop of
+  // dependent load-store pairs waits on L2 once an element).
+  template <int kStage, int kThreads>
+  __device__ void stage(uint8_t* staged) const {
+    if constexpr (kStage >= 1) {
+      constexpr int kBatch = 8;
+      auto* prod = reinterpret_cast<float*>(staged);
+      const int total = blocks * 8;
+      for (int base = threadIdx.x; base < total; base += kThreads * kBatch) {
+        float v[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = base + j * kThreads, kb = i / 8, t = i % 8;
+          v[j] = i < total && t < p.tokens
+                     ? __ldg(w_scales + kb) * load_dependent<kPdl>(p.x_scales + int64_t{kb} * p.x_scale_ld + t)
+                     : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j)
+          if (base + j * kThreads < total) prod[base + j * kThreads] = v[j];
+      }
+    }
+    if constexpr (kStage == 2) {
+      constexpr int kBatch = 4;
+      const int64_t pitch = q8_staged_pitch(p.k);
+      const int row_chunks = p.k / 16, total = p.tokens * row_chunks;
+      for (int base = threadIdx.x; base < total; base += kThreads * kBatch) {
+        uint4 v[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = base + j * kThreads, t = i / row_chunks, c16 = i % row_chunks;
+          v[j] = i < total ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(p.x) +
+                                                                                 t * p.ldx) +
+                                                  c16)
+                           : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = base + j * kThreads, t = i / row_chunks, c16 = i % row_chunks;
+          if (i < total) *reinterpret_cast<uint4*>(staged + blocks * 8 * 4 + t * pitch + c16 * 16) = v[j];
+        }
+      }
+    }
+    if constexpr (kStage >= 1) __syncthreads();
+  }
+
+  // Block kb (weight fragments lo / hi: rows g and g + 8, column halves h) into sum.
+  template <int kStage>
+  __device__ void accumulate(int kb, const uint4 (&wl)[2], const uint4 (&wh)[2], const uint8_t* staged,
+                             float (&sum)[4]) const {
+    // This block's activations (L1 / L2: every tile's blocks read them), after the weights'
+    // loads are all in flight. (Loading every block's activations and scales of the round up
+    // front, beside the weights, measured slower: the registers it takes spill, run 35.)
+    const int col = kb * 128 + c * 16;
+    uint4 xv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const bool in = col + 64 * h < p.k;
+      if constexpr (kStage == 2) {
+        const uint8_t* sx = staged + blocks * 8 * 4;  // [tokens][pitch] activations
+        xv[h] = in && token ? *reinterpret_cast<const uint4*>(sx + g * q8_staged_pitch(p.k) + col + 64 * h)
+                            : make_uint4(0, 0, 0, 0);
+      } else {
+        xv[h] = in && token ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col + 64 * h))
+                            : make_uint4(0, 0, 0, 0);
+      }
+    }
+    float part_sum[4];
+    block_mma(wl, wh, xv, part_sum);
+    float sc0, sc1;
+    if constexpr (kStage >= 1) {
+      const float2 sp = *reinterpret_cast<const float2*>(reinterpret_cast<const float*>(staged) + kb * 8 + 2 * c);
+      sc0 = sp.x;
+      sc1 = sp.y;
+    } else {
+      const float ws = __ldg(w_scales + kb);
+      const float* xsc = p.x_scales + static_cast<int64_t>(kb) * p.x_scale_ld;
+      sc0 = t0 ? ws * load_dependent<kPdl>(xsc + 2 * c) : 0.0f;
+      sc1 = t1 ? ws * load_dependent<kPdl>(xsc + 2 * c + 1) : 0.0f;
+    }
+    scale_into(part_sum, sc0, sc1, sum);
+  }
+
+  // One block's FP8 products summed by four mma (weights wl / wh, activations xv) into part_sum.
+  __device__ static void block_mma(const uint4 (&wl)[2], const uint4 (&wh)[2], const uint4 (&xv)[2],
+                                   float (&part_sum)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) part_sum[i] = 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t lo[4] = {wl[h].x, wl[h].y, wl[h].z, wl[h].w};
+      const uint32_t hi[4] = {wh[h].x, wh[h].y, wh[h].z, wh[h].w};
+      const uint32_t xs[4] = {xv[h].x, xv[h].y, xv[h].z, xv[h].w};
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t af[4] = {lo[2 * j], hi[2 * j], lo[2 * j + 1], hi[2 * j + 1]};
+        mma_fp8_16832(part_sum, af, xs[2 * j], xs[2 * j + 1]);
+      }
+    }
+  }
+  // The block's partial scaled by sc0 / sc1 (weight scale x the scale of token 2c / 2c + 1; 0 for
+  // absent tokens) into its running sum.
+  __device__ static void scale_into(const float (&part_sum)[4], float sc0, float sc1, float (&sum)[4]) {
+    sum[0] = fmaf(part_sum[0], sc0, sum[0]);
+    sum[1] = fmaf(part_sum[1], sc1, sum[1]);
+    sum[2] = fmaf(part_sum[2], sc0, sum[2]);
+    sum[3] = fmaf(part_sum[3], sc1, sum[3]);
+  }
+
+  // Warp `warp`'s sums acc[j] (sum warp + j * kWarps) through red, added in order, BF16 out.
+  template <int kWarps, int kAccs>
+  __device__ void finish(const float (&acc)[kAccs][4], float (*red)[16][8], int warp) const {
+#pragma unroll
+    for (int j = 0; j < kAccs; ++j) store_gemv_fragment(red, warp + j * kWarps, g, c, acc[j]);
+    __syncthreads();
+    store_gemv_tile_sums<16>(red, p.y, p.ldy, row0, p.n, p.tokens);
+  }
+};
+
 // kUnroll: 128-column blocks in flight per warp; kMinBlocks: resident blocks an SM the register
 // budget is cut for (launch bounds).
 template <int kWarps, int kUnroll, int kMinBlocks, int kStage, bool kPdl>
@@ -57,135 +218,39 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks) fp8_gemv_q8_ke
   static_assert(kSums % kWarps == 0 && kUnroll % kAccs == 0, "block kb's sum must be a constant u % kAccs");
   __shared__ float red[kSums][16][8];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int g = lane / 4, c = lane % 4;
-  int part = 0;
-  const int tile = static_cast<int>(blockIdx.x);
-  while (part + 1 < a.parts && tile >= a.tile_end[part]) ++part;
-  const Fp8GemvQ8Params& p = a.part[part];
-  const int row0 = (tile - (part ? a.tile_end[part - 1] : 0)) * 16;
-  const int blocks = (p.k + 127) / 128;
-  const bool row_lo = row0 + g < p.n, row_hi = row0 + g + 8 < p.n;
-  const auto* w = reinterpret_cast<const uint8_t*>(p.w);
-  const uint8_t* w_lo = w + (row_lo ? int64_t{row0 + g} : 0) * p.ldw;
-  const uint8_t* w_hi = w + (row_hi ? int64_t{row0 + g + 8} : 0) * p.ldw;
-  const bool token = g < p.tokens;
-  const uint8_t* xg = reinterpret_cast<const uint8_t*>(p.x) + (token ? int64_t{g} : 0) * p.ldx;
-  const float* w_scales = p.w_scales + static_cast<int64_t>(row0 / 128) * p.scale_ld;
-  // C fragment columns: tokens 2c and 2c + 1 (their activation scales; 0 for absent tokens).
-  const bool t0 = 2 * c < p.tokens, t1 = 2 * c + 1 < p.tokens;
-
+  const Q8Tile<kPdl> t(a, static_cast<int>(blockIdx.x), lane);
   extern __shared__ __align__(16) uint8_t staged[];
-  const auto* sprod = reinterpret_cast<const float*>(staged);  // [blocks][8] scale products
-  const uint8_t* sx = staged + blocks * 8 * 4;                 // [tokens][pitch] activations
-  const int64_t pitch = q8_staged_pitch(p.k);
 
   float acc[kAccs][4] = {};
   // Every warp runs round 0 (its loads predicated off past k: the staging's barrier needs all of
   // them), then the rounds it has blocks for.
   for (int round = 0;; ++round) {
     const int b0 = warp + round * kWarps * kUnroll;
-    if (round > 0 && b0 >= blocks) break;
+    if (round > 0 && b0 >= t.blocks) break;
     uint4 wl[kUnroll][2], wh[kUnroll][2];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int col = (b0 + u * kWarps) * 128 + c * 16;
+      const int col = (b0 + u * kWarps) * 128 + t.c * 16;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {  // k is a multiple of 16: a lane's 16 columns are all in or all out
-        const bool in = col + 64 * h < p.k;
-        wl[u][h] = in && row_lo ? __ldcs(reinterpret_cast<const uint4*>(w_lo + col + 64 * h)) : make_uint4(0, 0, 0, 0);
-        wh[u][h] = in && row_hi ? __ldcs(reinterpret_cast<const uint4*>(w_hi + col + 64 * h)) : make_uint4(0, 0, 0, 0);
+        const bool in = col + 64 * h < t.p.k;
+        wl[u][h] = in && t.row_lo ? __ldcs(reinterpret_cast<const uint4*>(t.w_lo + col + 64 * h)) : make_uint4(0, 0, 0, 0);
+        wh[u][h] = in && t.row_hi ? __ldcs(reinterpret_cast<const uint4*>(t.w_hi + col + 64 * h)) : make_uint4(0, 0, 0, 0);
       }
     }
     if (round == 0) {  // its weight loads in flight
       if constexpr (kPdl) pdl_wait();
-      if constexpr (kStage >= 1) {
-        auto* prod = reinterpret_cast<float*>(staged);
-        for (int i = threadIdx.x; i < blocks * 8; i += kWarps * kWarpSize) {
-          const int kb = i / 8, t = i % 8;
-          prod[i] = t < p.tokens ? __ldg(w_scales + kb) * load_dependent<kPdl>(p.x_scales + int64_t{kb} * p.x_scale_ld + t)
-                                 : 0.0f;
-        }
-      }
-      if constexpr (kStage == 2) {
-        const int row_chunks = p.k / 16;
-        for (int i = threadIdx.x; i < p.tokens * row_chunks; i += kWarps * kWarpSize) {
-          const int t = i / row_chunks, j = i % row_chunks;
-          *reinterpret_cast<uint4*>(staged + blocks * 8 * 4 + t * pitch + j * 16) =
-              load_dependent<kPdl>(reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(p.x) + t * p.ldx) + j);
-        }
-      }
-      if constexpr (kStage >= 1) {
-        __syncthreads();
-      }
+      t.template stage<kStage, kWarps * kWarpSize>(staged);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int kb = b0 + u * kWarps;
-      if (kb >= blocks) break;  // warp-uniform
-      // This block's activations (L1 / L2: every tile's blocks read them), after the weights'
-      // loads are all in flight. (Loading every block's activations and scales of the round up
-      // front, beside the weights, measured slower: the registers it takes spill, run 35.)
-      const int col = kb * 128 + c * 16;
-      uint4 xv[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const bool in = col + 64 * h < p.k;
-        if constexpr (kStage == 2) {
-          xv[h] = in && token ? *reinterpret_cast<const uint4*>(sx + g * pitch + col + 64 * h) : make_uint4(0, 0, 0, 0);
-        } else {
-          xv[h] = in && token ? load_dependent<kPdl>(reinterpret_cast<const uint4*>(xg + col + 64 * h))
-                              : make_uint4(0, 0, 0, 0);
-        }
-      }
-      float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t lo[4] = {wl[u][h].x, wl[u][h].y, wl[u][h].z, wl[u][h].w};
-        const uint32_t hi[4] = {wh[u][h].x, wh[u][h].y, wh[u][h].z, wh[u][h].w};
-        const uint32_t xs[4] = {xv[h].x, xv[h].y, xv[h].z, xv[h].w};
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const uint32_t af[4] = {lo[2 * j], hi[2 * j], lo[2 * j + 1], hi[2 * j + 1]};
-          mma_fp8_16832(part_sum, af, xs[2 * j], xs[2 * j + 1]);
-        }
-      }
-      float sc0, sc1;
-      if constexpr (kStage >= 1) {
-        const float2 sp = *reinterpret_cast<const float2*>(sprod + kb * 8 + 2 * c);
-        sc0 = sp.x;
-        sc1 = sp.y;
-      } else {
-        const float ws = __ldg(w_scales + kb);
-        const float* xsc = p.x_scales + static_cast<int64_t>(kb) * p.x_scale_ld;
-        sc0 = t0 ? ws * load_dependent<kPdl>(xsc + 2 * c) : 0.0f;
-        sc1 = t1 ? ws * load_dependent<kPdl>(xsc + 2 * c + 1) : 0.0f;
-      }
+      if (kb >= t.blocks) break;  // warp-uniform
       // kb = warp + kWarps (round * kUnroll + u): sum kb % 16 is this warp's accumulator u % kAccs.
-      float(&sum)[4] = acc[u % kAccs];
-      sum[0] = fmaf(part_sum[0], sc0, sum[0]);
-      sum[1] = fmaf(part_sum[1], sc1, sum[1]);
-      sum[2] = fmaf(part_sum[2], sc0, sum[2]);
-      sum[3] = fmaf(part_sum[3], sc1, sum[3]);
+      t.template accumulate<kStage>(kb, wl[u], wh[u], staged, acc[u % kAccs]);
     }
   }
-  // C fragment: rows g (acc 0, 1) and g + 8 (acc 2, 3), tokens 2c and 2c + 1.
-#pragma unroll
-  for (int j = 0; j < kAccs; ++j) {
-    red[warp + j * kWarps][g][2 * c] = acc[j][0];
-    red[warp + j * kWarps][g][2 * c + 1] = acc[j][1];
-    red[warp + j * kWarps][g + 8][2 * c] = acc[j][2];
-    red[warp + j * kWarps][g + 8][2 * c + 1] = acc[j][3];
-  }
-  __syncthreads();
-  if (threadIdx.x < 128) {
-    const int r = threadIdx.x / 8, t = threadIdx.x % 8;
-    if (row0 + r < p.n && t < p.tokens) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kSums; ++j) sum += red[j][r][t];
-      reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + r] = float_to_bf16_bits(sum);
-    }
-  }
+  t.template finish<kWarps, kAccs>(acc, red, warp);
 }
 
 }  // namespace hymoe::gpu::kernels

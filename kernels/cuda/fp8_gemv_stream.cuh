@@ -157,22 +157,11 @@ __global__ void __launch_bounds__(kStreamThreads) fp8_gemv_stream_kernel(const G
     if (lane == 0) mbarrier_arrive(empty_s + 8 * slot);
     if (slab == slabs - 1) {  // the tile's last stage: sum the warps (the tile kernel's order)
       float(&r)[kStreamWarps][16][8] = red[tile_i & 1];
-      r[warp][g][2 * c] = acc[0];
-      r[warp][g][2 * c + 1] = acc[1];
-      r[warp][g + 8][2 * c] = acc[2];
-      r[warp][g + 8][2 * c + 1] = acc[3];
+      store_gemv_fragment(r, warp, g, c, acc);
       // The consumers only (named barrier 1): red[b] is rewritten two tiles later, after every
       // consumer passed the next tile's barrier, that is after this tile's reads below.
       asm volatile("bar.sync 1, %0;" ::"n"(kStreamWarps * kWarpSize) : "memory");
-      if (threadIdx.x < 128) {
-        const int row = threadIdx.x / 8, t = threadIdx.x % 8;
-        if (row0 + row < p.n && t < tokens) {
-          float sum = 0.0f;
-#pragma unroll
-          for (int wi = 0; wi < kStreamWarps; ++wi) sum += r[wi][row][t];
-          reinterpret_cast<uint16_t*>(p.y)[t * p.ldy + row0 + row] = float_to_bf16_bits(sum);
-        }
-      }
+      store_gemv_tile_sums<kStreamWarps>(r, p.y, p.ldy, row0, p.n, tokens);
     }
   }
 }

@@ -84,10 +84,11 @@ __device__ __forceinline__ void cp_async4_shared(uint32_t smem, const void* gmem
                "r"(valid ? 4 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most N of this thread's committed groups are still in flight.
+// Waits until at most N of this thread's committed groups are still in flight. A compiler memory
+// barrier too: shared-memory reads of the landed bytes stay after it.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -7,6 +7,7 @@
 #include "fp8_gemv.cuh"
 #include "fp8_gemv_mma.cuh"
 #include "fp8_gemv_q8.cuh"
+#include "fp8_gemv_q8_ring.cuh"
 #include "fp8_gemv_stream.cuh"
 #include "fp8_quant.cuh"
 #include "kernel_launch.h"
@@ -166,53 +167,97 @@ struct Q8Shape<16> {
 template <int kWarps, int kStage, bool kPdl>
 constexpr auto q8_kernel =
     kernels::fp8_gemv_q8_kernel<kWarps, Q8Shape<kWarps>::kUnroll, Q8Shape<kWarps>::kMinBlocks, kStage, kPdl>;
+// The ring kernel (Fp8GemvQ8Loads::kRing): registers cut for 4 / 2 / 1 resident blocks of 4 / 8
+// / 16 warps, which is what its shared memory (12 KB a warp) fits.
+template <int kWarps, bool kPdl>
+constexpr auto q8_ring_kernel = kernels::fp8_gemv_q8_ring_kernel<kWarps, kWarps == 4 ? 4 : kWarps == 8 ? 2 : 1, kPdl>;
 
-// Resident blocks a shape has on the current device (cached per device; 0: not known yet). The
-// unstaged kernel's: the staged one has the same register cap (launch bounds) and its shared
-// memory (<= 48 KB a block) fits the same count on the GPUs built for.
-cudaError_t q8_slots(int warps, int& slots) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached[kMaxDevices][3];
-  const int which = warps == 4 ? 0 : warps == 8 ? 1 : 2;
+constexpr int kMaxDevices = 64;
+
+int device_index(cudaError_t& err) {
   int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
+  err = cudaGetDevice(&device);
+  return device;
+}
+
+// A ring kernel's dynamic shared memory limit raised to what it takes, once per device.
+template <int kWarps, bool kPdl>
+cudaError_t q8_ring_prepare() {
+  static std::atomic<bool> done[kMaxDevices];
+  cudaError_t err = cudaSuccess;
+  const int device = device_index(err);
   if (err != cudaSuccess) return err;
-  if (device < kMaxDevices && (slots = cached[device][which].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
+  if (device < kMaxDevices && done[device].load(std::memory_order_acquire)) return cudaSuccess;
+  constexpr int64_t kMax = kernels::q8_ring_bytes(kWarps);
+  err = cudaFuncSetAttribute(q8_ring_kernel<kWarps, kPdl>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kMax));
+  if (err == cudaSuccess && device < kMaxDevices) done[device].store(true, std::memory_order_release);
+  return err;
+}
+
+template <int kWarps>
+cudaError_t q8_blocks_per_sm(bool ring, int& per_sm) {
+  const int threads = kWarps * kernels::kWarpSize;
+  if (!ring) return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<kWarps, 0, false>, threads, 0);
+  const cudaError_t err = q8_ring_prepare<kWarps, false>();
+  if (err != cudaSuccess) return err;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_ring_kernel<kWarps, false>, threads,
+                                                       size_t(kernels::q8_ring_bytes(kWarps)));
+}
+
+// Resident blocks a shape has on the current device (cached per device; 0: not known yet): the
+// rounds kernel's unstaged one (the staged one has the same register cap and its shared memory,
+// <= 48 KB a block, fits the same count on the GPUs built for), or the ring kernel's.
+cudaError_t q8_slots(int warps, bool ring, int& slots) {
+  static std::atomic<int> cached[kMaxDevices][2][3];
+  const int which = warps == 4 ? 0 : warps == 8 ? 1 : 2;
+  cudaError_t err = cudaSuccess;
+  const int device = device_index(err);
+  if (err != cudaSuccess) return err;
+  if (device < kMaxDevices && (slots = cached[device][ring][which].load(std::memory_order_relaxed)) > 0)
+    return cudaSuccess;
   int sms = 0, per_sm = 0;
   err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return err;
-  const int threads = warps * kernels::kWarpSize;
-  err = warps == 4   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<4, 0, false>, threads, 0)
-        : warps == 8 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<8, 0, false>, threads, 0)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q8_kernel<16, 0, false>, threads, 0);
+  err = warps == 4 ? q8_blocks_per_sm<4>(ring, per_sm)
+        : warps == 8 ? q8_blocks_per_sm<8>(ring, per_sm)
+                     : q8_blocks_per_sm<16>(ring, per_sm);
   if (err != cudaSuccess) return err;
   slots = std::max(1, sms * per_sm);
-  if (device < kMaxDevices) cached[device][which].store(slots, std::memory_order_relaxed);
+  if (device < kMaxDevices) cached[device][ring][which].store(slots, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
+template <int kWarps, int kStage, bool kPdl>
+cudaError_t launch_gemv_q8_shape(const kernels::GemvQ8Args& a, int tiles, bool ring, cudaStream_t stream) {
+  const int tokens = a.part[0].tokens, k = a.part[0].k;
+  const dim3 block(kWarps * kernels::kWarpSize);
+  if (!ring)
+    return launch_kernel_smem(q8_kernel<kWarps, kStage, kPdl>, dim3(tiles), block,
+                              size_t(kernels::q8_staged_bytes(kStage, tokens, k)), kPdl, stream, a);
+  const cudaError_t err = q8_ring_prepare<kWarps, kPdl>();
+  if (err != cudaSuccess) return err;
+  return launch_kernel_smem(q8_ring_kernel<kWarps, kPdl>, dim3(tiles), block,
+                            size_t(kernels::q8_ring_bytes(kWarps)), kPdl, stream, a);
+}
+
 template <int kStage, bool kPdl>
-cudaError_t launch_gemv_q8(const kernels::GemvQ8Args& a, int tiles, int warps, cudaStream_t stream) {
-  const size_t smem = size_t(kernels::q8_staged_bytes(kStage, a.part[0].tokens, a.part[0].k));
+cudaError_t launch_gemv_q8(const kernels::GemvQ8Args& a, int tiles, int warps, bool ring, cudaStream_t stream) {
   switch (warps) {
-    case 4:
-      return launch_kernel_smem(q8_kernel<4, kStage, kPdl>, dim3(tiles), dim3(4 * kernels::kWarpSize), smem, kPdl,
-                                stream, a);
-    case 8:
-      return launch_kernel_smem(q8_kernel<8, kStage, kPdl>, dim3(tiles), dim3(8 * kernels::kWarpSize), smem, kPdl,
-                                stream, a);
-    default:
-      return launch_kernel_smem(q8_kernel<16, kStage, kPdl>, dim3(tiles), dim3(16 * kernels::kWarpSize), smem,
-                                kPdl, stream, a);
+    case 4: return launch_gemv_q8_shape<4, kStage, kPdl>(a, tiles, ring, stream);
+    case 8: return launch_gemv_q8_shape<8, kStage, kPdl>(a, tiles, ring, stream);
+    default: return launch_gemv_q8_shape<16, kStage, kPdl>(a, tiles, ring, stream);
   }
 }
 
 template <bool kPdl>
-cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int warps, int stage, cudaStream_t stream) {
+cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int warps, int stage, bool ring,
+                                  cudaStream_t stream) {
+  if (ring) return launch_gemv_q8<0, kPdl>(a, tiles, warps, true, stream);  // the ring kernel stages nothing
   switch (stage) {
-    case 0: return launch_gemv_q8<0, kPdl>(a, tiles, warps, stream);
-    case 1: return launch_gemv_q8<1, kPdl>(a, tiles, warps, stream);
-    default: return launch_gemv_q8<2, kPdl>(a, tiles, warps, stream);
+    case 0: return launch_gemv_q8<0, kPdl>(a, tiles, warps, ring, stream);
+    case 1: return launch_gemv_q8<1, kPdl>(a, tiles, warps, ring, stream);
+    default: return launch_gemv_q8<2, kPdl>(a, tiles, warps, ring, stream);
   }
 }
 
@@ -220,18 +265,44 @@ cudaError_t launch_gemv_q8_staged(const kernels::GemvQ8Args& a, int tiles, int w
 
 namespace {
 
-// A launch's block shape (warps a tile) and staging (kStage of the kernel) for `tiles` tiles.
+// A launch's block shape (warps a tile), staging (kStage of the kernel) and loads (ring or
+// rounds) for `tiles` tiles.
 struct Q8Plan {
   int warps = 0, stage = 0;
+  bool ring = false;
 };
 
+// Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
+// staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
+// activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
+// vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
+// unstaged, 24576x1536 chain 70.9 vs 66.2; x at 8 tokens loses, 8 x k bytes a block before its
+// first math: 7168x2048 35.5 vs 41.3; 1 token 7168x16384 74.9 vs 72.2 with x).
+int q8_stage(const Fp8GemvQ8Params& p0, int warps) {
+  int stage = 0;
+  switch (p0.staging) {
+    case Fp8GemvQ8Staging::kAuto: stage = warps == 16 ? 0 : p0.tokens <= 2 && p0.k < 8192 ? 2 : 1; break;
+    case Fp8GemvQ8Staging::kNone: stage = 0; break;
+    case Fp8GemvQ8Staging::kScales: stage = 1; break;
+    case Fp8GemvQ8Staging::kScalesAndX: stage = 2; break;
+  }
+  while (stage > 0 && kernels::q8_staged_bytes(stage, p0.tokens, p0.k) > kernels::kQ8StagedMaxBytes) --stage;
+  return stage;
+}
+
 cudaError_t q8_plan(const Fp8GemvQ8Params& p0, int tiles, Q8Plan& plan) {
+  // Loads. kAuto (H200, run 128, % of copy): the ring for launches of >= 32 MiB of weights
+  // (7168x16384 single 75.8 vs 73.2, PDL chains 85.1 / 83.0 vs 78.0 / 70.0 at 1 / 8 tokens;
+  // 24576x1536 60.7 vs 55.4, chains 74.6 / 71.2 vs 68.5 / 70.2), the rounds below (14.7 MB:
+  // 2048x7168 single 38.1 vs 42.0, chains 58.3 vs 60.4; 7168x2048 chains at 8 tokens 53.8 vs 56.6).
+  plan.ring = p0.loads == Fp8GemvQ8Loads::kRing ||
+              (p0.loads == Fp8GemvQ8Loads::kAuto && int64_t{tiles} * 16 * p0.k >= (int64_t{32} << 20));
   plan.warps = p0.warps_per_tile;
   if (plan.warps == 0) {  // the fewest waves of resident blocks over the tiles; ties: more warps a tile
     int best_waves = 0;
     for (const int w : {16, 8, 4}) {
       int slots = 0;
-      const cudaError_t err = q8_slots(w, slots);
+      const cudaError_t err = q8_slots(w, plan.ring, slots);
       if (err != cudaSuccess) return err;
       const int waves = (tiles + slots - 1) / slots;
       if (plan.warps == 0 || waves < best_waves) {
@@ -241,20 +312,7 @@ cudaError_t q8_plan(const Fp8GemvQ8Params& p0, int tiles, Q8Plan& plan) {
     }
   }
   if (plan.warps != 4 && plan.warps != 8 && plan.warps != 16) return cudaErrorInvalidValue;
-  // Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
-  // staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
-  // activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
-  // vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
-  // unstaged, 24576x1536 chain 70.9 vs 66.2; x at 8 tokens loses, 8 x k bytes a block before its
-  // first math: 7168x2048 35.5 vs 41.3; 1 token 7168x16384 74.9 vs 72.2 with x).
-  switch (p0.staging) {
-    case Fp8GemvQ8Staging::kAuto: plan.stage = plan.warps == 16 ? 0 : p0.tokens <= 2 && p0.k < 8192 ? 2 : 1; break;
-    case Fp8GemvQ8Staging::kNone: plan.stage = 0; break;
-    case Fp8GemvQ8Staging::kScales: plan.stage = 1; break;
-    case Fp8GemvQ8Staging::kScalesAndX: plan.stage = 2; break;
-  }
-  while (plan.stage > 0 && kernels::q8_staged_bytes(plan.stage, p0.tokens, p0.k) > kernels::kQ8StagedMaxBytes)
-    --plan.stage;
+  plan.stage = q8_stage(p0, plan.warps);
   return cudaSuccess;
 }
 
@@ -273,8 +331,8 @@ cudaError_t fp8_gemv_q8(const Fp8GemvQ8Params* parts, int count, cudaStream_t st
   Q8Plan plan;
   const cudaError_t err = q8_plan(parts[0], tiles, plan);
   if (err != cudaSuccess) return err;
-  return parts[0].pdl ? launch_gemv_q8_staged<true>(a, tiles, plan.warps, plan.stage, stream)
-                      : launch_gemv_q8_staged<false>(a, tiles, plan.warps, plan.stage, stream);
+  return parts[0].pdl ? launch_gemv_q8_staged<true>(a, tiles, plan.warps, plan.stage, plan.ring, stream)
+                      : launch_gemv_q8_staged<false>(a, tiles, plan.warps, plan.stage, plan.ring, stream);
 }
 
 }  // namespace hymoe::gpu::launch

@@ -357,6 +357,7 @@ struct GemvChainCase {
   // fp8_gemv_q8 on BF16 x instead (impl unused): each step's quantiser launch and GEMV, both PDL.
   bool q8 = false;
   int q8_warps = 0;  // Fp8GemvQ8Params::warps_per_tile
+  bool q8_ring = false;  // Fp8GemvQ8Loads::kRing
 };
 void PrintTo(const GemvChainCase& c, std::ostream* os) {
   *os << (c.q8                                  ? "q8"
@@ -366,6 +367,7 @@ void PrintTo(const GemvChainCase& c, std::ostream* os) {
       << " " << c.tokens << " tokens" << (c.first_pdl ? "" : ", plain first launch")
       << (c.prefetch ? ", L2 prefetch" : "");
   if (c.q8_warps) *os << ", " << c.q8_warps << " warps a tile";
+  if (c.q8_ring) *os << ", cp.async ring";
 }
 
 class GemvPdlChainTest : public ::testing::TestWithParam<GemvChainCase> {};
@@ -436,6 +438,7 @@ TEST_P(GemvPdlChainTest, EqualsSequential) {
         q.ldx_bf16 = widths[st.x];
         q.pdl = pdl && (i > 0 || c.first_pdl);
         q.warps_per_tile = c.q8_warps;
+        if (c.q8_ring) q.loads = Fp8GemvQ8Loads::kRing;
         fp8_gemv_q8(q, stream);
         continue;
       }
@@ -502,7 +505,10 @@ INSTANTIATE_TEST_SUITE_P(Chains, GemvPdlChainTest,
                                            GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true},
                                            GemvChainCase{Fp8GemvImpl::kAuto, 8, true, false, true},
                                            GemvChainCase{Fp8GemvImpl::kAuto, 2, false, false, true, 4},
-                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, true, false, true, 16}));
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 3, true, false, true, 16},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 1, true, false, true, 0, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 8, false, false, true, 4, true},
+                                           GemvChainCase{Fp8GemvImpl::kAuto, 2, true, false, true, 16, true}));
 
 // fp8_gemv_fused: parts over one x in one launch, each part bitwise its own tensor-core launch
 // (itself checked against the FP64 reference above), on NaN-poisoned outputs with a row stride
@@ -681,17 +687,25 @@ TEST_P(GemvQ8Test, MatchesReference) {
       }
     return differ;
   };
-  // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), each staging.
+  // Plain and PDL, each block shape (warps a tile; 0: the launcher's choice), each staging, both
+  // ways of loading the weights (registers in rounds, the per-warp cp.async ring).
   using S = Fp8GemvQ8Staging;
+  using L = Fp8GemvQ8Loads;
   struct Variant {
     bool pdl;
     int warps;
     S staging;
+    L loads = L::kAuto;
   };
-  for (const Variant v : {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{false, 4, S::kAuto},
-                          Variant{true, 8, S::kAuto}, Variant{false, 16, S::kAuto}, Variant{false, 0, S::kNone},
-                          Variant{true, 4, S::kNone}, Variant{false, 16, S::kScalesAndX},
-                          Variant{true, 8, S::kScales}, Variant{false, 4, S::kScalesAndX}}) {
+  for (const Variant v :
+       {Variant{false, 0, S::kAuto}, Variant{true, 0, S::kAuto}, Variant{false, 4, S::kAuto},
+        Variant{true, 8, S::kAuto}, Variant{false, 16, S::kAuto}, Variant{false, 0, S::kNone},
+        Variant{true, 4, S::kNone}, Variant{false, 16, S::kScalesAndX}, Variant{true, 8, S::kScales},
+        Variant{false, 4, S::kScalesAndX}, Variant{false, 0, S::kAuto, L::kRing}, Variant{true, 0, S::kAuto, L::kRing},
+        Variant{false, 4, S::kNone, L::kRing}, Variant{true, 4, S::kScalesAndX, L::kRing},
+        Variant{false, 8, S::kScales, L::kRing}, Variant{true, 8, S::kNone, L::kRing},
+        Variant{false, 16, S::kScalesAndX, L::kRing}, Variant{true, 16, S::kAuto, L::kRing},
+        Variant{false, 0, S::kAuto, L::kRounds}}) {
     const bool pdl = v.pdl;
     const int warps = v.warps;
     std::vector<DeviceBuffer> dy;
@@ -701,13 +715,16 @@ TEST_P(GemvQ8Test, MatchesReference) {
       p[i].pdl = pdl;
       p[i].warps_per_tile = warps;
       p[i].staging = v.staging;
+      p[i].loads = v.loads;
     }
     fp8_gemv_q8_fused(p.data(), parts, stream);
     for (int i = 0; i < parts; ++i)
       EXPECT_EQ(differ_from_single(dy, i), 0) << "part " << i << " pdl=" << pdl << " warps_per_tile=" << warps
                                               << " staging=" << static_cast<int>(v.staging)
+                                              << " loads=" << static_cast<int>(v.loads)
                                               << ": differs from its own launch";
   }
+  for (int i = 0; i < parts; ++i) p[i].loads = L::kAuto;
   // BF16 activations, quantised by the call (a quantiser launch into the NaN-poisoned scratch x /
   // x_scales): bitwise the quantiser + GEMV above, on a strided x.
   const int64_t ldx_bf16 = c.k + 8;

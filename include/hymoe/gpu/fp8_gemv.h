@@ -77,8 +77,9 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // capability 8.9 or newer (fp8_gemv_q8_supported()). Numerics differ from fp8_gemv's (BF16
 // activations) by the activations' quantisation error (E4M3: 3 mantissa bits). Deterministic:
 // a launch's results do not depend on the grid, the block shape, the staging or on which other
-// parts share it. Measured (H200, run 41, 1 token): 42-76% of copy in single launches, 61-80% in
-// PDL graph chains of the DeepSeek-V3 shapes (docs/benchmarks.md); not yet used by the engine.
+// parts share it. Measured (H200, run 129, 1 token): 38-72% of copy in single launches, 54-84% in
+// PDL graph chains of the DeepSeek-V3 shapes (84% on 7168x16384 at 1 and 8 tokens with the ring,
+// see Fp8GemvQ8Loads; docs/benchmarks.md); not yet used by the engine.
 //
 // Staging (Fp8GemvQ8Params::staging), what each block puts in shared memory before its math,
 // overlapping its first weight loads. kScales: the products weight scale x token scale of every 128-column block; kScalesAndX: those
@@ -87,6 +88,15 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // the H200, runs 36 and 38): kNone on the 16-warp block shape, kScalesAndX at 1-2 tokens with
 // k < 8192, kScales otherwise.
 enum class Fp8GemvQ8Staging { kAuto, kNone, kScales, kScalesAndX };
+
+// How each warp loads what its math reads (results do not depend on it). kRounds: a round of 2-4
+// 128-column blocks of weights into registers, all waited for, then each block's activations and
+// scales (from L2, or from the block's staging), computed, then the next round. kRing: a per-warp
+// ring of 6 shared-memory slots of weights filled by cp.async, 5 blocks ahead of the one
+// computed, with each block's activations and scales loaded into registers 2 blocks ahead
+// (fp8_gemv_q8_ring.cuh; `staging` is ignored). kAuto: kRing where the launch's tiles hold
+// >= 32 MiB of weights (faster there on the H200, run 128), kRounds below.
+enum class Fp8GemvQ8Loads { kAuto, kRounds, kRing };
 
 struct Fp8GemvQ8Params {
   const Fp8E4M3* w = nullptr;       // [n, k] row-major, row i at w + i * ldw (16-byte aligned rows)
@@ -110,6 +120,8 @@ struct Fp8GemvQ8Params {
   // What each block copies into shared memory before its math (from parts[0]; results do not
   // depend on it): see Fp8GemvQ8Staging.
   Fp8GemvQ8Staging staging = Fp8GemvQ8Staging::kAuto;
+  // How the warps load the weights (from parts[0]; results do not depend on it).
+  Fp8GemvQ8Loads loads = Fp8GemvQ8Loads::kAuto;
   // BF16 activations (optional; shared by fused parts): [tokens, k], row t at x_bf16 + t *
   // ldx_bf16 (16-byte aligned rows). The call then quantises them first
   // (quantize_fp8_per_token_block into x / x_scales, which are then its scratch, in the same PDL
