@@ -37,7 +37,6 @@ PrefetchState& prefetch_state() {
 
 GemvPrefetch default_gemv_prefetch() {
   GemvPrefetch p;
-  if (cpu_features().vendor == CpuVendor::kIntel) p.l1_bytes = 0;
   if (cpu_features().vendor == CpuVendor::kAmd) p.row_blocks = 4;
   return p;
 }

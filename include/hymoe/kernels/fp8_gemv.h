@@ -79,8 +79,8 @@ struct GemvPrefetch {
   int64_t distance = -1;
   // At batch 1-2, prefetch into L1 (T0) when the distance is <= this, else into L2 (T1). 16 KB is
   // one pass of 8 rows x 2048 (the down projection at batch 1), which with the pass being read
-  // fits a 48 KB L1; 8 x 7168 (gate/up) does not. 0: always L2.
-  int64_t l1_bytes = 16 << 10;
+  // fits a 48 KB L1; 8 x 7168 (gate/up) does not. 0 (the default): always L2.
+  int64_t l1_bytes = 0;
   bool first_pass = true;  // prefetch a call's first pass up front
   // Batch 1: row_blocks > 0 reads rows start to end in turn with that many K blocks of each in
   // flight, row_streams rows at a time (one from each of row_streams equal parts of the call's
@@ -90,15 +90,16 @@ struct GemvPrefetch {
   int row_blocks = 0;
   int row_streams = 1;
 };
-// The defaults for the CPU we run on: the values above, except
-// - l1_bytes = 0 (always L2) on Intel: Zen 5 ran the down projection faster with L1 (0.81-0.83 of
-//   the probe at batch 1 against 0.75-0.78 with L2); the 16-core Xeon of the GPU machine (Emerald
-//   Rapids) slower, L2 winning 30 of 38 paired cases at batch 1 and 3 of 3 at batch 2
-//   (docs/benchmarks.md, Xeon run 13);
-// - row_blocks = 4 (rows in turn) on AMD: on the Zen 5 VM 0.60-0.68 of the probe at batch 1
-//   against 0.55-0.58 in one run, 0.77 against 0.72 over alternating processes, and the MoE layer
-//   ~7% nearer its floor; on the Xeon no better for the shift decode (docs/benchmarks.md, "Rows
-//   in turn").
+// The defaults for the CPU we run on: the values above, except row_blocks = 4 (rows in turn) on
+// AMD: on the Zen 5 VM 0.60-0.68 of the probe at batch 1 against 0.55-0.58 in one run, 0.77
+// against 0.72 over alternating processes, and the MoE layer ~7% nearer its floor; on the Xeon
+// no better for the shift decode (docs/benchmarks.md, "Rows in turn").
+// L1 prefetch is off everywhere (l1_bytes = 0). It had won on Zen 5 with 8 rows side by side
+// (7168x2048 at batch 1: 0.81-0.83 of the probe against 0.75-0.78 with L2), and lost on the
+// 16-core Xeon of the GPU machine (L2 winning 30 of 38 paired cases at batch 1 and 3 of 3 at
+// batch 2, Xeon run 13); with rows in turn on Zen 5 it lost too: 7168x2048 at batch 1, 0.57 /
+// 0.71 of the probe (1 / 2 threads) against 0.88 / 0.92 with L2, over 3 rounds of alternating
+// processes (docs/benchmarks.md, "L1 prefetch with rows in turn", session 21).
 GemvPrefetch default_gemv_prefetch();
 GemvPrefetch gemv_prefetch();
 void set_gemv_prefetch(const GemvPrefetch& p);
