@@ -1,6 +1,7 @@
 // FP8 GEMV, AVX512-BF16 (+VBMI) variant: 64 weights per step decoded to 2 x 32 BF16 and dotted
-// with BF16 activations by vdpbf16ps. R rows x B batch accumulators per pass (R * B <= 8); each
-// 128-wide K block's partial sums are scaled into register totals with one FMA.
+// with BF16 activations by vdpbf16ps. R rows x B batch accumulators per pass (R * B <= 16); each
+// 128-wide K block's partial sums are scaled into totals with one FMA (in registers while
+// R * B <= 8, else in L1).
 // Decode: by table lookup (Fp8Bf16Decoder), or, when the matrix comes with its special codes
 // (Fp8Matrix::specials), by shifts (Fp8ShiftDecoder: 5 instructions, no byte permute), each row
 // then corrected for its special codes. The activations are copied once per call into the order
@@ -112,23 +113,49 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
       for (int b = 0; b < B; ++b) acc[r][b] = _mm512_setzero_ps();
     int64_t k = k0;
     for (; k + 64 <= k1; k += 64) {
+      if constexpr (kRegTotals) {
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        // Software prefetch into L2 of R lines per step from one pointer walking the weights
-        // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
-        // of this one, so short rows (K = 2048) stay fed too). One register, not R.
-        if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
-        else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
-        __m512i w0, w1;
-        __m512i codes = _mm512_loadu_si512(wrow[r] + k);
-        // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds them
-        // for each destructive vpermi2b by a store and three reloads through the stack.
-        asm("" : "+v"(codes));
-        decode(codes, w0, w1);
+        for (int r = 0; r < R; ++r) {
+          // Software prefetch into L2 of R lines per step from one pointer walking the weights
+          // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
+          // of this one, so short rows (K = 2048) stay fed too). One register, not R.
+          if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+          else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+          __m512i w0, w1;
+          __m512i codes = _mm512_loadu_si512(wrow[r] + k);
+          // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds
+          // them for each destructive vpermi2b by a store and three reloads through the stack.
+          asm("" : "+v"(codes));
+          decode(codes, w0, w1);
+#pragma GCC unroll 8
+          for (int b = 0; b < B; ++b) {
+            acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(a.x[b] + k));
+            acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(a.x[b] + k + 32));
+          }
+        }
+      } else {
+        // R x B > 8 (batch 5..8): the R rows decoded first, then each batch row's two
+        // activation vectors loaded once and used by all R rows. Rows outermost (above), GCC 12
+        // hoisted all 2B activation vectors into registers beside the 2RB accumulators and
+        // spilled accumulators to the stack every step (batch 8: 5 GB/s a core from L2).
+        __m512i w[R][2];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+          else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+          __m512i codes = _mm512_loadu_si512(wrow[r] + k);
+          asm("" : "+v"(codes));
+          decode(codes, w[r][0], w[r][1]);
+        }
 #pragma GCC unroll 8
         for (int b = 0; b < B; ++b) {
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(a.x[b] + k));
-          acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(a.x[b] + k + 32));
+          __m512i x0 = _mm512_loadu_si512(a.x[b] + k), x1 = _mm512_loadu_si512(a.x[b] + k + 32);
+          asm("" : "+v"(x0), "+v"(x1));  // one load each, not one per row
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w[r][0], (__m512bh)x0);
+            acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)w[r][1], (__m512bh)x1);
+          }
         }
       }
       pf += R * 64;

@@ -98,7 +98,8 @@ struct GemvPassRows {
 // AVX512-BF16 GEMV rows per pass for a batch size, with R x B ZMM accumulators: more rows per
 // pass at small batches keep several weight streams in flight and reuse each activation load R
 // times. R * B <= 8 keeps the block totals in registers too; batch 3..8 take R = 2 (totals in
-// L1) so each activation load from L1/L2 serves two rows: vdpbf16ps, not loads, is then the limit.
+// L1 from batch 5) so each activation load from L1/L2 serves two rows (batch 5..8 decode both
+// rows first, then load each activation vector once: 2RB accumulators + 2R weights + 2 x).
 constexpr int gemv_rows_per_pass(int batch) { return batch <= 1 ? 8 : batch <= 2 ? 4 : 2; }
 
 // Largest B * K (rounded up to 64) whose activations the AVX512-BF16 GEMV copies into lane
