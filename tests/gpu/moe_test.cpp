@@ -118,18 +118,28 @@ void check_pipeline(int tokens, std::initializer_list<GemmBackend> backends,
 
   const auto xq = test::to_host<uint8_t>(dxq, size_t(tokens) * k, stream);
   const auto xs = test::to_host<float>(dxs, size_t(kb) * tokens, stream);
-  std::vector<double> ref(size_t(tokens) * n, 0.0);
+  // The reference in double over the dequantised operands (each decoded and scaled once: the
+  // decode and scale lookups in the inner loop were most of these tests' time).
+  std::vector<double> xd(size_t(tokens) * k), wd(size_t(n) * k);
   for (int t = 0; t < tokens; ++t)
-    for (int j = 0; j < top_k; ++j) {
-      const int e = ids[t * top_k + j];
-      for (int i = 0; i < n; ++i) {
-        double acc = 0.0;
-        for (int l = 0; l < k; ++l)
-          acc += double{fp8_e4m3_to_float(xq[size_t(t) * k + l])} * xs[size_t(l / 128) * tokens + t] *
-                 w[e][size_t(i) * k + l].to_float() * ws[e][size_t(i / 128) * wld + l / 128];
-        ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
+    for (int l = 0; l < k; ++l)
+      xd[size_t(t) * k + l] = double{fp8_e4m3_to_float(xq[size_t(t) * k + l])} * xs[size_t(l / 128) * tokens + t];
+  std::vector<double> ref(size_t(tokens) * n, 0.0);
+  for (int e = 0; e < experts; ++e) {
+    if (routed[e] == 0) continue;
+    for (int i = 0; i < n; ++i)
+      for (int l = 0; l < k; ++l)
+        wd[size_t(i) * k + l] = double{w[e][size_t(i) * k + l].to_float()} * ws[e][size_t(i / 128) * wld + l / 128];
+    for (int t = 0; t < tokens; ++t)
+      for (int j = 0; j < top_k; ++j) {
+        if (ids[t * top_k + j] != e) continue;
+        for (int i = 0; i < n; ++i) {
+          double acc = 0.0;
+          for (int l = 0; l < k; ++l) acc += xd[size_t(t) * k + l] * wd[size_t(i) * k + l];
+          ref[size_t(t) * n + i] += weights[t * top_k + j] * acc;
+        }
       }
-    }
+  }
   auto check = [&](GroupedFp8Gemm& gemm, std::span<const ExpertWeight> ew, const char* pass) {
     auto dy = test::poisoned<Bf16>(size_t(rows) * n, stream);
     gemm.run(offsets, doff.as<int32_t>(), ew, dperm.as<Fp8E4M3>(), dperm_s.as<float>(),
@@ -225,13 +235,18 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
 
 // The grouped TMA kernels on chosen expert sizes: empty experts, 1-row experts, remainders past
 // whole 128-row tiles of 1, 63, 64, 65 and 127 rows, ~128 and ~512 rows per expert (top 1
-// routing, so each expert gets exactly its count).
+// routing, so each expert gets exactly its count). Four tests, each within ctest's limit (as one
+// it took 115 of gpu-check's 120 s on the H200, run 133).
+const std::vector<int> kRemainderCounts = {0,  1,   129, 0,   191, 192, 193, 255, 1,  128,
+                                           63, 512, 64,  65,  127, 0,   509, 130, 126, 0};
+
+#define HYMOE_REQUIRE_WGMMA()                                                                     \
+  HYMOE_REQUIRE_GPU();                                                                            \
+  if (!fp8_block_gemm_wgmma_supported())                                                          \
+  GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)"
+
 TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
-  HYMOE_REQUIRE_GPU();
-  if (!fp8_block_gemm_wgmma_supported())
-    GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
-  const std::vector<int> counts = {0,  1,   129, 0,   191, 192, 193, 255, 1,  128,
-                                   63, 512, 64,  65,  127, 0,   509, 130, 126, 0};
+  HYMOE_REQUIRE_WGMMA();
   check_pipeline(0,
                  {GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
                   GemmBackend::kWgmmaWsTmaGroupedSc, GemmBackend::kWgmmaWsTmaGroupedX,
@@ -239,30 +254,45 @@ TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
                   GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
                   GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM,
                   GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx},
-                 counts);
-  // The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4
-  // (even: block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
+                 kRemainderCounts);
+}
+
+// The cross-step schedule's three K loop paths: 1 block (odd: no loop, the drain only), 4 (even:
+// block 0 into the second partial, one step, one unrolled pair), 5 (odd: two pairs).
+TEST(Moe, WgmmaGroupedCrossStepDepthsMatchReference) {
+  HYMOE_REQUIRE_WGMMA();
   for (const int k : {128, 512, 640})
     check_pipeline(0,
                    {GemmBackend::kWgmmaWsTmaGroupedC, GemmBackend::kWgmmaWsTmaGroupedScC,
                     GemmBackend::kWgmmaWsTmaGroupedScXC, GemmBackend::kWgmmaWsTmaGroupedScCM},
-                   counts, k);
-  // The 128 x 192 tiles (ScMW) across widths: n = 320 (kPipeN, above) has a column tile at 0
-  // (its weight-scale blocks split at column 128) and one at 192 (split at 64, cut at 320);
-  // 200: the second tile's second block past n (scale 0), at K depths 128 and 640 (one K block;
-  // more than the ring's 5 slots); 576: three column tiles (pairs over two row tiles, the last
-  // pair's second CTA past n when the tile count is odd); 448: three tiles, the last one (64
-  // columns, all before its split at 128, its second block past n) like the last of gate / up's
-  // 11 (2048 columns). One K block for the wider ones (the reference's cost).
-  for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, k, 200);
-  for (const int n : {448, 576}) check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, counts, 128, n);
-  // Round 16's kernel (Tx): K depths 128 and 640 (more K blocks than its 5 slots: the ring
-  // carried across tiles at an offset), widths 200 (a partial column tile) and 576. The permuted
-  // scales' padding stays poisoned (NaN): the rows of a tile past its expert's end read it.
-  for (const int k : {128, 640}) check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, k, 200);
-  check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, counts, 128, 576);
-  // A whole layer smaller than one tile (8 rows over 3 experts, one empty): the TMA boxes (128
-  // rows of A, Tx's 132 floats of A scales) are larger than the tensors they read from.
+                   kRemainderCounts, k);
+}
+
+// The 128 x 192 tiles (ScMW) across widths: n = 320 (kPipeN, above) has a column tile at 0 (its
+// weight-scale blocks split at column 128) and one at 192 (split at 64, cut at 320); 200: the
+// second tile's second block past n (scale 0), at K depths 128 and 640 (one K block; more than
+// the ring's 5 slots); 576: three column tiles (pairs over two row tiles, the last pair's second
+// CTA past n when the tile count is odd); 448: three tiles, the last one (64 columns, all before
+// its split at 128, its second block past n) like the last of gate / up's 11 (2048 columns). One
+// K block for the wider ones (the reference's cost).
+TEST(Moe, WgmmaGroupedWideTilesMatchReference) {
+  HYMOE_REQUIRE_WGMMA();
+  for (const int k : {128, 640})
+    check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, kRemainderCounts, k, 200);
+  for (const int n : {448, 576})
+    check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, kRemainderCounts, 128, n);
+}
+
+// Round 16's kernel (Tx): K depths 128 and 640 (more K blocks than its 5 slots: the ring carried
+// across tiles at an offset), widths 200 (a partial column tile) and 576. The permuted scales'
+// padding stays poisoned (NaN): the rows of a tile past its expert's end read it. Then a whole
+// layer smaller than one tile (8 rows over 3 experts, one empty): the TMA boxes (128 rows of A,
+// Tx's 132 floats of A scales) are larger than the tensors they read from.
+TEST(Moe, WgmmaGroupedTxAndTinyMatchReference) {
+  HYMOE_REQUIRE_WGMMA();
+  for (const int k : {128, 640})
+    check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, kRemainderCounts, k, 200);
+  check_pipeline(0, {GemmBackend::kWgmmaTmaGroupedTx}, kRemainderCounts, 128, 576);
   const std::vector<int> tiny = {3, 0, 5};
   check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW, GemmBackend::kWgmmaTmaGroupedTx}, tiny,
                  128, 200);
