@@ -90,10 +90,13 @@ struct GemvPrefetch {
   int row_blocks = 0;
   int row_streams = 1;
 };
-// The defaults for the CPU we run on: the values above, except row_blocks = 4 (rows in turn) on
-// AMD: on the Zen 5 VM 0.60-0.68 of the probe at batch 1 against 0.55-0.58 in one run, 0.77
-// against 0.72 over alternating processes, and the MoE layer ~7% nearer its floor; on the Xeon
-// no better for the shift decode (docs/benchmarks.md, "Rows in turn").
+// The defaults for the CPU we run on: today the values above on every CPU (it took
+// CpuFeatures::vendor into account until session 21). History (docs/benchmarks.md): rows in turn (row_blocks = 4) was AMD's default from
+// session 14 to 21, measured while 7168x2048 prefetched into L1; with L2 prefetch the 8-row pass
+// won again on the Zen 5 VM (6 rounds of alternating processes: MoE layer 0.84-0.99 of its floor
+// against 0.75-0.86, the table decode 6 of 6 rounds on both shapes; only the shift decode on
+// 7168x2048 kept rows in turn ahead, 0.90-0.92 against 0.87-0.90); on the Xeon rows in turn were
+// no better for the shift decode ("Rows in turn").
 // L1 prefetch is off everywhere (l1_bytes = 0). It had won on Zen 5 with 8 rows side by side
 // (7168x2048 at batch 1: 0.81-0.83 of the probe against 0.75-0.78 with L2), and lost on the
 // 16-core Xeon of the GPU machine (L2 winning 30 of 38 paired cases at batch 1 and 3 of 3 at
