@@ -112,15 +112,18 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[r][b] = _mm512_setzero_ps();
     int64_t k = k0;
+    // Software prefetch into L2 of R lines per step from one pointer walking the weights `ahead`
+    // bytes in front of row i0 (by default the next pass: R rows, read in the time of this one,
+    // so short rows (K = 2048) stay fed too). One register, not R.
+    auto prefetch = [&pf](int r) {
+      if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
+      else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+    };
     for (; k + 64 <= k1; k += 64) {
       if constexpr (kRegTotals) {
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          // Software prefetch into L2 of R lines per step from one pointer walking the weights
-          // `ahead` bytes in front of row i0 (by default the next pass: R rows, read in the time
-          // of this one, so short rows (K = 2048) stay fed too). One register, not R.
-          if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
-          else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+          prefetch(r);
           __m512i w0, w1;
           __m512i codes = _mm512_loadu_si512(wrow[r] + k);
           // Opaque to the compiler: keeps the codes in a register. Without it GCC 12 rebuilds
@@ -141,8 +144,7 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
         __m512i w[R][2];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          if constexpr (kPf == Pf::kL1) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T0);
-          else if constexpr (kPf == Pf::kL2) _mm_prefetch(reinterpret_cast<const char*>(pf + r * 64), _MM_HINT_T1);
+          prefetch(r);
           __m512i codes = _mm512_loadu_si512(wrow[r] + k);
           asm("" : "+v"(codes));
           decode(codes, w[r][0], w[r][1]);

@@ -91,8 +91,9 @@ struct GemvPrefetch {
   int row_streams = 1;
 };
 // The defaults for the CPU we run on: today the values above on every CPU (it took
-// CpuFeatures::vendor into account until session 21). History (docs/benchmarks.md): rows in turn (row_blocks = 4) was AMD's default from
-// session 14 to 21, measured while 7168x2048 prefetched into L1; with L2 prefetch the 8-row pass
+// CpuFeatures::vendor into account until session 21). History (docs/benchmarks.md): rows in
+// turn (row_blocks = 4) was AMD's default from session 14 to 21, measured while 7168x2048
+// prefetched into L1; with L2 prefetch the 8-row pass
 // won again on the Zen 5 VM (6 rounds of alternating processes: MoE layer 0.84-0.99 of its floor
 // against 0.75-0.86, the table decode 6 of 6 rounds on both shapes; only the shift decode on
 // 7168x2048 kept rows in turn ahead, 0.90-0.92 against 0.87-0.90); on the Xeon rows in turn were
