@@ -329,7 +329,7 @@ void gemv_rows_in_turn(const Pass<1>& a) {
 // allows it, else into L2 (T1). Measured on Zen 5 at 2 threads, 7168x2048, 8 rows side by side:
 // T0 0.81-0.83 of the probe at batch 1 against 0.75-0.78 for T1, 0.75-0.76 against 0.68-0.70 at
 // batch 2; but T0 at batch 4 on 2048x7168 (2 x 7168 ahead, beside 57 KB of activations in L1) fell
-// from 0.51-0.60 to 0.31, and with rows in turn (AMD's default) T0 lost at batch 1 as well
+// from 0.51-0.60 to 0.31, and with rows in turn (AMD's default then) T0 lost at batch 1 as well
 // (0.57-0.71 against 0.88-0.92): the default is l1_bytes = 0, T1 always.
 template <int B>
 bool prefetch_into_l1(const Pass<B>& a) {

@@ -196,10 +196,14 @@ TEST(Moe, PipelineMatchesReference) {
   check_pipeline(300, {GemmBackend::kHymoe, GemmBackend::kCublasLt});
 }
 
+// A GPU with hymoe's wgmma kernels (sm_90a), else the test skips.
+#define HYMOE_REQUIRE_WGMMA()                                                                     \
+  HYMOE_REQUIRE_GPU();                                                                            \
+  if (!fp8_block_gemm_wgmma_supported())                                                          \
+  GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)"
+
 TEST(Moe, WgmmaPipelineMatchesReference) {
-  HYMOE_REQUIRE_GPU();
-  if (!fp8_block_gemm_wgmma_supported())
-    GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)";
+  HYMOE_REQUIRE_WGMMA();
   CublasLt lt;
   EXPECT_EQ(GroupedFp8Gemm(lt, kPipeN, kPipeK).backend(), GemmBackend::kWgmmaWsTmaGroupedScMW);  // kAuto, sm_90
   // ~220 rows per used expert: two 128-row tiles (or four 64-row ones) each, the last partial;
@@ -239,11 +243,6 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
 // it took 115 of gpu-check's 120 s on the H200, run 133).
 const std::vector<int> kRemainderCounts = {0,  1,   129, 0,   191, 192, 193, 255, 1,  128,
                                            63, 512, 64,  65,  127, 0,   509, 130, 126, 0};
-
-#define HYMOE_REQUIRE_WGMMA()                                                                     \
-  HYMOE_REQUIRE_GPU();                                                                            \
-  if (!fp8_block_gemm_wgmma_supported())                                                          \
-  GTEST_SKIP() << "no wgmma kernel for sm_" << query_device(0).sm() << " in this build (sm_90a only)"
 
 TEST(Moe, WgmmaGroupedRemaindersMatchReference) {
   HYMOE_REQUIRE_WGMMA();
