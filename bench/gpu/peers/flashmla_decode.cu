@@ -1,0 +1,240 @@
+// Side-by-side driver for a peer (docs/benchmarks.md "FlashMLA beside hymoe's MLA decode"):
+// FlashMLA's SM90 dense decode (BF16 latent cache, paged in 64-token blocks, absorbed MLA with
+// q/k head dim 576 and v head dim 512, split-KV over the SMs plus a combine kernel) on the shapes
+// of hymoe-bench-gpu's `mla_decode` section: 128 query heads, one latent head, one new token a
+// sequence, contexts 1K / 8K / 64K, batch 1 / 4 / 8, every sequence the same length, each
+// sequence's blocks contiguous in the cache. Figures are counted as hymoe's: cache bytes (batch x
+// context x 576 x 2) a second against the device-to-device copy rate, and FLOP (2 x batch x 128
+// x context x (576 + 512)) a second against cuBLAS's BF16 GEMM at 8192^3, both ceilings measured
+// in this process. Timing: the scheduling metadata once per shape (FlashMLA computes it once a
+// decode step for every layer), then the attention and combine launches, median of 7 batches of
+// 20 calls after a warm-up; `+meta` also counts a metadata launch per call.
+// Correctness: 4 heads of sequence 0 against a host FP64 softmax(q k^T * scale) v over the same
+// BF16 values (max |error| / max |reference|; BF16 output rounding is ~4e-3).
+// Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
+// Build (a FlashMLA checkout at 9241ae3 with its CUTLASS submodule at 147f567), sm_90a:
+//   bench/gpu/peers/build-flashmla-driver $FLASHMLA $CUTLASS   (-> .carry/peer/flashmla_bench)
+// Run: flashmla_bench
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "params.h"
+#include "sm90/decode/dense/splitkv_mla.h"
+#include "smxx/decode/combine/combine.h"
+#include "smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.h"
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(1); } } while (0)
+#define CKB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+  std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, int(s_)); std::exit(1); } } while (0)
+
+constexpr int kHeads = 128, kDk = 576, kDv = 512, kPage = 64;
+
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    p[i] = __float2bfloat16(scale * (float(h & 0xffff) / 32768.0f - 1.0f));
+  }
+}
+
+static float bf16f(uint16_t b) { uint32_t u = uint32_t(b) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+
+template <typename F>
+static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 10; ++i) enqueue();
+  std::vector<float> t;
+  for (int b = 0; b < 7; ++b) {
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) enqueue();
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms / reps);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main() {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+
+  // Ceilings: device-to-device copy of 2 GiB, cuBLAS BF16 GEMM at 8192^3 (FP32 accumulation).
+  double copy_gbs = 0, bf16_tflops = 0;
+  {
+    const size_t bytes = size_t(2) << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemsetAsync(a, 1, bytes, s));
+    const double ms = median_ms(s, 3, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); });
+    copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    const int n = 8192;
+    __nv_bfloat16 *x, *y, *z;
+    CK(cudaMalloc(&x, size_t(n) * n * 2));
+    CK(cudaMalloc(&y, size_t(n) * n * 2));
+    CK(cudaMalloc(&z, size_t(n) * n * 2));
+    fill_bf16<<<1024, 256, 0, s>>>(x, size_t(n) * n, 1, 1.0f);
+    fill_bf16<<<1024, 256, 0, s>>>(y, size_t(n) * n, 2, 1.0f);
+    cublasHandle_t h;
+    CKB(cublasCreate(&h));
+    CKB(cublasSetStream(h, s));
+    const float alpha = 1, beta = 0;
+    const double gms = median_ms(s, 5, [&] {
+      CKB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, x, CUDA_R_16BF, n, y, CUDA_R_16BF, n, &beta, z,
+                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    });
+    bf16_tflops = 2.0 * n * double(n) * n / (gms * 1e-3) / 1e12;
+    CKB(cublasDestroy(h));
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+    CK(cudaFree(z));
+  }
+  std::printf("ceiling/d2d copy %.1f GB/s\nceiling/cublas bf16 gemm 8192^3 %.1f TFLOP/s\n", copy_gbs, bf16_tflops);
+
+  const float mscale = 0.1f * std::log(40.0f) + 1.0f;
+  const float scale = mscale * mscale / std::sqrt(192.0f);
+  for (const int len : {1024, 8192, 65536}) {
+    for (const int batch : {1, 4, 8}) {
+      const int per_seq = (len + kPage - 1) / kPage, num_blocks = batch * per_seq;
+      __nv_bfloat16 *q, *kc, *out;
+      float *lse, *lse_acc, *o_acc;
+      int *table, *lens, *splits;
+      DecodingSchedMeta* meta;
+      const int sm_parts = std::max(sms / 1 / ((kHeads + 63) / 64), 1), total_splits = batch + sm_parts;
+      CK(cudaMalloc(&q, size_t(batch) * kHeads * kDk * 2));
+      CK(cudaMalloc(&kc, size_t(num_blocks) * kPage * kDk * 2));
+      CK(cudaMalloc(&out, size_t(batch) * kHeads * kDv * 2));
+      CK(cudaMalloc(&lse, size_t(batch) * kHeads * 4));
+      CK(cudaMalloc(&lse_acc, size_t(total_splits) * kHeads * 4));
+      CK(cudaMalloc(&o_acc, size_t(total_splits) * kHeads * kDv * 4));
+      CK(cudaMalloc(&table, size_t(num_blocks) * 4));
+      CK(cudaMalloc(&lens, size_t(batch) * 4));
+      CK(cudaMalloc(&splits, size_t(batch + 1) * 4));
+      CK(cudaMalloc(&meta, size_t(sm_parts) * sizeof(DecodingSchedMeta)));
+      fill_bf16<<<1024, 256, 0, s>>>(q, size_t(batch) * kHeads * kDk, 7, 1.0f);
+      fill_bf16<<<1024, 256, 0, s>>>(kc, size_t(num_blocks) * kPage * kDk, 11, 1.0f);
+      std::vector<int> host_table(num_blocks), host_lens(batch, len);
+      for (int i = 0; i < num_blocks; ++i) host_table[i] = i;  // sequence b: blocks b * per_seq ..
+      CK(cudaMemcpyAsync(table, host_table.data(), host_table.size() * 4, cudaMemcpyHostToDevice, s));
+      CK(cudaMemcpyAsync(lens, host_lens.data(), host_lens.size() * 4, cudaMemcpyHostToDevice, s));
+
+      GetDecodeSchedMetaParams mp = {batch, 1, 64, 5, -1, -1, nullptr, nullptr, lens, meta, splits, sm_parts, s};
+      DenseAttnDecodeParams p{};
+      p.b = batch;
+      p.s_q = 1;
+      p.q_seq_per_hk = kHeads;
+      p.seqlens_k_ptr = lens;
+      p.h_q = kHeads;
+      p.h_k = 1;
+      p.num_blocks = num_blocks;
+      p.q_head_per_hk = kHeads;
+      p.is_causal = false;
+      p.d = kDk;
+      p.d_v = kDv;
+      p.scale_softmax = scale;
+      p.scale_softmax_log2 = float(scale * M_LOG2E);
+      p.q_ptr = q;
+      p.k_ptr = kc;
+      p.o_ptr = out;
+      p.softmax_lse_ptr = lse;
+      // Strides in elements: q [b][128 rows][1 head][576], cache [blocks][64][1][576], out [b][1][128][512].
+      p.q_batch_stride = int64_t(kHeads) * kDk;
+      p.q_row_stride = kDk;
+      p.q_head_stride = kDk;
+      p.k_batch_stride = int64_t(kPage) * kDk;
+      p.k_row_stride = kDk;
+      p.k_head_stride = kDk;
+      p.o_batch_stride = int64_t(kHeads) * kDv;
+      p.o_row_stride = kDv;
+      p.o_head_stride = int64_t(kHeads) * kDv;
+      p.block_table = table;
+      p.block_table_batch_stride = per_seq;
+      p.page_block_size = kPage;
+      p.tile_scheduler_metadata_ptr = meta;
+      p.num_sm_parts = sm_parts;
+      p.num_splits_ptr = splits;
+      p.total_num_splits = total_splits;
+      p.softmax_lseaccum_ptr = lse_acc;
+      p.oaccum_ptr = o_acc;
+      p.stream = s;
+      CombineParams cp = {batch, 1, kHeads, kDv, lse, out, kHeads, kHeads, kHeads * kDv, kHeads * kDv, kDv,
+                          lse_acc, o_acc, kHeads, kHeads, kHeads * kDv, kHeads * kDv, kDv,
+                          meta, splits, sm_parts, nullptr, s};
+      auto attend = [&] {
+        sm90::run_flash_splitkv_mla_kernel<cutlass::bfloat16_t>(p);
+        smxx::decode::run_flash_mla_combine_kernel<cutlass::bfloat16_t>(cp);
+      };
+      smxx::decode::run_get_decoding_sched_meta_kernel(mp);
+      attend();
+      CK(cudaStreamSynchronize(s));
+      CK(cudaGetLastError());
+
+      // Spot check: heads 0, 37, 90, 127 of sequence 0 (its blocks are 0 .. per_seq - 1).
+      std::vector<uint16_t> hq(size_t(kHeads) * kDk), hk(size_t(len) * kDk), ho(size_t(kHeads) * kDv);
+      CK(cudaMemcpy(hq.data(), q, hq.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hk.data(), kc, hk.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(ho.data(), out, ho.size() * 2, cudaMemcpyDeviceToHost));
+      double max_err = 0, max_ref = 0;
+      for (const int head : {0, 37, 90, 127}) {
+        std::vector<double> sc(len), acc(kDv, 0.0);
+        double mx = -1e300;
+        for (int t = 0; t < len; ++t) {
+          double d = 0;
+          for (int i = 0; i < kDk; ++i) d += double(bf16f(hq[size_t(head) * kDk + i])) * bf16f(hk[size_t(t) * kDk + i]);
+          sc[t] = d * scale;
+          mx = std::max(mx, sc[t]);
+        }
+        double sum = 0;
+        for (int t = 0; t < len; ++t) {
+          const double w = std::exp(sc[t] - mx);
+          sum += w;
+          for (int i = 0; i < kDv; ++i) acc[i] += w * bf16f(hk[size_t(t) * kDk + i]);
+        }
+        for (int i = 0; i < kDv; ++i) {
+          const double ref = acc[i] / sum;
+          max_ref = std::max(max_ref, std::fabs(ref));
+          max_err = std::max(max_err, std::fabs(ref - bf16f(ho[size_t(head) * kDv + i])));
+        }
+      }
+
+      const double ms = median_ms(s, 20, attend);
+      const double ms_meta = median_ms(s, 20, [&] {
+        smxx::decode::run_get_decoding_sched_meta_kernel(mp);
+        attend();
+      });
+      CK(cudaGetLastError());
+      const double bytes = double(batch) * len * kDk * 2, flops = 2.0 * batch * kHeads * double(len) * (kDk + kDv);
+      for (const auto& [tag, t] : {std::pair{"", ms}, std::pair{"+meta", ms_meta}}) {
+        std::printf("mla_decode[flashmla%s]/ctx=%d batch=%d  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
+                    "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
+                    tag, len, batch, t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
+                    flops / (t * 1e-3) / 1e12, 100.0 * flops / (t * 1e-3) / 1e12 / bf16_tflops, max_err, max_ref);
+      }
+      for (void* ptr : {(void*)q, (void*)kc, (void*)out, (void*)lse, (void*)lse_acc, (void*)o_acc, (void*)table,
+                        (void*)lens, (void*)splits, (void*)meta})
+        CK(cudaFree(ptr));
+    }
+  }
+  CK(cudaStreamDestroy(s));
+  return 0;
+}
