@@ -846,8 +846,10 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
       p.block_size = block_size;
       p.max_blocks = max_blocks;
       p.max_seq_len = len;
+      p.cache_blocks = num_blocks;  // kWgmmaPingPong: TMA loads (block size 64)
       // The kernels' common splits (~2 waves), and for kWgmmaPingPong and kWgmmaSplitS also one
-      // wave (mla_decode_wgmma_splits: rows tagged "-1wave").
+      // wave (mla_decode_wgmma_splits: rows tagged "-1wave"); kWgmmaPingPong with its TMA loads
+      // and, one wave, with cp.async ("wgmma-pingpong-cpasync-1wave").
       const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
       const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
       p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
@@ -877,8 +879,12 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
                           : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                                 : "cuda-cores";
         run(impl, splits, tag);
-        if (impl == MlaDecodeImpl::kWgmmaPingPong)
+        if (impl == MlaDecodeImpl::kWgmmaPingPong) {
           run(impl, splits_1wave, "wgmma-pingpong-1wave");
+          p.cache_blocks = 0;  // its cp.async loads, for comparison
+          run(impl, splits_1wave, "wgmma-pingpong-cpasync-1wave");
+          p.cache_blocks = num_blocks;
+        }
         if (impl == MlaDecodeImpl::kWgmmaSplitS)
           run(impl, splits_1wave, "wgmma-split-s-1wave");
       }

@@ -25,6 +25,15 @@
 //           wait empty[wg] (every warp done with tile j - 1), load tile j + 1 into stage wg;
 //           wait p_full[wg ^ 1]; read
 //           m_j; O *= alpha, l *= alpha; issue P V_j (ss).
+// kTma (block size 64 and a tensor map over the cache's rows: the launcher's choice when
+// MlaDecodeParams::cache_blocks is given): tile j is cache block table[tile / 64], loaded by one thread of its owner
+// as nine TMA boxes of 64 rows x 128 bytes (one swizzled column block each) with a barrier each
+// (piece[wg][0..8], 1 arrival + 8 KB of transactions a phase), so the owner issues the 4 wgmmas
+// of a column block as soon as that block has landed instead of after the whole 72 KB tile; rows
+// past the sequence's end arrive too (the cache's contents there, possibly NaN), so the owner
+// zeroes their 512 V columns after its scores are done and before P V_j (the other warpgroup's
+// P V waits for p_full, which follows the zeroing and its proxy fence). Without kTma, full[wg]
+// as above. The rest of the protocol is the same.
 // The P buffer alternates between the warpgroups' tiles: a warpgroup stores P_j only after its
 // own P V_{j-1} (which read P_{j-1}) completed, and the other stored P_{j-1} only after its
 // P V_{j-2} read P_{j-2} (per warp: the part of a wgmma in warp w reads P's rows 16 w.., the
@@ -36,15 +45,19 @@
 // both), added at the end.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (the type only: no driver call here)
+
 #include "mla_decode_wgmma.cuh"
 
 namespace hymoe::gpu::kernels {
 
 inline constexpr int kWgmmaPpThreads = 256;
-// Q + two stages + P + m exchange [2][64] + row-sum exchange [64] + 6 mbarriers + alignment slack.
+// Q + two stages + P + m exchange [2][64] + row-sum exchange [64] + 6 + 18 mbarriers (full,
+// empty, p_full; kTma's pieces) + alignment slack.
 inline constexpr size_t kWgmmaPpBarOffset =
     3 * size_t{wgmma::kMlaTileBytes} + wgmma::kMlaBlockBytes + 3 * 64 * sizeof(float);
-inline constexpr size_t kWgmmaPpSmemBytes = kWgmmaPpBarOffset + 6 * 8 + 1024;
+inline constexpr int kWgmmaPpPieces = wgmma::kMlaTileBlocks;  // 9 column blocks a tile
+inline constexpr size_t kWgmmaPpSmemBytes = kWgmmaPpBarOffset + (6 + 2 * kWgmmaPpPieces) * 8 + 1024;
 static_assert(kWgmmaPpSmemBytes <= 232448, "sm_90's shared memory per block");
 
 // A warpgroup's copy of 64 rows of 576 BF16 into a swizzled MLA tile at `dst`: thread t (0..127)
@@ -75,8 +88,10 @@ __device__ __forceinline__ bool mla_pp_wait_timed_out(uint32_t bar, uint32_t par
   return false;
 }
 
+template <bool kTma>
 __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
-    mla_decode_wgmma_pp_kernel(MlaDecodeParams p, int chunk) {
+    mla_decode_wgmma_pp_kernel(const __grid_constant__ MlaDecodeParams p, int chunk,
+                               const __grid_constant__ CUtensorMap cache_map) {
   extern __shared__ __align__(1024) uint8_t mla_pp_smem[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(mla_pp_smem));
   const uint32_t q_s = (raw + 1023u) & ~1023u;         // [64 heads] MLA tile
@@ -89,6 +104,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   auto full = [&](int w) { return bars + w * 8; };
   auto empty = [&](int w) { return bars + (2 + w) * 8; };
   auto p_full = [&](int w) { return bars + (4 + w) * 8; };
+  auto piece = [&](int w, int c) { return bars + (6 + kWgmmaPpPieces * w + c) * 8; };
 
   const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, t = tid % 128;
@@ -107,6 +123,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       mbarrier_init(full(w), 128);
       mbarrier_init(empty(w), 8);
       mbarrier_init(p_full(w), 128);
+      if constexpr (kTma)
+        for (int c = 0; c < kWgmmaPpPieces; ++c) mbarrier_init(piece(w, c), 1);
     }
   }
   const auto* q = reinterpret_cast<const uint8_t*>(p.q) +
@@ -120,6 +138,17 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   // Tile j (j % 2 == wg) into stage wg by this warpgroup, then the arrivals on full[wg].
   auto load_tile = [&](int j) {
     const int tile = start + j * kWgmmaMlaTile;
+    if constexpr (kTma) {  // tile = cache block table[tile / 64] (chunk and tiles 64-aligned)
+      if (t == 0) {
+        const int row = table[tile / kWgmmaMlaTile] * kWgmmaMlaTile;
+        const uint32_t dst = k_s + wg * wgmma::kMlaTileBytes;
+        for (int c = 0; c < kWgmmaPpPieces; ++c) {
+          mbarrier_arrive_expect_tx(piece(wg, c), wgmma::kMlaBlockBytes);
+          tma_load_2d(dst + c * wgmma::kMlaBlockBytes, &cache_map, piece(wg, c), c * wgmma::kSw128RowBytes, row);
+        }
+      }
+      return;
+    }
     mla_pp_load_rows(k_s + wg * wgmma::kMlaTileBytes, t, cache, [&](int r) -> const uint8_t* {
       const int token = tile + r;
       if (token >= end) return nullptr;  // zeros: p = 0 must not meet NaN garbage in P V
@@ -159,11 +188,16 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
     const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
     const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
     if (owner == wg) {
-      const bool timed_out = mla_pp_wait_timed_out(full(wg), use);
-      fence_proxy_async();  // cp.async writes (generic proxy) -> wgmma reads (async proxy)
+      bool timed_out = false;
+      if constexpr (!kTma) {
+        timed_out = mla_pp_wait_timed_out(full(wg), use);
+        fence_proxy_async();  // cp.async writes (generic proxy) -> wgmma reads (async proxy)
+      }
       wgmma_fence();
 #pragma unroll
       for (int k = 0; k < kMlaHeadDim / 16; ++k) {
+        if constexpr (kTma)  // column block k / 4 landed (TMA writes: async proxy, as wgmma reads)
+          if (k % 4 == 0) timed_out |= mla_pp_wait_timed_out(piece(wg, k / 4), use);
         const uint32_t off = (k / 4) * wgmma::kMlaBlockBytes + (k % 4) * 32;
         wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_kmajor_desc(q_s + off),
                                 wgmma::sw128_kmajor_desc(stage + off), k > 0);
@@ -176,6 +210,18 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       wgmma_wait<0>();
       wgmma_hold_n(s);
       if (timed_out) __trap();  // a protocol bug: fail the launch rather than hang
+      if constexpr (kTma) {
+        // Rows past the end came from the cache as they are: zero their V columns (S is done
+        // with them; P V_j of either warpgroup reads them after the fence before p_full).
+        const int valid = end - tile;
+        if (valid < kWgmmaMlaTile) {
+          uint8_t* st = mla_pp_smem + (stage - raw);
+          for (int i = t; i < (kWgmmaMlaTile - valid) * (kMlaLatentDim / 8); i += 128) {
+            const int r = valid + i / (kMlaLatentDim / 8), ch = i % (kMlaLatentDim / 8);
+            *reinterpret_cast<uint4*>(st + wgmma::mla_tile_offset(r, ch * 8)) = make_uint4(0, 0, 0, 0);
+          }
+        }
+      }
 
       // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns).
       float mx[2] = {-INFINITY, -INFINITY};
@@ -245,7 +291,11 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         load_tile(j + 1);
       }
       mbarrier_wait(p_full(owner), use);
-      mbarrier_wait(full(owner), use);  // (complete: the owner waited for it)
+      if constexpr (kTma) {  // (complete: the owner waited for them) this warpgroup's V blocks
+        for (int c = 4 * wg; c < 4 * wg + 4; ++c) mbarrier_wait(piece(owner, c), use);
+      } else {
+        mbarrier_wait(full(owner), use);  // (complete: the owner waited for it)
+      }
       fence_proxy_async();
       float alpha[2];
 #pragma unroll

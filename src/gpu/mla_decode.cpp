@@ -30,10 +30,10 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 
 bool mla_decode_wgmma_supported() { return hopper_kernels_usable(); }
 
-MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads) {
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size, int64_t cache_blocks) {
   if (impl != MlaDecodeImpl::kAuto) return impl;
-  return heads % 64 == 0 && mla_decode_wgmma_supported() ? MlaDecodeImpl::kWgmmaSplitS
-                                                         : MlaDecodeImpl::kTensorCores;
+  if (heads % 64 != 0 || !mla_decode_wgmma_supported()) return MlaDecodeImpl::kTensorCores;
+  return block_size == 64 && cache_blocks > 0 ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kWgmmaSplitS;
 }
 
 int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, int heads,
@@ -45,7 +45,7 @@ int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, in
 
 void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
   MlaDecodeParams p = params;
-  p.impl = mla_decode_resolve(params.impl, params.heads);
+  p.impl = mla_decode_resolve(params.impl, params.heads, params.block_size, params.cache_blocks);
   HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,
@@ -58,6 +58,7 @@ void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
               kInvalidArgument,
               "mla_decode: block_size {} max_blocks {} max_seq_len {} num_splits {}",
               p.block_size, p.max_blocks, p.max_seq_len, p.num_splits);
+  HYMOE_CHECK(p.cache_blocks >= 0, kInvalidArgument, "mla_decode: cache_blocks {}", p.cache_blocks);
   if (p.batch == 0) return;
   HYMOE_CHECK(p.q && p.kv_cache && p.block_table && p.seq_lens && p.out && p.workspace,
               kInvalidArgument, "mla_decode: null pointer");

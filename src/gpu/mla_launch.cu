@@ -1,5 +1,6 @@
 // Launchers of MLA decode attention: split kernel then combine.
 #include "kernel_launch.h"
+#include "tensor_map.h"
 #include "mla_decode.cuh"
 #include "mla_decode_mma.cuh"
 #include "mla_decode_wgmma.cuh"
@@ -9,8 +10,17 @@ namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
-    // Checked by the caller, as below. Two warpgroups, each loading its own tiles.
-    const auto kernel = kernels::mla_decode_wgmma_pp_kernel;
+    // Checked by the caller, as below. Two warpgroups, each loading its own tiles: by TMA when a
+    // tile is one cache block and the cache's extent is known (a map over its rows), else by
+    // cp.async through the block table.
+    CUtensorMap map{};
+    const bool tma = p.block_size == kernels::kWgmmaMlaTile && p.cache_blocks > 0;
+    if (tma) {
+      const cudaError_t err = encode_sw128_map(map, p.kv_cache, p.cache_blocks * p.block_size,
+                                               kMlaHeadDim * 2, kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
+      if (err != cudaSuccess) return err;
+    }
+    const auto kernel = tma ? kernels::mla_decode_wgmma_pp_kernel<true> : kernels::mla_decode_wgmma_pp_kernel<false>;
     const cudaError_t attr =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kernels::kWgmmaPpSmemBytes));
@@ -18,7 +28,7 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
     int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
     chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
     const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
-    kernel<<<grid, kernels::kWgmmaPpThreads, kernels::kWgmmaPpSmemBytes, stream>>>(p, chunk);
+    kernel<<<grid, kernels::kWgmmaPpThreads, kernels::kWgmmaPpSmemBytes, stream>>>(p, chunk, map);
     kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
     return cudaGetLastError();
   }

@@ -1,6 +1,9 @@
 // MLA decode attention against a float64 reference over a paged cache with a shuffled block
 // table: ragged batches, a 1-token and a 64K-token sequence, forced split counts, block sizes 1,
-// 16, 32 and 64; every implementation (the wgmma ones where the heads come in 64-head groups).
+// 16, 32 and 64; every implementation (the wgmma ones where the heads come in 64-head groups;
+// kWgmmaPingPong both with its TMA loads and with cp.async). The cache rows past each sequence's
+// end in its last block are NaN, as an unwritten cache may be: no implementation may read them
+// into its result.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -27,9 +30,15 @@ void PrintTo(const MlaCase& c, std::ostream* os) {
 
 class MlaDecodeTest : public ::testing::TestWithParam<MlaCase> {};
 
+struct ImplRun {
+  MlaDecodeImpl impl;
+  const char* name;
+  bool cache_blocks = true;  // MlaDecodeParams::cache_blocks given (kWgmmaPingPong: TMA at block size 64)
+};
+
 // Runs the given implementations on case c, each on freshly poisoned output and workspace, and
 // checks each against a float64 reference.
-void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, const char*>>& impls) {
+void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   auto rng = test::make_rng();
   Stream stream;
   const int batch = static_cast<int>(c.lens.size());
@@ -42,7 +51,12 @@ void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, con
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<int32_t> table(size_t(batch) * max_blocks);
   for (size_t i = 0; i < table.size(); ++i) table[i] = perm[i];
-  const auto cache = test::random_bf16(size_t(num_blocks) * c.block_size * kMlaHeadDim, rng);
+  auto cache = test::random_bf16(size_t(num_blocks) * c.block_size * kMlaHeadDim, rng);
+  for (int b = 0; b < batch; ++b)  // NaN past the end, within the last block
+    for (int t = c.lens[b]; t % c.block_size != 0; ++t) {
+      const size_t row = size_t(table[b * max_blocks + t / c.block_size]) * c.block_size + t % c.block_size;
+      for (int d = 0; d < kMlaHeadDim; ++d) cache[row * kMlaHeadDim + d] = Bf16{0x7FC0};
+    }
   const auto q = test::random_bf16(size_t(batch) * c.heads * kMlaHeadDim, rng);
   const double mscale = 0.1 * std::log(40.0) + 1.0;
   const float scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
@@ -70,7 +84,8 @@ void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, con
     auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
     p.out = dout.as<Bf16>();
     p.workspace = dws.as<float>();
-    p.impl = entry.first;
+    p.impl = entry.impl;
+    p.cache_blocks = entry.cache_blocks ? num_blocks : 0;
     mla_decode(p, stream);
     outs.push_back(test::to_float(test::to_host<Bf16>(dout, size_t(batch) * c.heads * kMlaLatentDim, stream)));
   }
@@ -104,7 +119,8 @@ void check_case(const MlaCase& c, const std::vector<std::pair<MlaDecodeImpl, con
   // FP32 scores and accumulation, BF16 output: normalised error ~2^-9 from the output rounding;
   // the tensor-core kernels also round the probabilities to BF16 before P V (another ~2^-9).
   for (size_t i = 0; i < impls.size(); ++i)
-    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3) << impls[i].second << ", splits " << p.num_splits;
+    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3) << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)")
+                                                          << ", splits " << p.num_splits;
 }
 
 TEST_P(MlaDecodeTest, MatchesReference) {
@@ -123,7 +139,8 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
     GTEST_SKIP() << "wgmma needs compute capability 9.0 and an sm_90a build";
   check_case(GetParam(), {{MlaDecodeImpl::kWgmma, "wgmma"},
                           {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"},
-                          {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"}});
+                          {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"},
+                          {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -157,12 +174,20 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   EXPECT_NO_THROW(mla_decode(p, nullptr));
 }
 
-// kAuto: split-S wgmma where it can run, else the mma.sync kernel; the splits follow the kernel.
+// kAuto: ping-pong wgmma where its tiles come by TMA (64-token blocks, the cache's extent given),
+// split-S wgmma elsewhere it can run, else the mma.sync kernel; the splits follow the kernel.
 TEST(GpuHost, MlaDecodeAutoResolution) {
   const bool wgmma = mla_decode_wgmma_supported();
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128),
             wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000),
+            wgmma ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000),
+            wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 0),
+            wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 80), MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 80, 64, 1000), MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kCudaCores, 128), MlaDecodeImpl::kCudaCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kWgmma, 80), MlaDecodeImpl::kWgmma);  // refused later
   EXPECT_EQ(mla_decode_splits_for(MlaDecodeImpl::kWgmmaSplitS, 132, 1, 128, 65536),

@@ -49,6 +49,9 @@ struct MlaDecodeParams {
   int block_size = 0;                   // tokens per cache block (>= 1)
   int max_blocks = 0;                   // columns of block_table
   int max_seq_len = 0;                  // >= every seq_lens[b]
+  // Blocks in kv_cache (0: not given). With it and block_size 64, kWgmmaPingPong loads its tiles
+  // by TMA (a tensor map over the cache's rows); otherwise by cp.async.
+  int64_t cache_blocks = 0;
   int num_splits = 1;                   // chunks per sequence (mla_decode_splits_for picks one)
   float softmax_scale = 0.0f;
   MlaDecodeImpl impl = MlaDecodeImpl::kAuto;
@@ -74,11 +77,14 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 // code in the build).
 bool mla_decode_wgmma_supported();
 
-// The implementation kAuto runs: kWgmmaSplitS where the wgmma kernels can (heads a multiple of 64,
-// mla_decode_wgmma_supported()), the fastest measured on the H200 (run 26: 240 / 333 / 318
-// TFLOP/s at 64K context, batch 1 / 4 / 8, with mla_decode_wgmma_splits; mma.sync 96 / 137 / 139);
-// else kTensorCores. Other values are returned unchanged.
-MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads);
+// The implementation kAuto runs where the wgmma kernels can (heads a multiple of 64,
+// mla_decode_wgmma_supported()): kWgmmaPingPong when its tiles come by TMA (block_size 64 and
+// cache_blocks > 0, as MlaDecodeParams), the fastest measured on the H200 (run 143, one-wave
+// splits: 275 / 455 / 451 TFLOP/s at 64K context, batch 1 / 4 / 8, where kWgmmaSplitS ran 220 /
+// 324 / 307 and kWgmmaPingPong with cp.async 203 / 300 / 304; ahead at 1K and 8K too); else
+// kWgmmaSplitS (run 26: 240 / 333 / 318). Without wgmma, kTensorCores (mma.sync 96 / 137 / 139).
+// Other values are returned unchanged.
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size = 0, int64_t cache_blocks = 0);
 
 // The splits to use with impl: mla_decode_wgmma_splits for the wgmma kernels (kAuto resolved
 // first), mla_decode_splits for the others.
