@@ -4,7 +4,8 @@
 // kernel's per-tile steps with the parities of wgmma_layout.h (mla_pp_tile_parity); copies land
 // at random times, and a wgmma group counts as reading its operands until the warp's
 // wgmma.wait_group retires it (a warp's part reads the whole tile as B, and its own 16 rows of P).
-// Under random interleavings: every S and P V reads the tile it expects, every P V from shared
+// Both orders of the owner's release (the kernel's TMA and cp.async variants). Under random
+// interleavings: every S and P V reads the tile it expects, every P V from shared
 // memory reads the P and maxima rows of its tile, no copy or P store
 // lands on something a wgmma in flight still reads, nothing deadlocks; and the model catches the
 // mistakes the design avoids (one P barrier for both warpgroups, a load without the empty wait,
@@ -34,6 +35,9 @@ struct PpModel {
   // injected bug (this design's first version): only the other warpgroup releases a stage, so a
   // warp refills it while its own warpgroup's other warps may still read it
   bool owner_skips_release = false;
+  // The kernel's cp.async order (kEarly): the owner waits for its own P V_{j-1} and releases the
+  // previous stage before it waits for tile j (the TMA order releases after issuing S_j).
+  bool early_release = false;
 };
 
 enum class Outcome { kOk, kDeadlock, kWrongData, kOverwrite };
@@ -68,10 +72,17 @@ std::vector<Step> program(const PpModel& m, int warp) {
     const int owner = j % 2;
     const uint32_t use = mla_pp_tile_parity(j);
     if (owner == wg) {
-      s.push_back({Op::kWaitFull, j, wg, use});
-      s.push_back({Op::kIssueS, j});
-      s.push_back({Op::kWait1, j});
-      if (j > 0) s.push_back({Op::kArriveEmpty, j, wg ^ 1});
+      if (m.early_release) {
+        s.push_back({Op::kWait0, j});
+        if (j > 0) s.push_back({Op::kArriveEmpty, j, wg ^ 1});
+        s.push_back({Op::kWaitFull, j, wg, use});
+        s.push_back({Op::kIssueS, j});
+      } else {
+        s.push_back({Op::kWaitFull, j, wg, use});
+        s.push_back({Op::kIssueS, j});
+        s.push_back({Op::kWait1, j});
+        if (j > 0) s.push_back({Op::kArriveEmpty, j, wg ^ 1});
+      }
       s.push_back({Op::kWait0, j});
       s.push_back({Op::kStoreP, j});
       s.push_back({Op::kArriveP, j, wg});
@@ -201,12 +212,14 @@ Outcome simulate(const PpModel& m, std::mt19937_64& rng) {
 
 TEST(GpuHost, MlaPingPongProtocolDeliversEveryTile) {
   auto rng = test::make_rng();
-  for (int tiles = 0; tiles <= 9; ++tiles)
-    for (int run = 0; run < 300; ++run) {
-      PpModel m;
-      m.tiles = tiles;
-      ASSERT_EQ(simulate(m, rng), Outcome::kOk) << tiles << " tiles, run " << run;
-    }
+  for (const bool early : {false, true})
+    for (int tiles = 0; tiles <= 9; ++tiles)
+      for (int run = 0; run < 300; ++run) {
+        PpModel m;
+        m.tiles = tiles;
+        m.early_release = early;
+        ASSERT_EQ(simulate(m, rng), Outcome::kOk) << tiles << " tiles, run " << run << (early ? ", early release" : "");
+      }
 }
 
 TEST(GpuHost, MlaPingPongProtocolModelCatchesMistakes) {
@@ -222,15 +235,18 @@ TEST(GpuHost, MlaPingPongProtocolModelCatchesMistakes) {
     caught = o == Outcome::kWrongData || o == Outcome::kDeadlock;
   }
   EXPECT_TRUE(caught);
-  caught = false;
-  for (int run = 0; run < 2000 && !caught; ++run) {
-    PpModel m;
-    m.tiles = 8;
-    m.skip_empty_wait = true;
-    const Outcome o = simulate(m, rng);
-    caught = o == Outcome::kOverwrite || o == Outcome::kWrongData;
+  for (const bool early : {false, true}) {
+    caught = false;
+    for (int run = 0; run < 2000 && !caught; ++run) {
+      PpModel m;
+      m.tiles = 8;
+      m.skip_empty_wait = true;
+      m.early_release = early;
+      const Outcome o = simulate(m, rng);
+      caught = o == Outcome::kOverwrite || o == Outcome::kWrongData;
+    }
+    EXPECT_TRUE(caught) << (early ? "early release" : "");
   }
-  EXPECT_TRUE(caught);
   caught = false;
   for (int run = 0; run < 2000 && !caught; ++run) {
     PpModel m;
