@@ -27,8 +27,9 @@
 //           wait p_full[wg ^ 1]; read
 //           m_j; O *= alpha, l *= alpha; issue P V_j (ss).
 // kTma (block size 64 and a tensor map over the cache's rows: the launcher's choice when
-// MlaDecodeParams::cache_blocks is given): tile j is cache block table[tile / 64], loaded by one thread of its owner
-// as nine TMA boxes of 64 rows x 128 bytes (one swizzled column block each) with a barrier each
+// MlaDecodeParams::cache_blocks is given): tile j is cache block table[tile / 64], loaded by one
+// thread of its owner as nine TMA boxes of 64 rows x 128 bytes (one swizzled column block each)
+// with a barrier each
 // (piece[wg][0..8], 1 arrival + 8 KB of transactions a phase), so the owner issues the 4 wgmmas
 // of a column block as soon as that block has landed instead of after the whole 72 KB tile; rows
 // past the sequence's end arrive too (the cache's contents there, possibly NaN), so the owner
@@ -150,7 +151,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         const uint32_t dst = k_s + wg * wgmma::kMlaTileBytes;
         for (int c = 0; c < kWgmmaPpPieces; ++c) {
           mbarrier_arrive_expect_tx(piece(wg, c), wgmma::kMlaBlockBytes);
-          tma_load_2d(dst + c * wgmma::kMlaBlockBytes, &cache_map, piece(wg, c), c * wgmma::kSw128RowBytes, row);
+          tma_load_2d(dst + c * wgmma::kMlaBlockBytes, &cache_map, piece(wg, c),
+                      c * wgmma::kSw128RowBytes, row);
         }
       }
       return;

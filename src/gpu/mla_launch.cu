@@ -20,7 +20,8 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                                                kMlaHeadDim * 2, kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
       if (err != cudaSuccess) return err;
     }
-    const auto kernel = tma ? kernels::mla_decode_wgmma_pp_kernel<true> : kernels::mla_decode_wgmma_pp_kernel<false>;
+    const auto kernel =
+        tma ? kernels::mla_decode_wgmma_pp_kernel<true> : kernels::mla_decode_wgmma_pp_kernel<false>;
     const cudaError_t attr =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kernels::kWgmmaPpSmemBytes));

@@ -9,10 +9,11 @@
 
 namespace hymoe::gpu::launch {
 
-// A map over a row-major byte matrix (FP8 weights, activations, a BF16 cache's rows) [rows][cols] (ld bytes between rows, a multiple of 16):
-// boxes of box_rows x 128 bytes (one 128-byte swizzled row block, as the wgmma descriptors read
-// it: wgmma_layout.h); elements outside the matrix are zero-filled. cudaErrorNotSupported when
-// the driver has no encoder, cudaErrorInvalidValue when it refuses the shape.
+// A map over a row-major byte matrix [rows][cols] (FP8 weights or activations, a BF16 cache's
+// rows; ld bytes between rows, a multiple of 16): boxes of box_rows x 128 bytes (one 128-byte
+// swizzled row block, as the wgmma descriptors read it: wgmma_layout.h); elements outside the
+// matrix are zero-filled. cudaErrorNotSupported when the driver has no encoder,
+// cudaErrorInvalidValue when it refuses the shape.
 cudaError_t encode_sw128_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int64_t ld,
                              int box_rows);
 

@@ -119,8 +119,9 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   // FP32 scores and accumulation, BF16 output: normalised error ~2^-9 from the output rounding;
   // the tensor-core kernels also round the probabilities to BF16 before P V (another ~2^-9).
   for (size_t i = 0; i < impls.size(); ++i)
-    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3) << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)")
-                                                          << ", splits " << p.num_splits;
+    EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3)
+        << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)") << ", splits "
+        << p.num_splits;
 }
 
 TEST_P(MlaDecodeTest, MatchesReference) {

@@ -218,7 +218,8 @@ TEST(GpuHost, MlaPingPongProtocolDeliversEveryTile) {
         PpModel m;
         m.tiles = tiles;
         m.early_release = early;
-        ASSERT_EQ(simulate(m, rng), Outcome::kOk) << tiles << " tiles, run " << run << (early ? ", early release" : "");
+        ASSERT_EQ(simulate(m, rng), Outcome::kOk)
+            << tiles << " tiles, run " << run << (early ? ", early release" : "");
       }
 }
 
