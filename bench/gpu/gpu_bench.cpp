@@ -824,12 +824,14 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
-void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info,
+// Contexts of 1K, 8K and 64K tokens; those below min_len left out (one size under ncu).
+void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
                       std::initializer_list<MlaDecodeImpl> impls) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
   for (int len : {1024, 8192, 65536}) {
+    if (len < min_len) continue;
     for (int batch : {1, 4, 8}) {
       const int max_blocks = (len + block_size - 1) / block_size;
       const int num_blocks = batch * max_blocks;
@@ -1093,7 +1095,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
 
 int run(int argc, char** argv) {
   std::string out_path;
-  int min_tokens = 0;  // moe: token counts below this left out (one size under ncu)
+  int min_tokens = 0;  // moe, mla_decode: token counts below this left out (one size under ncu)
   int max_tokens = 65536;
   std::string only;  // comma-separated section names; empty: all
   std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
@@ -1113,7 +1115,7 @@ int run(int argc, char** argv) {
       moe_backend = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe)] [--max-tokens N]\n"
+                   "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe, mla_decode)] [--max-tokens N]\n"
                    "                       [--only SECTION,...]\n"
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "                       [--moe-backend NAME (gemm_backend_name, e.g. "
@@ -1153,7 +1155,8 @@ int run(int argc, char** argv) {
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] {
-    bench_mla_decode(bench, c, info, {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores});
+    bench_mla_decode(bench, c, info, min_tokens,
+                     {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores});
   });
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
@@ -1165,7 +1168,7 @@ int run(int argc, char** argv) {
       fmt::print("mla_decode_wgmma: skipped (needs compute capability 9.0 and an sm_90a build)\n");
       return;
     }
-    bench_mla_decode(bench, c, info,
+    bench_mla_decode(bench, c, info, min_tokens,
                      {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
                       MlaDecodeImpl::kWgmmaPingPong});
   });
