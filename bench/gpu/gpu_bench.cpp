@@ -878,6 +878,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
         const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
                           : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
                           : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
+                          : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
                           : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                                 : "cuda-cores";
         run(impl, splits, tag);
@@ -889,6 +890,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
         }
         if (impl == MlaDecodeImpl::kWgmmaSplitS)
           run(impl, splits_1wave, "wgmma-split-s-1wave");
+        if (impl == MlaDecodeImpl::kWgmmaPair) run(impl, splits_1wave, "wgmma-pair-1wave");
       }
     }
   }
@@ -1170,7 +1172,7 @@ int run(int argc, char** argv) {
     }
     bench_mla_decode(bench, c, info, min_tokens,
                      {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
-                      MlaDecodeImpl::kWgmmaPingPong});
+                      MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair});
   });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

@@ -239,6 +239,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t d
 // BF16 wgmma of MLA decode (mla_decode_wgmma.cuh), FP32 accumulators:
 //   wgmma_m64n64k16_bf16_ss    D[64 x 64] (+)= A[64 x 16] * B[64 x 16]^T, both K-major in shared
 //                              memory by descriptor (32 registers per thread)
+//   wgmma_m64n64k16_bf16_rs    the same with A in registers (as below)
 //   wgmma_m64n256k16_bf16_rs_t D[64 x 256] += A[64 x 16] * B[16 x 256], A in registers (four
 //                              BF16x2 per thread, mma.sync's m16n8k16 A fragment per warp), B
 //                              MN-major ("transposed": N contiguous) in shared memory by descriptor
@@ -263,6 +264,35 @@ __device__ __forceinline__ void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t
 #else
   (void)d;
   (void)desc_a;
+  (void)desc_b;
+  (void)accumulate;
+  __trap();
+#endif
+}
+
+// D[64 x 64] (+)= A[64 x 16] * B[64 x 16]^T, A in registers (mma.sync's m16n8k16 A fragment per
+// warp, as wgmma_m64n256k16_bf16_rs_t), B K-major in shared memory by descriptor.
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_rs(float (&d)[32], const uint32_t (&a)[4],
+                                                        uint64_t desc_b, bool accumulate) {
+#if defined(HYMOE_WGMMA_ENABLED)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),
+        "r"(static_cast<int>(accumulate)));
+#else
+  (void)d;
+  (void)a;
   (void)desc_b;
   (void)accumulate;
   __trap();

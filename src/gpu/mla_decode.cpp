@@ -59,6 +59,11 @@ void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
               "mla_decode: block_size {} max_blocks {} max_seq_len {} num_splits {}",
               p.block_size, p.max_blocks, p.max_seq_len, p.num_splits);
   HYMOE_CHECK(p.cache_blocks >= 0, kInvalidArgument, "mla_decode: cache_blocks {}", p.cache_blocks);
+  HYMOE_CHECK(p.impl != MlaDecodeImpl::kWgmmaPair || (p.block_size == 64 && p.cache_blocks > 0),
+              kInvalidArgument,
+              "mla_decode (kWgmmaPair): block_size {} cache_blocks {} (its tiles come by TMA: "
+              "block_size 64 and cache_blocks given)",
+              p.block_size, p.cache_blocks);
   if (p.batch == 0) return;
   HYMOE_CHECK(p.q && p.kv_cache && p.block_table && p.seq_lens && p.out && p.workspace,
               kInvalidArgument, "mla_decode: null pointer");

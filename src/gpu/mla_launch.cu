@@ -4,11 +4,29 @@
 #include "mla_decode.cuh"
 #include "mla_decode_mma.cuh"
 #include "mla_decode_wgmma.cuh"
+#include "mla_decode_wgmma_pair.cuh"
 #include "mla_decode_wgmma_pp.cuh"
 
 namespace hymoe::gpu::launch {
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  if (p.impl == MlaDecodeImpl::kWgmmaPair) {  // (block size 64 and cache_blocks: checked)
+    CUtensorMap map{};
+    cudaError_t err = encode_sw128_map(map, p.kv_cache, p.cache_blocks * p.block_size,
+                                       kMlaHeadDim * 2, kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(kernels::mla_decode_wgmma_pair_kernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kernels::kWgmmaPairSmemBytes));
+    if (err != cudaSuccess) return err;
+    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
+    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
+    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
+    kernels::mla_decode_wgmma_pair_kernel<<<grid, kernels::kWgmmaPairThreads,
+                                            kernels::kWgmmaPairSmemBytes, stream>>>(p, chunk, map);
+    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+    return cudaGetLastError();
+  }
   if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
     // Checked by the caller, as below. Two warpgroups, each loading its own tiles: by TMA when a
     // tile is one cache block and the cache's extent is known (a map over its rows), else by

@@ -28,13 +28,24 @@ inline constexpr int kMlaHeadDim = kMlaLatentDim + kMlaRopeDim;  // 576
 // kWgmmaSplitS splits the scores' tokens between them and shares P through shared memory,
 // kWgmmaPingPong gives each 64-token tile's loads, scores and softmax to one of the two
 // warpgroups in turn (P and the row maxima handed over through shared memory and mbarriers), so
-// that one warpgroup's softmax runs under the other's P V. kAuto: see mla_decode_resolve.
-enum class MlaDecodeImpl { kAuto, kTensorCores, kCudaCores, kWgmma, kWgmmaSplitS, kWgmmaPingPong };
+// that one warpgroup's softmax runs under the other's P V; kWgmmaPair works on pairs of tiles,
+// one warpgroup's scores for each, both in flight at once, and refills each half of a tile as
+// soon as the P V that reads it is done (only by TMA: block_size 64 and cache_blocks given).
+// kAuto: see mla_decode_resolve.
+enum class MlaDecodeImpl {
+  kAuto,
+  kTensorCores,
+  kCudaCores,
+  kWgmma,
+  kWgmmaSplitS,
+  kWgmmaPingPong,
+  kWgmmaPair
+};
 
 // Whether impl is one of the wgmma kernels (64-head groups, sm_90a).
 constexpr bool mla_decode_is_wgmma(MlaDecodeImpl impl) {
   return impl == MlaDecodeImpl::kWgmma || impl == MlaDecodeImpl::kWgmmaSplitS ||
-         impl == MlaDecodeImpl::kWgmmaPingPong;
+         impl == MlaDecodeImpl::kWgmmaPingPong || impl == MlaDecodeImpl::kWgmmaPair;
 }
 
 struct MlaDecodeParams {
@@ -50,7 +61,7 @@ struct MlaDecodeParams {
   int max_blocks = 0;                   // columns of block_table
   int max_seq_len = 0;                  // >= every seq_lens[b]
   // Blocks in kv_cache (0: not given). With it and block_size 64, kWgmmaPingPong loads its tiles
-  // by TMA (a tensor map over the cache's rows); otherwise by cp.async.
+  // by TMA (a tensor map over the cache's rows); otherwise by cp.async. kWgmmaPair needs it.
   int64_t cache_blocks = 0;
   int num_splits = 1;                   // chunks per sequence (mla_decode_splits_for picks one)
   float softmax_scale = 0.0f;
