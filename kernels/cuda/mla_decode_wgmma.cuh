@@ -83,6 +83,32 @@ __device__ __forceinline__ void mla_wgmma_store_partials(const MlaDecodeParams& 
   }
 }
 
+// The end of a split in the kernels whose warpgroups each keep the row sums of their own tiles'
+// P (kWgmmaPingPong, kWgmmaPair): the sums over the 4 lanes of a row group, then over both
+// warpgroups (warpgroup 1's through l_x, 64 floats of shared memory, and a block barrier), then
+// the partials. rows: this thread's two rows of the 64-head group h0.
+__device__ __forceinline__ void mla_wgmma_store_split(const MlaDecodeParams& p,
+                                                      const float (&o)[128],
+                                                      const float (&m_run)[2], float (&l_run)[2],
+                                                      float* l_x, const int (&rows)[2], int h0,
+                                                      int b, int split, int splits, int wg, int c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
+  }
+  if (wg == 1 && c == 0) {
+    l_x[rows[0]] = l_run[0];
+    l_x[rows[1]] = l_run[1];
+  }
+  __syncthreads();
+  if (wg == 0) {
+    l_run[0] += l_x[rows[0]];
+    l_run[1] += l_x[rows[1]];
+  }
+  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], b, split, splits, wg, c);
+}
+
 // kSplitS = false (MlaDecodeImpl::kWgmma): both warpgroups compute the whole S and keep P in
 // registers. kSplitS = true (kWgmmaSplitS): warpgroup wg computes S for tokens 32 wg .. 32 wg + 31
 // (wgmma m64n32k16), the two exchange their row maxima through shared memory, and write P (BF16,

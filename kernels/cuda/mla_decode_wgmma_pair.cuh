@@ -297,17 +297,21 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
     wgmma_commit();
   }
 
+  // Every wgmma of this warpgroup done; a timed-out wait (a protocol bug) fails the launch.
+  auto retire_all = [&] {
+    wgmma_wait<0>();
+    wgmma_hold_n(s);
+    wgmma_hold_n(o);
+    hold_a();
+    if (timed_out) __trap();
+  };
   // One loop per warpgroup (as FlashMLA's two subroutines).
   if (wg == 0) {
     for (int i = 0; i < pairs; ++i) {
       const int t0 = 2 * i, t1 = 2 * i + 1;
       const bool has_b = t1 < tiles, next = t0 + 2 < tiles;
       const uint32_t use = static_cast<uint32_t>(i & 1);
-      wgmma_wait<0>();  // this warpgroup's S of the pair (and all before it) done
-      wgmma_hold_n(s);
-      wgmma_hold_n(o);
-      hold_a();
-      if (timed_out) __trap();  // a protocol bug: fail the launch rather than hang
+      retire_all();  // this warpgroup's S of the pair (and all before it) done
       zero_tail(t0);
       float m_a[2], sum[2], alpha[2];
       softmax(t0, m_run, m_a, sum);
@@ -368,11 +372,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
       const int t0 = 2 * i, t1 = 2 * i + 1;
       const bool has_b = t1 < tiles;
       const uint32_t use = static_cast<uint32_t>(i & 1);
-      wgmma_wait<0>();  // this warpgroup's S of the pair (and all before it) done
-      wgmma_hold_n(s);
-      wgmma_hold_n(o);
-      hold_a();
-      if (timed_out) __trap();  // a protocol bug: fail the launch rather than hang
+      retire_all();  // this warpgroup's S of the pair (and all before it) done
       if (has_b) zero_tail(t1);
       timed_out |= mla_pp_wait_timed_out(m_full(0), use);
       float m_a[2], m_b[2], sum[2] = {0.0f, 0.0f}, gamma[2];
@@ -427,28 +427,8 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
       }
     }
   }
-  wgmma_wait<0>();
-  wgmma_hold_n(o);
-  hold_a();
-  if (timed_out) __trap();
-
-  // Row sums over the 4 lanes of a row group, then over both warpgroups' tiles.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-  }
-  if (wg == 1 && c == 0) {
-    l_x[rows[0]] = l_run[0];
-    l_x[rows[1]] = l_run[1];
-  }
-  __syncthreads();
-  if (wg == 0) {
-    l_run[0] += l_x[rows[0]];
-    l_run[1] += l_x[rows[1]];
-  }
-
-  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], b, split, splits, wg, c);
+  retire_all();
+  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, b, split, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -335,23 +335,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   wgmma_hold_n(o);
   hold_a();
 
-  // Row sums over the 4 lanes of a row group, then over both warpgroups' tiles.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-  }
-  if (wg == 1 && c == 0) {
-    l_x[rows[0]] = l_run[0];
-    l_x[rows[1]] = l_run[1];
-  }
-  __syncthreads();
-  if (wg == 0) {
-    l_run[0] += l_x[rows[0]];
-    l_run[1] += l_x[rows[1]];
-  }
-
-  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], b, split, splits, wg, c);
+  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, b, split, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

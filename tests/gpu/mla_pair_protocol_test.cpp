@@ -212,21 +212,12 @@ Outcome simulate(const PairModel& m, std::mt19937_64& rng) {
     }
   };
   for (;;) {
-    std::vector<std::pair<int, int>> actions;  // (0: step, 1: oldest copy lands) of warp i
-    for (int i = 0; i < kWarps; ++i) {
-      if (enabled(warps[i])) actions.push_back({0, i});
-      if (!warps[i].copies.empty()) actions.push_back({1, i});
-    }
-    if (actions.empty()) {
-      for (const Warp& w : warps)
-        if (w.pc < w.prog.size()) return Outcome::kDeadlock;
-      return Outcome::kOk;
-    }
-    const auto [kind, i] =
-        actions[std::uniform_int_distribution<size_t>(0, actions.size() - 1)(rng)];
+    const auto [move, i] = test_model::pick_move(warps, enabled, rng);
+    if (move == test_model::Move::kDeadlock) return Outcome::kDeadlock;
+    if (move == test_model::Move::kDone) return Outcome::kOk;
     Warp& w = warps[i];
     const int part = i % 4, wg = i / 4;
-    if (kind == 1) {
+    if (move == test_model::Move::kLand) {
       const Copy cp = w.copies.front();
       w.copies.pop_front();
       if (stage_read(cp.stage, cp.half)) return Outcome::kOverwrite;
