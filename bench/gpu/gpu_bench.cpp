@@ -1117,7 +1117,8 @@ int run(int argc, char** argv) {
       moe_backend = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe, mla_decode)] [--max-tokens N]\n"
+                   "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe, mla_decode)]\n"
+                   "                       [--max-tokens N]\n"
                    "                       [--only SECTION,...]\n"
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "                       [--moe-backend NAME (gemm_backend_name, e.g. "

@@ -1,7 +1,7 @@
 // A CPU model of an mbarrier for the protocol tests of the wgmma kernels (wgmma_pipeline_test,
-// mla_pingpong_protocol_test, mla_pair_protocol_test): phase P completes when `count` arrivals happened in it;
-// try_wait.parity q is true once the phase of parity q completed, i.e. q != P % 2 for a barrier
-// in phase P.
+// mla_pingpong_protocol_test, mla_pair_protocol_test): phase P completes when `count` arrivals
+// happened in it; try_wait.parity q is true once the phase of parity q completed, i.e.
+// q != P % 2 for a barrier in phase P.
 #pragma once
 
 #include <cstdint>

@@ -138,10 +138,11 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
   if (GetParam().heads % 64 != 0) GTEST_SKIP() << "wgmma takes 64-head groups";
   if (!mla_decode_wgmma_supported())
     GTEST_SKIP() << "wgmma needs compute capability 9.0 and an sm_90a build";
-  std::vector<ImplRun> impls = {{MlaDecodeImpl::kWgmma, "wgmma"},
-                                {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"},
-                                {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"},
-                                {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false}};
+  std::vector<ImplRun> impls = {
+      {MlaDecodeImpl::kWgmma, "wgmma"},
+      {MlaDecodeImpl::kWgmmaSplitS, "wgmma, split S"},
+      {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"},
+      {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false}};
   if (GetParam().block_size == 64) impls.push_back({MlaDecodeImpl::kWgmmaPair, "wgmma, pairs"});
   check_case(GetParam(), impls);
 }
@@ -167,6 +168,7 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   p.block_size = 64;
   p.max_blocks = 1;
   p.max_seq_len = 64;
+  p.cache_blocks = 4;  // (kWgmmaPair's TMA needs it: the heads are what is refused)
   for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
                                     MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair}) {
     p.impl = impl;
@@ -174,13 +176,15 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   }
   p.heads = 128;
   p.batch = 0;  // the same shapes with 128 heads pass the checks (an empty batch returns)
-  p.impl = MlaDecodeImpl::kWgmmaPingPong;
-  EXPECT_NO_THROW(mla_decode(p, nullptr));
+  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
+                                    MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair}) {
+    p.impl = impl;
+    EXPECT_NO_THROW(mla_decode(p, nullptr));
+  }
   // kWgmmaPair loads by TMA only: 64-token blocks and the cache's extent given.
-  p.impl = MlaDecodeImpl::kWgmmaPair;
-  EXPECT_ANY_THROW(mla_decode(p, nullptr));  // cache_blocks 0
+  p.cache_blocks = 0;
+  EXPECT_ANY_THROW(mla_decode(p, nullptr));
   p.cache_blocks = 4;
-  EXPECT_NO_THROW(mla_decode(p, nullptr));
   p.block_size = 32;
   p.max_blocks = 2;
   EXPECT_ANY_THROW(mla_decode(p, nullptr));
