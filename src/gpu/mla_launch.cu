@@ -9,63 +9,61 @@
 
 namespace hymoe::gpu::launch {
 
-cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
-  if (p.impl == MlaDecodeImpl::kWgmmaPair) {  // (block size 64 and cache_blocks: checked)
-    CUtensorMap map{};
-    cudaError_t err = encode_sw128_map(map, p.kv_cache, p.cache_blocks * p.block_size,
-                                       kMlaHeadDim * 2, kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
-    if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(kernels::mla_decode_wgmma_pair_kernel,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(kernels::kWgmmaPairSmemBytes));
+namespace {
+
+// Chunk of each split: the longest sequence over the splits, rounded up to whole tiles (short
+// sequences leave trailing splits empty).
+int split_chunk(const MlaDecodeParams& p, int tile) {
+  const int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
+  return (chunk + tile - 1) / tile * tile;
+}
+
+// The wgmma kernels (checked by the caller: heads a multiple of 64, compute capability 9.0 and
+// sm_90a built; kWgmmaPair also block size 64 and cache_blocks): blocks of (64-head group, split,
+// sequence), then the combine. kWgmmaPingPong and kWgmmaPair load their tiles by TMA through a
+// map over the cache's rows where a tile is one cache block and the cache's extent is known;
+// the ping-pong copies with cp.async through the block table elsewhere.
+cudaError_t mla_decode_wgmma(const MlaDecodeParams& p, cudaStream_t stream) {
+  const bool tma = p.block_size == kernels::kWgmmaMlaTile && p.cache_blocks > 0 &&
+                   (p.impl == MlaDecodeImpl::kWgmmaPingPong || p.impl == MlaDecodeImpl::kWgmmaPair);
+  CUtensorMap map{};
+  if (tma) {
+    const cudaError_t err =
+        encode_sw128_map(map, p.kv_cache, p.cache_blocks * p.block_size, kMlaHeadDim * 2,
+                         kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
     if (err != cudaSuccess) return err;
-    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
-    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
-    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
-    kernels::mla_decode_wgmma_pair_kernel<<<grid, kernels::kWgmmaPairThreads,
-                                            kernels::kWgmmaPairSmemBytes, stream>>>(p, chunk, map);
-    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
-    return cudaGetLastError();
   }
-  if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
-    // Checked by the caller, as below. Two warpgroups, each loading its own tiles: by TMA when a
-    // tile is one cache block and the cache's extent is known (a map over its rows), else by
-    // cp.async through the block table.
-    CUtensorMap map{};
-    const bool tma = p.block_size == kernels::kWgmmaMlaTile && p.cache_blocks > 0;
-    if (tma) {
-      const cudaError_t err = encode_sw128_map(map, p.kv_cache, p.cache_blocks * p.block_size,
-                                               kMlaHeadDim * 2, kMlaHeadDim * 2, kernels::kWgmmaMlaTile);
-      if (err != cudaSuccess) return err;
-    }
-    const auto kernel =
-        tma ? kernels::mla_decode_wgmma_pp_kernel<true> : kernels::mla_decode_wgmma_pp_kernel<false>;
-    const cudaError_t attr =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kernels::kWgmmaPpSmemBytes));
+  const int chunk = split_chunk(p, kernels::kWgmmaMlaTile);
+  const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
+  auto launch = [&](auto kernel, int threads, size_t smem, auto... extra) {
+    const cudaError_t attr = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (attr != cudaSuccess) return attr;
-    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
-    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
-    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
-    kernel<<<grid, kernels::kWgmmaPpThreads, kernels::kWgmmaPpSmemBytes, stream>>>(p, chunk, map);
-    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
-    return cudaGetLastError();
+    kernel<<<grid, threads, smem, stream>>>(p, chunk, extra...);
+    return cudaSuccess;
+  };
+  cudaError_t err;
+  if (p.impl == MlaDecodeImpl::kWgmmaPair) {
+    err = launch(kernels::mla_decode_wgmma_pair_kernel, kernels::kWgmmaPairThreads,
+                 kernels::kWgmmaPairSmemBytes, map);
+  } else if (p.impl == MlaDecodeImpl::kWgmmaPingPong) {
+    err = launch(tma ? kernels::mla_decode_wgmma_pp_kernel<true>
+                     : kernels::mla_decode_wgmma_pp_kernel<false>,
+                 kernels::kWgmmaPpThreads, kernels::kWgmmaPpSmemBytes, map);
+  } else {
+    err = launch(p.impl == MlaDecodeImpl::kWgmma ? kernels::mla_decode_wgmma_kernel<false>
+                                                 : kernels::mla_decode_wgmma_kernel<true>,
+                 kernels::kWgmmaMlaThreads, kernels::kWgmmaMlaSmemBytes);
   }
-  if (p.impl == MlaDecodeImpl::kWgmma || p.impl == MlaDecodeImpl::kWgmmaSplitS) {
-    // Checked by the caller: heads a multiple of 64, compute capability 9.0 and sm_90a built.
-    const auto kernel = p.impl == MlaDecodeImpl::kWgmma ? kernels::mla_decode_wgmma_kernel<false>
-                                                        : kernels::mla_decode_wgmma_kernel<true>;
-    const cudaError_t attr =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kernels::kWgmmaMlaSmemBytes));
-    if (attr != cudaSuccess) return attr;
-    int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
-    chunk = (chunk + kernels::kWgmmaMlaTile - 1) / kernels::kWgmmaMlaTile * kernels::kWgmmaMlaTile;
-    const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
-    kernel<<<grid, kernels::kWgmmaMlaThreads, kernels::kWgmmaMlaSmemBytes, stream>>>(p, chunk);
-    kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
-    return cudaGetLastError();
-  }
+  if (err != cudaSuccess) return err;
+  kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
+  if (mla_decode_is_wgmma(p.impl)) return mla_decode_wgmma(p, stream);
   const bool mma = p.impl != MlaDecodeImpl::kCudaCores;
   const int tile = mma ? kernels::kMmaTile : kernels::kMlaTile;
   // Per call (a host-side attribute set, microseconds): stays right on every device.
@@ -77,9 +75,7 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(kernels::kMlaSmemBytes));
   if (attr != cudaSuccess) return attr;
-  // Chunk per split, rounded to whole tiles; short sequences leave trailing splits empty.
-  int chunk = (p.max_seq_len + p.num_splits - 1) / p.num_splits;
-  chunk = (chunk + tile - 1) / tile * tile;
+  const int chunk = split_chunk(p, tile);
   if (mma) {
     // Head groups fastest: the groups of one split run together and share its tiles in L2.
     const dim3 grid((p.heads + kernels::kMmaHeads - 1) / kernels::kMmaHeads, p.num_splits, p.batch);
