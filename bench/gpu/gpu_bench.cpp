@@ -824,14 +824,15 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
-// Contexts of 1K, 8K and 64K tokens; those below min_len left out (one size under ncu).
-void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
+// Contexts of 1K, 8K and 64K tokens; those outside [min_len, max_len] left out (one size under
+// ncu).
+void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len, int max_len,
                       std::initializer_list<MlaDecodeImpl> impls) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
   for (int len : {1024, 8192, 65536}) {
-    if (len < min_len) continue;
+    if (len < min_len || len > max_len) continue;
     for (int batch : {1, 4, 8}) {
       const int max_blocks = (len + block_size - 1) / block_size;
       const int num_blocks = batch * max_blocks;
@@ -849,9 +850,10 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       p.max_blocks = max_blocks;
       p.max_seq_len = len;
       p.cache_blocks = num_blocks;  // kWgmmaPingPong: TMA loads (block size 64)
-      // The kernels' common splits (~2 waves), and for kWgmmaPingPong and kWgmmaSplitS also one
-      // wave (mla_decode_wgmma_splits: rows tagged "-1wave"); kWgmmaPingPong with its TMA loads
-      // and, one wave, with cp.async ("wgmma-pingpong-cpasync-1wave").
+      // The kernels' common splits (~2 waves), and for the wgmma kernels also
+      // mla_decode_wgmma_splits' (at most one wave: rows tagged "-1wave", kAuto's splits);
+      // kWgmmaPingPong with its TMA loads and, with those splits, with cp.async
+      // ("wgmma-pingpong-cpasync-1wave").
       const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
       const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
       p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
@@ -863,15 +865,23 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       p.seq_lens = lens.as<int32_t>();
       p.out = out.as<Bf16>();
       p.workspace = ws.as<float>();
-      auto run = [&](MlaDecodeImpl impl, int num_splits, const char* tag) {
+      // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
+      // per call: without the host's launch rate (a call is two launches), as the engine's
+      // captured decode step runs them; rows tagged ",graph".
+      auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false) {
         p.impl = impl;
         p.num_splits = num_splits;
-        const double ms = bench.time_ms([&] { mla_decode(p, s); });
+        constexpr int kGraphCalls = 8;
+        const double ms = graph ? time_enqueue(bench, tag, true, [&] {
+          for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
+        }) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
+        if (ms <= 0) return;
+        const std::string name = graph ? tag + ",graph" : tag;
         const double bytes = double(batch) * len * kMlaHeadDim * 2;
-        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", tag, len, batch),
+        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", name, len, batch),
                    bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
         const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
-        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (compute)", tag, len, batch),
+        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (compute)", name, len, batch),
                    flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
       };
       for (const MlaDecodeImpl impl : impls) {
@@ -884,13 +894,23 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
         run(impl, splits, tag);
         if (impl == MlaDecodeImpl::kWgmmaPingPong) {
           run(impl, splits_1wave, "wgmma-pingpong-1wave");
+          run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
+          // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
+          // the fixed costs of a split outweigh its share of the work.
+          for (const int eighths : {1, 2, 4, 6}) {
+            const int n = splits_1wave * eighths / 8;
+            if (n >= 1 && n * 128 <= len) run(impl, n, fmt::format("wgmma-pingpong-s{}", n), true);
+          }
           p.cache_blocks = 0;  // its cp.async loads, for comparison
           run(impl, splits_1wave, "wgmma-pingpong-cpasync-1wave");
           p.cache_blocks = num_blocks;
         }
         if (impl == MlaDecodeImpl::kWgmmaSplitS)
           run(impl, splits_1wave, "wgmma-split-s-1wave");
-        if (impl == MlaDecodeImpl::kWgmmaPair) run(impl, splits_1wave, "wgmma-pair-1wave");
+        if (impl == MlaDecodeImpl::kWgmmaPair) {
+          run(impl, splits_1wave, "wgmma-pair-1wave");
+          run(impl, splits_1wave, "wgmma-pair-1wave", true);
+        }
       }
     }
   }
@@ -1098,7 +1118,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
 int run(int argc, char** argv) {
   std::string out_path;
   int min_tokens = 0;  // moe, mla_decode: token counts below this left out (one size under ncu)
-  int max_tokens = 65536;
+  int max_tokens = 65536;  // and above this (MoE, prefill, MLA decode contexts)
   std::string only;  // comma-separated section names; empty: all
   std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
   std::string moe_backend;  // moe: this grouped GEMM backend only
@@ -1158,7 +1178,7 @@ int run(int argc, char** argv) {
   section("fp8_quant", [&] { bench_quant(bench, c); });
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] {
-    bench_mla_decode(bench, c, info, min_tokens,
+    bench_mla_decode(bench, c, info, min_tokens, max_tokens,
                      {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores});
   });
   section("sampling", [&] { bench_sampling(bench, c); });
@@ -1171,7 +1191,7 @@ int run(int argc, char** argv) {
       fmt::print("mla_decode_wgmma: skipped (needs compute capability 9.0 and an sm_90a build)\n");
       return;
     }
-    bench_mla_decode(bench, c, info, min_tokens,
+    bench_mla_decode(bench, c, info, min_tokens, max_tokens,
                      {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
                       MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair});
   });

@@ -222,9 +222,21 @@ int main() {
         smxx::decode::run_get_decoding_sched_meta_kernel(mp);
         attend();
       });
+      // 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed, per call:
+      // as hymoe-bench-gpu's ",graph" rows (without the host's launch rate).
+      constexpr int kGraphCalls = 8;
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < kGraphCalls; ++i) attend();
+      CK(cudaStreamEndCapture(s, &graph));
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      const double ms_graph = median_ms(s, 20, [&] { CK(cudaGraphLaunch(exec, s)); }) / kGraphCalls;
+      CK(cudaGraphExecDestroy(exec));
+      CK(cudaGraphDestroy(graph));
       CK(cudaGetLastError());
       const double bytes = double(batch) * len * kDk * 2, flops = 2.0 * batch * kHeads * double(len) * (kDk + kDv);
-      for (const auto& [tag, t] : {std::pair{"", ms}, std::pair{"+meta", ms_meta}}) {
+      for (const auto& [tag, t] : {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{",graph", ms_graph}}) {
         std::printf("mla_decode[flashmla%s]/ctx=%d batch=%d  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
                     "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
                     tag, len, batch, t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
