@@ -9,6 +9,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "pdl.cuh"
 #include "hymoe/gpu/mla_decode.h"
 
 namespace hymoe::gpu::kernels {
@@ -143,34 +144,92 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
   }
 }
 
-// Merges the splits of one (sequence, head): 128 threads, 4 dimensions each.
-__global__ void __launch_bounds__(128) mla_combine_kernel(MlaDecodeParams p, int splits) {
+// Merges the splits of one (sequence, head): kGroups groups of 128 threads over the splits (group
+// g takes splits g, g + kGroups, ...), each thread four latent dimensions. The block's first pass
+// takes the largest max over the splits (threads over splits, then a block reduction); the
+// second weighs each split's o by 2^(m - max), eight splits' loads in flight per group (a
+// split's partial is 2 KB, read from L2: the merge is bound by the bytes in flight); the groups'
+// sums meet in shared memory. Four groups where the blocks are few (one sequence: `heads`
+// blocks), one where they fill the GPU anyway (mla_combine_groups). Splits with no tokens (sum
+// 0) are skipped, whatever their o holds. Launched after the split kernel, with programmatic
+// dependent launch where the launcher asks for it: pdl_wait() first.
+static_assert(128 * 4 == kMlaLatentDim, "each thread of a group owns four latent dimensions");
+
+template <int kGroups>
+__global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodeParams p, int splits) {
+  constexpr int kThreads = 128 * kGroups;
+  __shared__ float warp_max[kThreads / kWarpSize];
+  __shared__ float4 part_o[kGroups > 1 ? kGroups - 1 : 1][128];
+  __shared__ float part_sum[kGroups > 1 ? kGroups - 1 : 1];
+  pdl_wait();  // the split kernel's partials (a no-op in a plain launch)
+  const int tid = threadIdx.x, group = tid / 128, t = tid % 128;
   const int64_t bh = blockIdx.x;
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
-  const float* o_ws = p.workspace + bh * splits * kMlaLatentDim;
-  const float* ml_ws = p.workspace + parts * kMlaLatentDim + bh * splits * 2;
+  const float4* o_ws = reinterpret_cast<const float4*>(p.workspace + bh * splits * kMlaLatentDim) + t;
+  const float2* ml_ws = reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + bh * splits;
   float m_max = -INFINITY;
-  for (int s = 0; s < splits; ++s)
-    if (ml_ws[2 * s + 1] > 0.0f) m_max = fmaxf(m_max, ml_ws[2 * s]);
+  for (int s = tid; s < splits; s += kThreads) {
+    const float2 ml = ml_ws[s];
+    if (ml.y > 0.0f) m_max = fmaxf(m_max, ml.x);
+  }
+#pragma unroll
+  for (int d = kWarpSize / 2; d > 0; d /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, d));
+  if (tid % kWarpSize == 0) warp_max[tid / kWarpSize] = m_max;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kThreads / kWarpSize; ++w) m_max = fmaxf(m_max, warp_max[w]);
   float4 o = make_float4(0, 0, 0, 0);
   float sum = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float ls = ml_ws[2 * s + 1];
-    if (!(ls > 0.0f)) continue;  // an empty split
-    const float w = exp2f(ml_ws[2 * s] - m_max);
-    sum += w * ls;
-    const float4 v = reinterpret_cast<const float4*>(o_ws + s * kMlaLatentDim)[threadIdx.x];
+  auto add = [&](const float2 ml, const float4 v) {  // (w is the same in the whole group)
+    if (!(ml.y > 0.0f)) return;  // an empty split
+    const float w = exp2f(ml.x - m_max);
+    sum += w * ml.y;
     o.x = fmaf(w, v.x, o.x);
     o.y = fmaf(w, v.y, o.y);
     o.z = fmaf(w, v.z, o.z);
     o.w = fmaf(w, v.w, o.w);
+  };
+  constexpr int kInFlight = 8, kStep = kGroups * kInFlight;
+  int s = group;
+  for (; s + kStep - kGroups < splits; s += kStep) {
+    float2 ml[kInFlight];
+    float4 v[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int sk = s + k * kGroups;
+      ml[k] = ml_ws[sk];
+      v[k] = o_ws[static_cast<int64_t>(sk) * (kMlaLatentDim / 4)];
+    }
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) add(ml[k], v[k]);
+  }
+  for (; s < splits; s += kGroups) add(ml_ws[s], o_ws[static_cast<int64_t>(s) * (kMlaLatentDim / 4)]);
+  if constexpr (kGroups > 1) {
+    if (group > 0) {
+      part_o[group - 1][t] = o;
+      if (t == 0) part_sum[group - 1] = sum;
+    }
+    __syncthreads();
+    if (group > 0) return;
+#pragma unroll
+    for (int g = 0; g < kGroups - 1; ++g) {
+      const float4 v = part_o[g][t];
+      o.x += v.x;
+      o.y += v.y;
+      o.z += v.z;
+      o.w += v.w;
+      sum += part_sum[g];
+    }
   }
   const float inv = 1.0f / sum;
-  uint16_t* out = reinterpret_cast<uint16_t*>(p.out) + bh * kMlaLatentDim + threadIdx.x * 4;
-  out[0] = float_to_bf16_bits(o.x * inv);
-  out[1] = float_to_bf16_bits(o.y * inv);
-  out[2] = float_to_bf16_bits(o.z * inv);
-  out[3] = float_to_bf16_bits(o.w * inv);
+  const uint32_t lo = float_to_bf16_bits(o.x * inv) | uint32_t{float_to_bf16_bits(o.y * inv)} << 16;
+  const uint32_t hi = float_to_bf16_bits(o.z * inv) | uint32_t{float_to_bf16_bits(o.w * inv)} << 16;
+  reinterpret_cast<uint2*>(reinterpret_cast<uint16_t*>(p.out) + bh * kMlaLatentDim)[t] = make_uint2(lo, hi);
 }
+
+// Groups of the combine for `blocks` (sequence, head) blocks: 4 up to 256 blocks, else 1 (H200,
+// docs/benchmarks.md "MLA decode, round 5": 512 threads took the 64K batch-1 merge from 13.5 to
+// 8.4 us and slowed batch 8's from 7.3 to 12.3 us).
+constexpr int mla_combine_groups(int64_t blocks) { return blocks <= 256 ? 4 : 1; }
 
 }  // namespace hymoe::gpu::kernels

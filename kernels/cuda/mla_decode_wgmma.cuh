@@ -26,6 +26,7 @@
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/wgmma_layout.h"
 #include "mma.cuh"
+#include "pdl.cuh"
 #include "wgmma.cuh"
 
 namespace hymoe::gpu::kernels {
@@ -65,6 +66,7 @@ __device__ __forceinline__ void mla_wgmma_store_partials(const MlaDecodeParams& 
                                                          const float (&m_run)[2],
                                                          const float (&l_run)[2], int h, int b,
                                                          int split, int splits, int wg, int c) {
+  pdl_launch_dependents();  // every block is at its end: the combine's grid may be set up
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
   float* o_ws = p.workspace;
   float* ml_ws = p.workspace + parts * kMlaLatentDim;

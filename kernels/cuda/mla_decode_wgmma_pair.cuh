@@ -99,6 +99,15 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
       mbarrier_init(m_full(w), 128);
       mbarrier_init(p_full(w), 128);
     }
+    // The first two tiles' loads before Q's (their latencies overlap), whole tiles by this thread
+    // (the barriers' inits made visible to the copies' async proxy first).
+    fence_proxy_async();
+    for (int j = 0; j < 2 && j < tiles; ++j)
+      for (int cb = 0; cb < wgmma::kMlaTileBlocks; ++cb) {
+        mbarrier_arrive_expect_tx(piece(j, cb), wgmma::kMlaBlockBytes);
+        tma_load_2d(stage_of(j) + cb * wgmma::kMlaBlockBytes, &cache_map, piece(j, cb),
+                    cb * wgmma::kSw128RowBytes, table[j] * kWgmmaMlaTile);
+      }
   }
   // Rows of this thread: heads 16 warp + g (r = 0) and + 8 (r = 1); accumulator register i
   // belongs to row (i / 2) % 2 (wgmma_layout.h's acc_row).
@@ -130,11 +139,12 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   fence_proxy_async();
   __syncthreads();  // Q landed for every thread's copies; the barriers are initialised
 
-  // Thread 0 of each warpgroup loads its half of every tile; the block of the next tile of each
-  // parity is read ahead (the two halves of a pair's refill come in either order).
+  // Thread 0 of each warpgroup loads its half of every tile after the first two; the block of the
+  // next tile of each parity is read ahead (the two halves of a pair's refill come in either
+  // order).
   int next_block[2] = {0, 0};
   if (t == 0)
-    for (int j = 0; j < 2 && j < tiles; ++j) next_block[j] = table[j];
+    for (int j = 2; j < 4 && j < tiles; ++j) next_block[j % 2] = table[j];
   const int half_begin = wg ? kWgmmaPairHalf : 0;
   const int half_end = wg ? wgmma::kMlaTileBlocks : kWgmmaPairHalf;
   auto load_half = [&](int j) {  // (thread 0) this warpgroup's blocks of tile j, stage j % 2
@@ -146,8 +156,6 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
                   cb * wgmma::kSw128RowBytes, row);
     }
   };
-  if (t == 0)
-    for (int j = 0; j < 2 && j < tiles; ++j) load_half(j);
   bool timed_out = false;
   // This warpgroup's release of its half of stage st after pair i (its P V there done), and the
   // refill with tile j when there is one.

@@ -133,6 +133,20 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       if constexpr (kTma)
         for (int c = 0; c < kWgmmaPpPieces; ++c) mbarrier_init(piece(w, c), 1);
     }
+    if constexpr (kTma) {
+      // The first two tiles' loads before Q's (their latencies overlap), both by this thread (the
+      // barriers' inits made visible to the copies' async proxy first); tile j = cache block
+      // table[(start + 64 j) / 64] (chunk and tiles 64-aligned) into stage j.
+      fence_proxy_async();
+      for (int j = 0; j < 2 && j < tiles; ++j) {
+        const int row = table[start / kWgmmaMlaTile + j] * kWgmmaMlaTile;
+        for (int c = 0; c < kWgmmaPpPieces; ++c) {
+          mbarrier_arrive_expect_tx(piece(j, c), wgmma::kMlaBlockBytes);
+          tma_load_2d(k_s + j * wgmma::kMlaTileBytes + c * wgmma::kMlaBlockBytes, &cache_map,
+                      piece(j, c), c * wgmma::kSw128RowBytes, row);
+        }
+      }
+    }
   }
   const auto* q = reinterpret_cast<const uint8_t*>(p.q) +
                   (static_cast<int64_t>(b) * p.heads + h0) * (kMlaHeadDim * 2);
@@ -166,7 +180,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
     });
     cp_async_arrive_noinc(full(wg));
   };
-  if (wg < tiles) load_tile(wg);
+  if (!kTma && wg < tiles) load_tile(wg);  // (with TMA: issued above)
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   // Rows of this thread: heads 16 warp + g (r = 0) and + 8 (r = 1); accumulator register i

@@ -24,7 +24,11 @@ int mla_decode_splits(int multiprocessors, int batch, int heads, int max_seq_len
 int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_seq_len) {
   const int blocks_per_split = std::max(1, batch * ((heads + 63) / 64));
   const int want = std::max(1, multiprocessors / blocks_per_split);  // one wave
-  const int most = std::max(1, max_seq_len / 128);  // >= 128 tokens a chunk (round down)
+  // >= 128 tokens a chunk (round down); >= 256 where 128-token chunks would fill half the SMs
+  // or more: a block's start (Q and its first two tiles, all blocks at once) and its partials
+  // then cost more than the work they spread (H200, docs/benchmarks.md "MLA decode, round 5").
+  int most = std::max(1, max_seq_len / 128);
+  if (std::min(want, most) * blocks_per_split * 2 >= multiprocessors) most = std::max(1, max_seq_len / 256);
   return std::clamp(want, 1, std::min(most, 1024));
 }
 
@@ -69,8 +73,10 @@ void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
               kInvalidArgument, "mla_decode: null pointer");
   HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.q) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.kv_cache) & 15u) == 0 &&
-                  (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0,
-              kInvalidArgument, "mla_decode: q, cache and workspace must be 16-byte aligned");
+                  (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.out) & 7u) == 0,
+              kInvalidArgument,
+              "mla_decode: q, cache and workspace must be 16-byte aligned, out 8-byte aligned");
   HYMOE_CHECK(!wgmma || mla_decode_wgmma_supported(), kUnsupported,
               "mla_decode (wgmma) needs compute capability 9.0 and a build with CUDA architecture "
               "90a");

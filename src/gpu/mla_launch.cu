@@ -1,5 +1,6 @@
 // Launchers of MLA decode attention: split kernel then combine.
 #include "kernel_launch.h"
+#include "pdl_launch.h"
 #include "tensor_map.h"
 #include "mla_decode.cuh"
 #include "mla_decode_mma.cuh"
@@ -10,6 +11,15 @@
 namespace hymoe::gpu::launch {
 
 namespace {
+
+// The combine after a split kernel (mla_combine_groups' threads), with programmatic dependent
+// launch where `pdl` (compute capability 9.0 and newer).
+cudaError_t launch_combine(const MlaDecodeParams& p, bool pdl, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.batch * p.heads));
+  if (kernels::mla_combine_groups(int64_t{p.batch} * p.heads) == 4)
+    return launch_kernel(kernels::mla_combine_kernel<4>, grid, dim3(512), pdl, stream, p, p.num_splits);
+  return launch_kernel(kernels::mla_combine_kernel<1>, grid, dim3(128), pdl, stream, p, p.num_splits);
+}
 
 // Chunk of each split: the longest sequence over the splits, rounded up to whole tiles (short
 // sequences leave trailing splits empty).
@@ -56,7 +66,10 @@ cudaError_t mla_decode_wgmma(const MlaDecodeParams& p, cudaStream_t stream) {
                  kernels::kWgmmaMlaThreads, kernels::kWgmmaMlaSmemBytes);
   }
   if (err != cudaSuccess) return err;
-  kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+  // The combine by programmatic dependent launch (sm_90): its grid is set up while the split
+  // kernel's blocks store their partials (they release it just before), and waits for them.
+  err = launch_combine(p, /*pdl=*/true, stream);
+  if (err != cudaSuccess) return err;
   return cudaGetLastError();
 }
 
@@ -85,7 +98,8 @@ cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
     kernels::mla_decode_split_kernel<<<grid, kernels::kMlaThreads, kernels::kMlaSmemBytes, stream>>>(
         p, chunk);
   }
-  kernels::mla_combine_kernel<<<p.batch * p.heads, 128, 0, stream>>>(p, p.num_splits);
+  const cudaError_t err = launch_combine(p, /*pdl=*/false, stream);
+  if (err != cudaSuccess) return err;
   return cudaGetLastError();
 }
 

@@ -222,10 +222,17 @@ TEST(GpuHost, MlaWgmmaSplitHeuristic) {
   EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1024), 8);     // chunks of >= 128 tokens
   EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1151), 8);     // not 9 chunks of 128 - 0
   EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 1152), 9);
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 4, 128, 1024), 8);     // 64 blocks of 128 tokens
+  // 128-token chunks would fill half the SMs or more: chunks of >= 256 tokens.
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 8, 128, 1024), 4);     // not 128 blocks of 128
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 8192), 32);    // not 128 blocks of 128
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 4, 128, 8192), 16);    // 512 tokens anyway
+  EXPECT_EQ(mla_decode_wgmma_splits(132, 1, 128, 16384), 64);   // 256 tokens: one wave
   EXPECT_EQ(mla_decode_wgmma_splits(132, 66, 128, 65536), 1);   // the head groups fill the GPU
   EXPECT_EQ(mla_decode_wgmma_splits(132, 200, 128, 65536), 1);  // more than one wave anyway
   EXPECT_EQ(mla_decode_wgmma_splits(8, 1, 64, 1 << 30), 8);
-  // Never more blocks than SMs where more than one split is chosen; chunks >= 128 tokens.
+  // Never more blocks than SMs where more than one split is chosen; chunks >= 128 tokens, and
+  // >= 256 where the blocks fill half the SMs or more.
   for (int batch = 1; batch <= 70; ++batch)
     for (int len : {1, 127, 128, 129, 1000, 4096, 65536}) {
       const int splits = mla_decode_wgmma_splits(132, batch, 128, len);
@@ -233,6 +240,9 @@ TEST(GpuHost, MlaWgmmaSplitHeuristic) {
       if (splits > 1) {
         EXPECT_LE(splits * batch * 2, 132) << batch << " " << len;
         EXPECT_GE((len + splits - 1) / splits, 128) << batch << " " << len;
+        if (splits * batch * 2 >= 66) {
+          EXPECT_GE((len + splits - 1) / splits, 256) << batch << " " << len;
+        }
       }
     }
 }

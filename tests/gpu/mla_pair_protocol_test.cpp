@@ -2,14 +2,15 @@
 // checked on the CPU: a model of mbarriers (mbarrier_model.h: try_wait.parity as the PTX ISA
 // defines it) driving the two warpgroups' 8 warps as independent agents, each running the
 // kernel's steps pair by pair. A tile is two halves (column blocks 0-3, which only warpgroup 0's
-// P V reads besides S, and 4-8), each loaded by its warpgroup's thread 0 and landing at a random
-// later time on its own barrier (the kernel's per-block barriers, 1 arrival and the bytes); a
-// wgmma group counts as reading its operands until the warp's wgmma.wait_group retires it (a
-// warp's part reads the whole tile half as B, and its own rows of P). Under random
-// interleavings: every S and P V reads the tile it expects, every P V from shared memory reads
-// the P rows of its tile, the row maxima read are the pair's, no copy, P store or tail zeroing
-// lands on something a wgmma in flight still reads, nothing deadlocks; and the model catches the
-// mistakes the design avoids. Host-only (GpuHost.*: run anywhere).
+// P V reads besides S, and 4-8), each loaded by its warpgroup's thread 0 (both halves of the
+// first two tiles by the block's thread 0) and landing at a random later time on its own barrier
+// (the kernel's per-block barriers, 1 arrival and the bytes); a wgmma group counts as reading its
+// operands until the warp's wgmma.wait_group retires it (a warp's part reads the whole tile half
+// as B, and its own rows of P). Under random interleavings: every S and P V reads the tile it
+// expects, every P V from shared memory reads the P rows of its tile, the row maxima read are the
+// pair's, no copy, P store or tail zeroing lands on something a wgmma in flight still reads,
+// nothing deadlocks; and the model catches the mistakes the design avoids. Host-only (GpuHost.*:
+// run anywhere).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -53,7 +54,7 @@ enum class Op {
   kZeroTail,         // a = stage: zeroes rows of both halves' V columns
   kArriveSync,       // the warpgroup's named barrier (bar.sync 1 + wg, 128 threads): arrive,
   kWaitSync,         // then wait for all 4 warps (parity: its use)
-  kLoad,             // j = tile: this warpgroup's half into stage j % 2
+  kLoad,             // j = tile, h = half: into stage j % 2
 };
 
 struct Step {
@@ -75,7 +76,7 @@ std::vector<Step> program(const PairModel& m, int warp) {
     if (j < tiles) {
       if (!m.skip_empty_wait)
         s.push_back({Op::kWaitHalfEmpty, j, st, wg, static_cast<uint32_t>(i & 1)});
-      if (loader) s.push_back({Op::kLoad, j});
+      if (loader) s.push_back({Op::kLoad, j, 0, wg});
     }
   };
   // The last tile's rows past the end: zeroed between two warpgroup barriers (every warp's part
@@ -87,8 +88,9 @@ std::vector<Step> program(const PairModel& m, int warp) {
     s.push_back({Op::kArriveSync, 0});
     s.push_back({Op::kWaitSync, 0, 0, 0, 1});
   };
-  if (loader)
-    for (int j = 0; j < 2 && j < tiles; ++j) s.push_back({Op::kLoad, j});
+  if (warp == 0)  // thread 0 of the block: both halves of the first two tiles
+    for (int j = 0; j < 2 && j < tiles; ++j)
+      for (int h = 0; h < 2; ++h) s.push_back({Op::kLoad, j, 0, h});
   if (wg < tiles) {
     for (int h = 0; h < 2; ++h) {
       wait_tile_half(wg, h);
@@ -258,8 +260,8 @@ Outcome simulate(const PairModel& m, std::mt19937_64& rng) {
       case Op::kArriveSync: sync[wg].arrive(); break;
       case Op::kWaitSync: break;
       case Op::kLoad:
-        if (stage_read(s.j % 2, wg)) return Outcome::kOverwrite;
-        w.copies.push_back({s.j % 2, wg, s.j});
+        if (stage_read(s.j % 2, s.h)) return Outcome::kOverwrite;
+        w.copies.push_back({s.j % 2, s.h, s.j});
         break;
     }
   }
