@@ -127,6 +127,7 @@ class PairedProbe {
 void register_bandwidth(BenchContext& ctx);
 void register_pool(BenchContext& ctx);
 void register_gemv(BenchContext& ctx);
+void register_bf16_gemv(BenchContext& ctx);
 void register_op_rate(BenchContext& ctx);
 void register_openblas(BenchContext& ctx);
 void register_moe(BenchContext& ctx);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   hymoe::bench::register_bandwidth(ctx);
   hymoe::bench::register_pool(ctx);
   hymoe::bench::register_gemv(ctx);
+  hymoe::bench::register_bf16_gemv(ctx);
   hymoe::bench::register_op_rate(ctx);
   hymoe::bench::register_openblas(ctx);
   hymoe::bench::register_moe(ctx);
