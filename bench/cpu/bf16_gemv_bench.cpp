@@ -1,6 +1,7 @@
 // BF16 GEMV at the lm_head shape (DeepSeek-V3: 129280 x 7168 BF16, 1.85 GB read per decode
 // token): records bf16_gemv_lm_head_129280x7168_b<T> at every thread count (batch 1) and at the
-// largest with 1..4 tokens, each paired round by round with the read-bandwidth probe over the
+// largest with 1..4 tokens, and the AVX2 variant where it is not the best (..._b1_avx2, at 1 and
+// at the most threads), each paired round by round with the read-bandwidth probe over the
 // same bytes on the same threads (ratio = median of the per-round GEMV / probe ratios). Rows are
 // split across workers as the engine's dense_linear splits them (one contiguous range each, in
 // multiples of 16 rows).
@@ -16,6 +17,7 @@
 #include "bench_context.h"
 #include "hymoe/common/numeric.h"
 #include "hymoe/kernels/bf16_gemv.h"
+#include "hymoe/kernels/isa.h"
 
 namespace hymoe::bench {
 namespace {
@@ -41,7 +43,7 @@ HugeBuffer& lm_head(BenchContext& ctx) {
   });
 }
 
-void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int tokens) {
+void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int tokens, kernels::Isa isa) {
   HugeBuffer& w = lm_head(*ctx);
   cpu::ThreadPool& pool = ctx->pool(threads);
   const size_t bytes = w.size();
@@ -64,7 +66,7 @@ void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int t
       p.y = y.data();
       p.row_begin = units * wi.index / workers * 16;
       p.row_end = std::min<int64_t>(kRows, units * (wi.index + 1) / workers * 16);
-      if (p.row_begin < p.row_end) kernels::bf16_gemv(p);
+      if (p.row_begin < p.row_end) kernels::bf16_gemv(isa, p);
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -86,10 +88,13 @@ void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int t
   state.counters["GBps"] = gbps;
   state.counters["probe"] = ceiling;
   state.counters["of_probe"] = ratio;
-  ctx->put({fmt::format("bf16_gemv_lm_head_{}x{}_b{}", kRows, kCols, tokens), threads, gbps, "GB/s", ceiling, ratio,
+  const bool best = isa == kernels::best_isa();
+  ctx->put({fmt::format("bf16_gemv_lm_head_{}x{}_b{}{}", kRows, kCols, tokens,
+                        best ? std::string() : "_" + std::string(kernels::isa_name(isa))),
+            threads, gbps, "GB/s", ceiling, ratio,
             fmt::format("{}, {} rounds probe/GEMV interleaved after {} warm-up pairs; value, ceiling = median GB/s, "
                         "ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f})",
-                        kernels::isa_name(kernels::best_isa()), ratios.size(), kWarmupRounds,
+                        kernels::isa_name(isa), ratios.size(), kWarmupRounds,
                         *std::min_element(ratios.begin(), ratios.end()),
                         *std::max_element(ratios.begin(), ratios.end()))});
 }
@@ -97,16 +102,26 @@ void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int t
 }  // namespace
 
 void register_bf16_gemv(BenchContext& ctx) {
+  const kernels::Isa best = kernels::best_isa();
   for (int t : ctx.thread_counts()) {
     std::vector<int> token_counts{1};
     if (t == ctx.max_threads()) token_counts = {1, 2, 4};
     for (int tokens : token_counts) {
       const std::string name = fmt::format("bf16_gemv/lm_head/batch:{}/threads:{}", tokens, t);
-      benchmark::RegisterBenchmark(name.c_str(), bm_bf16_gemv, &ctx, t, tokens)
+      benchmark::RegisterBenchmark(name.c_str(), bm_bf16_gemv, &ctx, t, tokens, best)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->Iterations(kRounds);
     }
+  }
+  if (best == kernels::Isa::kAvx2 || !kernels::isa_supported(kernels::Isa::kAvx2)) return;
+  for (int t : {1, ctx.max_threads()}) {
+    const std::string name = fmt::format("bf16_gemv/lm_head/avx2/batch:1/threads:{}", t);
+    benchmark::RegisterBenchmark(name.c_str(), bm_bf16_gemv, &ctx, t, 1, kernels::Isa::kAvx2)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(kRounds);
+    if (ctx.max_threads() == 1) break;
   }
 }
 

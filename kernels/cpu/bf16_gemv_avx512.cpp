@@ -1,9 +1,10 @@
 // BF16 matvec, AVX-512 variant: each 16 weights are widened to FP32 exactly (a 16-bit shift) and
 // fused-multiply-added against up to 4 tokens: per (row, token) one FP32 accumulator of 16 lanes
 // over the row, then its horizontal sum (the sums of the earlier pair loop, unchanged). R rows
-// per pass share the x loads and keep R weight streams in flight: 8 rows at 1 token, 4 at 2, 2 at
-// 3-4 (R x T <= 8 accumulators, in registers, loops unrolled by pragma), and a software prefetch
-// into L2 walks the next pass's rows, one 64-byte line per row and step, as the FP8 GEMV's does.
+// per pass share the x loads and keep R weight streams in flight (kBf16GemvRows: 8 rows at 1
+// token, 4 at 2, 2 at 3-4; R x T <= 8 accumulators, in registers, loops unrolled by pragma), and a
+// software prefetch into L2 walks the next pass's rows, one 64-byte line per row and step, as the
+// FP8 GEMV's does.
 // (Rows in pairs without the prefetch read 0.44 / 0.61 of the read probe at 1 / 2 threads on the
 // lm_head shape, 0.82-0.86 / 0.90-0.93 this way: docs/benchmarks.md.)
 #include <immintrin.h>
@@ -68,23 +69,10 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
     for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.rows + i0 + r] = hsum512(acc[r][t]);
 }
 
-template <int T>
-void token_block(const Bf16GemvParams& p, int64_t t0) {
-  constexpr int kRows = T == 1 ? 8 : T == 2 ? 4 : 2;
-  for_row_passes<kRows>(p.row_begin, p.row_end, [&]<int R>(int64_t i) { rows<T, R>(p, t0, i); });
-}
-
 }  // namespace
 
 void bf16_gemv_avx512(const Bf16GemvParams& p) {
-  for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
-    switch (p.tokens - t0) {
-      case 1: token_block<1>(p, t0); break;
-      case 2: token_block<2>(p, t0); break;
-      case 3: token_block<3>(p, t0); break;
-      default: token_block<4>(p, t0); break;
-    }
-  }
+  bf16_gemv_blocks(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
 }
 
 }  // namespace hymoe::kernels::detail

@@ -64,12 +64,19 @@ void for_row_passes(int64_t begin, int64_t end, F&& fn) {
   for (; i < end; ++i) fn.template operator()<1>(i);
 }
 
-// The BF16 GEMV variants' outer loop: tokens in blocks of up to 4, rows in passes of 2, each
-// pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from i).
+// Rows per pass of the vector BF16 GEMV variants at T tokens: 8 at one, 4 at two, 2 at three or
+// four (R x T <= 8 accumulators in registers, the rest of the 16 for activations and weights).
+template <int T>
+inline constexpr int kBf16GemvRows = T == 1 ? 8 : T == 2 ? 4 : 2;
+
+// The vector BF16 GEMV variants' outer loop: tokens in blocks of up to 4, rows in passes of
+// kBf16GemvRows, each pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from
+// i; R < kBf16GemvRows<T> only for the rows left over).
 template <typename F>
 void bf16_gemv_blocks(const Bf16GemvParams& p, F&& fn) {
   auto tokens = [&]<int T>(int64_t t0) {
-    for_row_passes<2>(p.row_begin, p.row_end, [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
+    for_row_passes<kBf16GemvRows<T>>(p.row_begin, p.row_end,
+                                     [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
   };
   for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
     switch (p.tokens - t0) {
