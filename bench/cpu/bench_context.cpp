@@ -77,6 +77,12 @@ double median(std::vector<double> v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+void PairedRounds::set_counters(benchmark::State& state) const {
+  state.counters["GBps"] = median(gbps);
+  state.counters["probe"] = median(probe_gbps);
+  state.counters["of_probe"] = median(ratios);
+}
+
 PairedProbe::PairedProbe(size_t bytes, cpu::ThreadPool& pool)
     : buf_(bytes / pool.size() / 4096 * 4096 * pool.size()), slice_(bytes / pool.size() / 4096 * 4096) {
   pool.run([&](const cpu::WorkerInfo& w) { fill_random_fp8(buf_.data() + w.index * slice_, slice_, 99 + w.index); });

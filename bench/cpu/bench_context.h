@@ -3,6 +3,8 @@
 // records that scripts/bench-cpu prints and writes as JSON.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -144,6 +146,29 @@ uint64_t read_probe_slice(const std::byte* p, size_t n);
 
 // The median of v (0 when empty).
 double median(std::vector<double> v);
+
+// The measured rounds of a case paired with the probe: per benchmark iteration one probe round,
+// then one round of the case (its seconds the iteration's manual time); GB/s of each over its
+// bytes and their per-round ratio. median() of each is the record's value, ceiling and ratio.
+struct PairedRounds {
+  std::vector<double> gbps, probe_gbps, ratios;
+  // Sets the counters GBps, probe and of_probe (the medians).
+  void set_counters(benchmark::State& state) const;
+};
+template <typename ProbeRound, typename CaseRound>
+PairedRounds paired_rounds(benchmark::State& state, double probe_bytes, double case_bytes,
+                           ProbeRound&& probe_round, CaseRound&& case_round) {
+  PairedRounds r;
+  for (auto _ : state) {
+    const double tp = probe_round();
+    const double tc = case_round();
+    state.SetIterationTime(tc);
+    r.probe_gbps.push_back(probe_bytes / tp / 1e9);
+    r.gbps.push_back(case_bytes / tc / 1e9);
+    r.ratios.push_back(r.gbps.back() / r.probe_gbps.back());
+  }
+  return r;
+}
 
 // Fills n bytes with random FP8 codes (no NaN codes), deterministic per seed.
 void fill_random_fp8(std::byte* p, size_t n, uint64_t seed);

@@ -74,29 +74,20 @@ void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int t
     probe.read_seconds(pool);
     gemv_round();
   }
-  std::vector<double> gemv_gbps, probe_gbps, ratios;
-  for (auto _ : state) {
-    const double tp = probe.read_seconds(pool);
-    const double tg = gemv_round();
-    state.SetIterationTime(tg);
-    probe_gbps.push_back(static_cast<double>(probe.bytes()) / tp / 1e9);
-    gemv_gbps.push_back(static_cast<double>(bytes) / tg / 1e9);
-    ratios.push_back(gemv_gbps.back() / probe_gbps.back());
-  }
+  const PairedRounds r = paired_rounds(state, static_cast<double>(probe.bytes()), static_cast<double>(bytes),
+                                       [&] { return probe.read_seconds(pool); }, gemv_round);
   benchmark::DoNotOptimize(y.data());
-  const double gbps = median(gemv_gbps), ceiling = median(probe_gbps), ratio = median(ratios);
-  state.counters["GBps"] = gbps;
-  state.counters["probe"] = ceiling;
-  state.counters["of_probe"] = ratio;
+  r.set_counters(state);
+  const double gbps = median(r.gbps), ceiling = median(r.probe_gbps), ratio = median(r.ratios);
   const bool best = isa == kernels::best_isa();
   ctx->put({fmt::format("bf16_gemv_lm_head_{}x{}_b{}{}", kRows, kCols, tokens,
                         best ? std::string() : "_" + std::string(kernels::isa_name(isa))),
             threads, gbps, "GB/s", ceiling, ratio,
             fmt::format("{}, {} rounds probe/GEMV interleaved after {} warm-up pairs; value, ceiling = median GB/s, "
                         "ratio = median of per-round GEMV/probe (min {:.3f}, max {:.3f})",
-                        kernels::isa_name(isa), ratios.size(), kWarmupRounds,
-                        *std::min_element(ratios.begin(), ratios.end()),
-                        *std::max_element(ratios.begin(), ratios.end()))});
+                        kernels::isa_name(isa), r.ratios.size(), kWarmupRounds,
+                        *std::min_element(r.ratios.begin(), r.ratios.end()),
+                        *std::max_element(r.ratios.begin(), r.ratios.end()))});
 }
 
 }  // namespace

@@ -209,23 +209,15 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
     gemv_round();
   }
   const double core_before = core_l2_gbps(ctx, pool);
-  std::vector<double> gemv_gbps, probe_gbps, ratios;
-  for (auto _ : state) {
-    const double tp = probe_round();
-    const double tg = gemv_round();
-    state.SetIterationTime(tg);
-    probe_gbps.push_back(static_cast<double>(probe.bytes()) / tp / 1e9);
-    gemv_gbps.push_back(static_cast<double>(gemv_bytes) / tg / 1e9);
-    ratios.push_back(gemv_gbps.back() / probe_gbps.back());
-  }
+  const PairedRounds rounds = paired_rounds(state, static_cast<double>(probe.bytes()),
+                                            static_cast<double>(gemv_bytes), probe_round, gemv_round);
+  const std::vector<double>& ratios = rounds.ratios;
   benchmark::DoNotOptimize(y.data());
   const double core_after = core_l2_gbps(ctx, pool);
-  const double gbps = median(gemv_gbps), ceiling = median(probe_gbps), ratio = median(ratios);
-  const double best_gemv = *std::max_element(gemv_gbps.begin(), gemv_gbps.end());
-  const double best_probe = *std::max_element(probe_gbps.begin(), probe_gbps.end());
-  state.counters["GBps"] = gbps;
-  state.counters["probe"] = ceiling;
-  state.counters["of_probe"] = ratio;
+  const double gbps = median(rounds.gbps), ceiling = median(rounds.probe_gbps), ratio = median(ratios);
+  const double best_gemv = *std::max_element(rounds.gbps.begin(), rounds.gbps.end());
+  const double best_probe = *std::max_element(rounds.probe_gbps.begin(), rounds.probe_gbps.end());
+  rounds.set_counters(state);
   state.counters["best_ratio"] = best_gemv / best_probe;
   kernels::set_gemv_prefetch(saved);
   kernels::set_amx_gemv_prefetch(amx_saved);
