@@ -43,7 +43,8 @@ HugeBuffer& lm_head(BenchContext& ctx) {
   });
 }
 
-void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int tokens, kernels::Isa isa) {
+void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int tokens,
+                  kernels::Isa isa) {
   HugeBuffer& w = lm_head(*ctx);
   cpu::ThreadPool& pool = ctx->pool(threads);
   const size_t bytes = w.size();
@@ -74,8 +75,9 @@ void bm_bf16_gemv(benchmark::State& state, BenchContext* ctx, int threads, int t
     probe.read_seconds(pool);
     gemv_round();
   }
-  const PairedRounds r = paired_rounds(state, static_cast<double>(probe.bytes()), static_cast<double>(bytes),
-                                       [&] { return probe.read_seconds(pool); }, gemv_round);
+  const PairedRounds r =
+      paired_rounds(state, static_cast<double>(probe.bytes()), static_cast<double>(bytes),
+                    [&] { return probe.read_seconds(pool); }, gemv_round);
   benchmark::DoNotOptimize(y.data());
   r.set_counters(state);
   const double gbps = median(r.gbps), ceiling = median(r.probe_gbps), ratio = median(r.ratios);

@@ -41,7 +41,8 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
   int64_t j = 0;
   for (; j + 32 <= cols; j += 32) {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(pf + r * cols + j), _MM_HINT_T1);
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + r * cols + j), _MM_HINT_T1);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) step(j + 8 * k, 8);  // n = 8: the loads' one-instruction path
   }

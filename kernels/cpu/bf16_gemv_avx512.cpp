@@ -17,7 +17,9 @@
 namespace hymoe::kernels::detail {
 namespace {
 
-inline __m512 widen(__m256i bf16) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16)); }
+inline __m512 widen(__m256i bf16) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
+}
 
 template <int T, int R>
 void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
@@ -37,7 +39,8 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
   for (; j + 32 <= cols; j += 32) {
     // One 64-byte line of each next row per 32 weights of this pass's rows.
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(pf + r * cols + j), _MM_HINT_T1);
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + r * cols + j), _MM_HINT_T1);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       __m512 x[T];

@@ -166,14 +166,16 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   const int64_t bh = blockIdx.x;
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
   const float4* o_ws = reinterpret_cast<const float4*>(p.workspace + bh * splits * kMlaLatentDim) + t;
-  const float2* ml_ws = reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + bh * splits;
+  const float2* ml_ws =
+      reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + bh * splits;
   float m_max = -INFINITY;
   for (int s = tid; s < splits; s += kThreads) {
     const float2 ml = ml_ws[s];
     if (ml.y > 0.0f) m_max = fmaxf(m_max, ml.x);
   }
 #pragma unroll
-  for (int d = kWarpSize / 2; d > 0; d /= 2) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, d));
+  for (int d = kWarpSize / 2; d > 0; d /= 2)
+    m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, d));
   if (tid % kWarpSize == 0) warp_max[tid / kWarpSize] = m_max;
   __syncthreads();
 #pragma unroll
@@ -224,7 +226,8 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   const float inv = 1.0f / sum;
   const uint32_t lo = float_to_bf16_bits(o.x * inv) | uint32_t{float_to_bf16_bits(o.y * inv)} << 16;
   const uint32_t hi = float_to_bf16_bits(o.z * inv) | uint32_t{float_to_bf16_bits(o.w * inv)} << 16;
-  reinterpret_cast<uint2*>(reinterpret_cast<uint16_t*>(p.out) + bh * kMlaLatentDim)[t] = make_uint2(lo, hi);
+  uint16_t* out = reinterpret_cast<uint16_t*>(p.out) + bh * kMlaLatentDim;
+  reinterpret_cast<uint2*>(out)[t] = make_uint2(lo, hi);
 }
 
 // Groups of the combine for `blocks` (sequence, head) blocks: 4 up to 256 blocks, else 1 (H200,

@@ -28,7 +28,8 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
   // or more: a block's start (Q and its first two tiles, all blocks at once) and its partials
   // then cost more than the work they spread (H200, docs/benchmarks.md "MLA decode, round 5").
   int most = std::max(1, max_seq_len / 128);
-  if (std::min(want, most) * blocks_per_split * 2 >= multiprocessors) most = std::max(1, max_seq_len / 256);
+  if (std::min(want, most) * blocks_per_split * 2 >= multiprocessors)
+    most = std::max(1, max_seq_len / 256);
   return std::clamp(want, 1, std::min(most, 1024));
 }
 

@@ -236,7 +236,8 @@ int main() {
       CK(cudaGraphDestroy(graph));
       CK(cudaGetLastError());
       const double bytes = double(batch) * len * kDk * 2, flops = 2.0 * batch * kHeads * double(len) * (kDk + kDv);
-      for (const auto& [tag, t] : {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{",graph", ms_graph}}) {
+      for (const auto& [tag, t] :
+           {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{",graph", ms_graph}}) {
         std::printf("mla_decode[flashmla%s]/ctx=%d batch=%d  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
                     "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
                     tag, len, batch, t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
