@@ -824,92 +824,108 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
-// Contexts of 1K, 8K and 64K tokens; those below min_len left out (one size under ncu).
+// Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
+// long sequence beside seven of 1K: the splits follow the longest, the rest leave theirs empty);
+// cases whose longest sequence is below min_len left out (one size under ncu).
 void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
                       std::initializer_list<MlaDecodeImpl> impls) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
-  for (int len : {1024, 8192, 65536}) {
+  struct Case {
+    std::vector<int> lens;
+    std::string label;  // the records' "ctx=... batch=..."
+  };
+  std::vector<Case> cases;
+  for (int len : {1024, 8192, 65536})
+    for (int batch : {1, 4, 8})
+      cases.push_back({std::vector<int>(size_t(batch), len), fmt::format("ctx={} batch={}", len, batch)});
+  for (int len : {8192, 65536}) {
+    std::vector<int> lens(8, 1024);
+    lens[0] = len;
+    cases.push_back({lens, fmt::format("ctx={}+7x1024 batch=8", len)});
+  }
+  for (const Case& cs : cases) {
+    const int len = *std::max_element(cs.lens.begin(), cs.lens.end());
     if (len < min_len) continue;
-    for (int batch : {1, 4, 8}) {
-      const int max_blocks = (len + block_size - 1) / block_size;
-      const int num_blocks = batch * max_blocks;
-      DeviceBuffer cache = random_bf16(size_t(num_blocks) * block_size * kMlaHeadDim, s);
-      DeviceBuffer q = random_bf16(size_t(batch) * heads * kMlaHeadDim, s);
-      DeviceBuffer table(size_t(num_blocks) * 4), lens(size_t(batch) * 4);
-      std::vector<int32_t> host_table(num_blocks), host_lens(batch, len);
-      for (int i = 0; i < num_blocks; ++i) host_table[i] = (i * 7919) % num_blocks;  // scattered
-      table.copy_from_host(host_table.data(), table.bytes(), s);
-      lens.copy_from_host(host_lens.data(), lens.bytes(), s);
-      MlaDecodeParams p;
-      p.batch = batch;
-      p.heads = heads;
-      p.block_size = block_size;
-      p.max_blocks = max_blocks;
-      p.max_seq_len = len;
-      p.cache_blocks = num_blocks;  // kWgmmaPingPong: TMA loads (block size 64)
-      // The kernels' common splits (~2 waves), and for the wgmma kernels also
-      // mla_decode_wgmma_splits' (at most one wave: rows tagged "-1wave", kAuto's splits);
-      // kWgmmaPingPong with its TMA loads and, with those splits, with cp.async
-      // ("wgmma-pingpong-cpasync-1wave").
-      const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
-      const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
-      p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-      DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
-      DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, std::max(splits, splits_1wave)));
-      p.q = q.as<Bf16>();
-      p.kv_cache = cache.as<Bf16>();
-      p.block_table = table.as<int32_t>();
-      p.seq_lens = lens.as<int32_t>();
-      p.out = out.as<Bf16>();
-      p.workspace = ws.as<float>();
-      // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
-      // per call: without the host's launch rate (a call is two launches), as the engine's
-      // captured decode step runs them; rows tagged ",graph".
-      auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false) {
-        p.impl = impl;
-        p.num_splits = num_splits;
-        constexpr int kGraphCalls = 8;
-        const double ms = graph ? time_enqueue(bench, tag, true, [&] {
-          for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
-        }) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
-        if (ms <= 0) return;
-        const std::string name = graph ? tag + ",graph" : tag;
-        const double bytes = double(batch) * len * kMlaHeadDim * 2;
-        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (cache bytes)", name, len, batch),
-                   bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
-        const double flops = 2.0 * batch * heads * double(len) * (kMlaHeadDim + kMlaLatentDim);
-        bench.add({fmt::format("mla_decode[{}]/ctx={} batch={} (compute)", name, len, batch),
-                   flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-      };
-      for (const MlaDecodeImpl impl : impls) {
-        const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
-                          : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
-                          : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
-                          : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
-                          : impl == MlaDecodeImpl::kTensorCores ? "mma"
-                                                                : "cuda-cores";
-        run(impl, splits, tag);
-        if (impl == MlaDecodeImpl::kWgmmaPingPong) {
-          run(impl, splits_1wave, "wgmma-pingpong-1wave");
-          run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
-          // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
-          // the fixed costs of a split outweigh its share of the work.
-          for (const int eighths : {1, 2, 4, 6}) {
-            const int n = splits_1wave * eighths / 8;
-            if (n >= 1 && n * 128 <= len) run(impl, n, fmt::format("wgmma-pingpong-s{}", n), true);
-          }
-          p.cache_blocks = 0;  // its cp.async loads, for comparison
-          run(impl, splits_1wave, "wgmma-pingpong-cpasync-1wave");
-          p.cache_blocks = num_blocks;
+    const int batch = static_cast<int>(cs.lens.size());
+    const double total_tokens = std::accumulate(cs.lens.begin(), cs.lens.end(), 0.0);
+    const int max_blocks = (len + block_size - 1) / block_size;
+    const int num_blocks = batch * max_blocks;
+    DeviceBuffer cache = random_bf16(size_t(num_blocks) * block_size * kMlaHeadDim, s);
+    DeviceBuffer q = random_bf16(size_t(batch) * heads * kMlaHeadDim, s);
+    DeviceBuffer table(size_t(num_blocks) * 4), lens(size_t(batch) * 4);
+    std::vector<int32_t> host_table(num_blocks), host_lens(cs.lens.begin(), cs.lens.end());
+    for (int i = 0; i < num_blocks; ++i) host_table[i] = (i * 7919) % num_blocks;  // scattered
+    table.copy_from_host(host_table.data(), table.bytes(), s);
+    lens.copy_from_host(host_lens.data(), lens.bytes(), s);
+    MlaDecodeParams p;
+    p.batch = batch;
+    p.heads = heads;
+    p.block_size = block_size;
+    p.max_blocks = max_blocks;
+    p.max_seq_len = len;
+    p.cache_blocks = num_blocks;  // kWgmmaPingPong: TMA loads (block size 64)
+    // The kernels' common splits (~2 waves), and for the wgmma kernels also
+    // mla_decode_wgmma_splits' (at most one wave: rows tagged "-1wave", kAuto's splits);
+    // kWgmmaPingPong with its TMA loads and, with those splits, with cp.async
+    // ("wgmma-pingpong-cpasync-1wave").
+    const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
+    const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
+    p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
+    DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
+    DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, std::max(splits, splits_1wave)));
+    p.q = q.as<Bf16>();
+    p.kv_cache = cache.as<Bf16>();
+    p.block_table = table.as<int32_t>();
+    p.seq_lens = lens.as<int32_t>();
+    p.out = out.as<Bf16>();
+    p.workspace = ws.as<float>();
+    // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
+    // per call: without the host's launch rate (a call is two launches), as the engine's
+    // captured decode step runs them; rows tagged ",graph".
+    auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false) {
+      p.impl = impl;
+      p.num_splits = num_splits;
+      constexpr int kGraphCalls = 8;
+      const double ms = graph ? time_enqueue(bench, tag, true, [&] {
+        for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
+      }) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
+      if (ms <= 0) return;
+      const std::string name = graph ? tag + ",graph" : tag;
+      const double bytes = total_tokens * kMlaHeadDim * 2;
+      bench.add({fmt::format("mla_decode[{}]/{} (cache bytes)", name, cs.label),
+                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
+      const double flops = 2.0 * heads * total_tokens * (kMlaHeadDim + kMlaLatentDim);
+      bench.add({fmt::format("mla_decode[{}]/{} (compute)", name, cs.label),
+                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
+    };
+    for (const MlaDecodeImpl impl : impls) {
+      const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
+                        : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
+                        : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
+                        : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
+                        : impl == MlaDecodeImpl::kTensorCores ? "mma"
+                                                              : "cuda-cores";
+      run(impl, splits, tag);
+      if (impl == MlaDecodeImpl::kWgmmaPingPong) {
+        run(impl, splits_1wave, "wgmma-pingpong-1wave");
+        run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
+        // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
+        // the fixed costs of a split outweigh its share of the work.
+        for (const int eighths : {1, 2, 4, 6}) {
+          const int n = splits_1wave * eighths / 8;
+          if (n >= 1 && n * 128 <= len) run(impl, n, fmt::format("wgmma-pingpong-s{}", n), true);
         }
-        if (impl == MlaDecodeImpl::kWgmmaSplitS)
-          run(impl, splits_1wave, "wgmma-split-s-1wave");
-        if (impl == MlaDecodeImpl::kWgmmaPair) {
-          run(impl, splits_1wave, "wgmma-pair-1wave");
-          run(impl, splits_1wave, "wgmma-pair-1wave", true);
-        }
+        p.cache_blocks = 0;  // its cp.async loads, for comparison
+        run(impl, splits_1wave, "wgmma-pingpong-cpasync-1wave");
+        p.cache_blocks = num_blocks;
+      }
+      if (impl == MlaDecodeImpl::kWgmmaSplitS)
+        run(impl, splits_1wave, "wgmma-split-s-1wave");
+      if (impl == MlaDecodeImpl::kWgmmaPair) {
+        run(impl, splits_1wave, "wgmma-pair-1wave");
+        run(impl, splits_1wave, "wgmma-pair-1wave", true);
       }
     }
   }
