@@ -2,13 +2,14 @@
 // FlashMLA's SM90 dense decode (BF16 latent cache, paged in 64-token blocks, absorbed MLA with
 // q/k head dim 576 and v head dim 512, split-KV over the SMs plus a combine kernel) on the shapes
 // of hymoe-bench-gpu's `mla_decode` section: 128 query heads, one latent head, one new token a
-// sequence, contexts 1K / 8K / 64K, batch 1 / 4 / 8, every sequence the same length, each
-// sequence's blocks contiguous in the cache. Figures are counted as hymoe's: cache bytes (batch x
-// context x 576 x 2) a second against the device-to-device copy rate, and FLOP (2 x batch x 128
-// x context x (576 + 512)) a second against cuBLAS's BF16 GEMM at 8192^3, both ceilings measured
-// in this process. Timing: the scheduling metadata once per shape (FlashMLA computes it once a
-// decode step for every layer), then the attention and combine launches, median of 7 batches of
-// 20 calls after a warm-up; `+meta` also counts a metadata launch per call.
+// sequence, contexts 1K / 8K / 64K at batch 1 / 4 / 8 (every sequence the same length) and one 8K
+// or 64K sequence beside seven of 1K, each sequence's blocks contiguous in the cache. Figures are
+// counted as hymoe's: cache bytes (the sequences' tokens x 576 x 2) a second against the
+// device-to-device copy rate, and FLOP (2 x 128 x tokens x (576 + 512)) a second against cuBLAS's
+// BF16 GEMM at 8192^3, both ceilings measured in this process. Timing: the scheduling metadata
+// once per shape (FlashMLA computes it once a decode step for every layer), then the attention
+// and combine launches, median of 7 batches of 20 calls after a warm-up; `+meta` also counts a
+// metadata launch per call; `,graph` 8 calls replayed as one captured CUDA graph, per call.
 // Correctness: 4 heads of sequence 0 against a host FP64 softmax(q k^T * scale) v over the same
 // BF16 values (max |error| / max |reference|; BF16 output rounding is ~4e-3).
 // Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
@@ -24,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "params.h"
@@ -113,8 +116,23 @@ int main() {
 
   const float mscale = 0.1f * std::log(40.0f) + 1.0f;
   const float scale = mscale * mscale / std::sqrt(192.0f);
-  for (const int len : {1024, 8192, 65536}) {
-    for (const int batch : {1, 4, 8}) {
+  // The cases of hymoe-bench-gpu's mla_decode: uniform lengths, then one long sequence beside
+  // seven of 1K (sequence 0 the longest: the spot check's).
+  std::vector<std::pair<std::vector<int>, std::string>> cases;
+  for (const int len : {1024, 8192, 65536})
+    for (const int batch : {1, 4, 8})
+      cases.push_back(
+          {std::vector<int>(batch, len), "ctx=" + std::to_string(len) + " batch=" + std::to_string(batch)});
+  for (const int len : {8192, 65536}) {
+    std::vector<int> mixed(8, 1024);
+    mixed[0] = len;
+    cases.push_back({mixed, "ctx=" + std::to_string(len) + "+7x1024 batch=8"});
+  }
+  for (const auto& [case_lens, label] : cases) {
+    {
+      const int len = case_lens[0], batch = static_cast<int>(case_lens.size());
+      double total_tokens = 0;
+      for (const int l : case_lens) total_tokens += l;
       const int per_seq = (len + kPage - 1) / kPage, num_blocks = batch * per_seq;
       __nv_bfloat16 *q, *kc, *out;
       float *lse, *lse_acc, *o_acc;
@@ -133,7 +151,7 @@ int main() {
       CK(cudaMalloc(&meta, size_t(sm_parts) * sizeof(DecodingSchedMeta)));
       fill_bf16<<<1024, 256, 0, s>>>(q, size_t(batch) * kHeads * kDk, 7, 1.0f);
       fill_bf16<<<1024, 256, 0, s>>>(kc, size_t(num_blocks) * kPage * kDk, 11, 1.0f);
-      std::vector<int> host_table(num_blocks), host_lens(batch, len);
+      std::vector<int> host_table(num_blocks), host_lens(case_lens);
       for (int i = 0; i < num_blocks; ++i) host_table[i] = i;  // sequence b: blocks b * per_seq ..
       CK(cudaMemcpyAsync(table, host_table.data(), host_table.size() * 4, cudaMemcpyHostToDevice, s));
       CK(cudaMemcpyAsync(lens, host_lens.data(), host_lens.size() * 4, cudaMemcpyHostToDevice, s));
@@ -235,12 +253,12 @@ int main() {
       CK(cudaGraphExecDestroy(exec));
       CK(cudaGraphDestroy(graph));
       CK(cudaGetLastError());
-      const double bytes = double(batch) * len * kDk * 2, flops = 2.0 * batch * kHeads * double(len) * (kDk + kDv);
+      const double bytes = total_tokens * kDk * 2, flops = 2.0 * kHeads * total_tokens * (kDk + kDv);
       for (const auto& [tag, t] :
            {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{",graph", ms_graph}}) {
-        std::printf("mla_decode[flashmla%s]/ctx=%d batch=%d  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
+        std::printf("mla_decode[flashmla%s]/%s  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
                     "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
-                    tag, len, batch, t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
+                    tag, label.c_str(), t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
                     flops / (t * 1e-3) / 1e12, 100.0 * flops / (t * 1e-3) / 1e12 / bf16_tflops, max_err, max_ref);
       }
       for (void* ptr : {(void*)q, (void*)kc, (void*)out, (void*)lse, (void*)lse_acc, (void*)o_acc, (void*)table,
