@@ -5,7 +5,8 @@
 // launches after a warm-up, median of 5 batches; the grouped expert GEMM of kAuto (or of
 // --moe-backend) also in the power-limited steady state beside an FP8 ceiling timed the same way
 // (Bench::steady_ms). Inputs are random (device-side hash fill, never zeros); inputs larger than
-// L2 or rotated among copies so that repeats do not run from cache.
+// L2 or rotated among copies so that repeats do not run from cache. The harness (timer, records,
+// random buffers) is bench_harness.h; the MLA attention sections are mla_bench.cpp.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_fill.h"
+#include "bench_harness.h"
+#include "mla_bench.h"
 #include "weight_stream_probe.h"
 #include "hymoe/gpu/activation.h"
 #include "hymoe/gpu/buffer.h"
@@ -32,11 +35,8 @@
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
-#include "hymoe/gpu/graph.h"
 #include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/mla_decode.h"
-#include "hymoe/gpu/mla_prefill.h"
-#include "hymoe/gpu/mla_prefill_cudnn.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
@@ -47,124 +47,16 @@
 namespace hymoe::gpu {
 namespace {
 
-struct Record {
-  std::string name;
-  double value = 0.0;
-  std::string unit;
-  double ceiling = 0.0;  // 0: this record is itself a ceiling
-  std::string ceiling_name;
-};
-
-// The median of a few timings.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-class Bench {
- public:
-  // Median milliseconds of one call of `enqueue` (which launches work on stream()): one warm-up
-  // call, then 5 batches of ~20 ms (at least one call each). A GPU that was idle before runs the
-  // first batches faster than a loaded one (see steady_ms).
-  double time_ms(const std::function<void()>& enqueue) {
-    enqueue();  // warm-up (module load, heuristics)
-    const int reps = std::clamp(static_cast<int>(20.0 / call_ms(enqueue)), 1, 200);
-    return median(batches_ms(enqueue, reps, 5));
-  }
-  // Median milliseconds of one call in the GPU's power-limited steady state: `enqueue` runs back
-  // to back for kSettleMs first, then 7 batches of >= 40 ms. (The H200 runs FP8 GEMMs at its
-  // power limit, SM clock 1.3-1.5 GHz under ncu against a 1.98 GHz boost: right after idle time
-  // the first batches run faster, and time_ms read 2-10% above this on the grouped GEMM and the
-  // FP8 ceiling in run 124, docs/benchmarks.md round 18.)
-  double steady_ms(const std::function<void()>& enqueue) {
-    constexpr double kSettleMs = 500.0;
-    double settled = 0.0, once = 1e30;
-    while (settled < kSettleMs) {
-      const double ms = call_ms(enqueue);
-      settled += ms;
-      once = std::min(once, ms);
-    }
-    const int reps = std::clamp(static_cast<int>(40.0 / once), 2, 400);
-    return median(batches_ms(enqueue, reps, 7));
-  }
-
-  void add(Record r) {
-    const double ratio = r.ceiling > 0 ? r.value / r.ceiling : 0.0;
-    std::printf("%-52s %10.1f %-8s", r.name.c_str(), r.value, r.unit.c_str());
-    if (r.ceiling > 0) std::printf(" %5.1f%% of %s", 100.0 * ratio, r.ceiling_name.c_str());
-    std::printf("\n");
-    std::fflush(stdout);
-    records_.push_back(std::move(r));
-  }
-
-  nlohmann::json json() const {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Record& r : records_) {
-      nlohmann::json j = {{"name", r.name}, {"value", r.value}, {"unit", r.unit}};
-      if (r.ceiling > 0) {
-        j["ceiling"] = r.ceiling;
-        j["ceiling_name"] = r.ceiling_name;
-        j["ratio"] = r.value / r.ceiling;
-      } else {
-        j["ceiling"] = nullptr;
-        j["ratio"] = nullptr;
-      }
-      out.push_back(j);
-    }
-    return out;
-  }
-
-  cudaStream_t stream() const { return stream_.get(); }
-
- private:
-  // Milliseconds of one call, and per call of `batches` batches of `reps` back-to-back calls.
-  double call_ms(const std::function<void()>& enqueue) {
-    Event a, b;
-    a.record(stream_);
-    enqueue();
-    b.record(stream_);
-    b.synchronize();
-    return std::max(1e-3, double{Event::elapsed_ms(a, b)});
-  }
-  std::vector<double> batches_ms(const std::function<void()>& enqueue, int reps, int batches) {
-    Event a, b;
-    std::vector<double> per_call;
-    for (int batch = 0; batch < batches; ++batch) {
-      a.record(stream_);
-      for (int r = 0; r < reps; ++r) enqueue();
-      b.record(stream_);
-      b.synchronize();
-      per_call.push_back(Event::elapsed_ms(a, b) / reps);
-    }
-    return per_call;
-  }
-
-  Stream stream_;
-  std::vector<Record> records_;
-};
-
-uint64_t g_seed = 0x1234567;
-uint64_t next_seed() { return g_seed += 0x9e3779b97f4a7c15ull; }
-
-DeviceBuffer random_fp8(size_t count, cudaStream_t s) {
-  DeviceBuffer b(count);
-  HYMOE_CUDA_CHECK(bench::fill_fp8(b.data(), count, next_seed(), s));
-  return b;
-}
-DeviceBuffer random_bf16(size_t count, cudaStream_t s) {
-  DeviceBuffer b(count * 2);
-  HYMOE_CUDA_CHECK(bench::fill_bf16(b.data(), count, next_seed(), s));
-  return b;
-}
-DeviceBuffer random_f32(size_t count, float lo, float hi, cudaStream_t s) {
-  DeviceBuffer b(count * 4);
-  HYMOE_CUDA_CHECK(bench::fill_f32(b.as<float>(), count, lo, hi, next_seed(), s));
-  return b;
-}
-
-struct Ceilings {
-  double copy_gbs = 0, bf16_tflops = 0, fp8_tflops = 0;
-};
+using bench::Bench;
+using bench::Ceilings;
+using bench::median;
+using bench::next_seed;
+using bench::random_bf16;
+using bench::random_f32;
+using bench::random_fp8;
+using bench::time_enqueue;
+using bench::bench_mla_decode;
+using bench::bench_mla_prefill;
 
 Ceilings measure_ceilings(Bench& bench, const CublasLt& lt) {
   Ceilings c;
@@ -448,21 +340,6 @@ void bench_gemv(Bench& bench, const Ceilings& c, const DeviceInfo& info, const s
 // and replayed as one captured CUDA graph, beside two chains of read probes over the same
 // weights, one probe a link (plain launches, and PDL launches that read first and wait before
 // their write: the best a chain of launches of these sizes can do).
-// Times one enqueue of a chain, from the stream or replayed as one captured CUDA graph; 0 where
-// the graph cannot be captured (said on stdout).
-double time_enqueue(Bench& bench, const std::string& label, bool graph, const std::function<void()>& enqueue) {
-  cudaStream_t s = bench.stream();
-  if (!graph) return bench.time_ms(enqueue);
-  try {
-    const CapturedGraph g(s, enqueue);
-    return bench.time_ms([&] { g.launch(s); });
-  } catch (const Error& e) {
-    std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
-    (void)cudaGetLastError();
-    return 0;
-  }
-}
-
 struct GemvLink {
   int n, k;
   int x, y;  // indices into the chain's activation buffers
@@ -663,93 +540,6 @@ void bench_gemv_chains(Bench& bench, const Ceilings& c, const DeviceInfo& info) 
   }
 }
 
-// Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
-// hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of
-// 4096 new tokens after a cached prefix (chunked prefill).
-void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens) {
-  cudaStream_t s = bench.stream();
-  const int heads = 128;
-  const double mscale = 0.1 * std::log(40.0) + 1.0;
-  std::string why;
-  std::unique_ptr<MlaPrefillCudnn> cudnn, tuned;  // heuristics' first engine / fastest engine
-  if (MlaPrefillCudnn::available(&why)) {
-    cudnn = std::make_unique<MlaPrefillCudnn>();
-    tuned = std::make_unique<MlaPrefillCudnn>(nullptr, /*autotune=*/true);
-  } else {
-    fmt::print("mla_prefill[cudnn]: skipped ({})\n", why);
-  }
-  struct Shape {
-    int tokens, past;
-  };
-  for (const Shape shape : {Shape{4096, 0}, Shape{16384, 0}, Shape{32768, 0}, Shape{65536, 0},
-                            Shape{4096, 28672}}) {
-    const int tokens = shape.tokens, keys = shape.past + shape.tokens;
-    if (keys > std::max(4096, max_tokens)) continue;
-    DeviceBuffer q = random_bf16(size_t(tokens) * heads * kMlaQkDim, s);
-    DeviceBuffer kv = random_bf16(size_t(keys) * heads * 256, s);
-    DeviceBuffer kpe = random_bf16(size_t(keys) * 64, s);
-    DeviceBuffer out(size_t(tokens) * heads * kMlaVDim * 2);
-    MlaPrefillParams p;
-    p.q = q.as<Bf16>();
-    p.k_nope = kv.as<Bf16>();
-    p.v = kv.as<Bf16>() + kMlaNopeDim;
-    p.k_pe = kpe.as<Bf16>();
-    p.out = out.as<Bf16>();
-    p.tokens = tokens;
-    p.kv_tokens = keys;
-    p.past = shape.past;
-    p.heads = heads;
-    p.q_token_stride = int64_t{heads} * kMlaQkDim;
-    p.q_head_stride = kMlaQkDim;
-    p.k_token_stride = p.v_token_stride = int64_t{heads} * 256;
-    p.k_head_stride = p.v_head_stride = 256;
-    p.k_pe_token_stride = 64;
-    p.out_token_stride = int64_t{heads} * kMlaVDim;
-    p.out_head_stride = kMlaVDim;
-    p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-    // Scores computed: the causal triangle of the chunk plus its whole cached prefix.
-    const double pairs = double(tokens) * (tokens + 1) / 2 + double(tokens) * shape.past;
-    const double flops = 2.0 * heads * pairs * (kMlaQkDim + kMlaVDim);
-    const std::string what = shape.past == 0
-                                 ? fmt::format("causal {} tokens x 128 heads", tokens)
-                                 : fmt::format("chunk {} after {} x 128 heads", tokens, shape.past);
-    for (const MlaPrefillImpl impl : {MlaPrefillImpl::kTensorCores, MlaPrefillImpl::kCudaCores}) {
-      if (impl == MlaPrefillImpl::kCudaCores && keys > 4096) continue;  // ~19 TFLOP/s: slow
-      p.impl = impl;
-      const double ms = bench.time_ms([&] { mla_prefill(p, s); });
-      bench.add({fmt::format("mla_prefill[{}]/{}",
-                             impl == MlaPrefillImpl::kCudaCores ? "cuda-cores" : "mma", what),
-                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-    }
-    if (cudnn) {
-      if (!cudnn->supports(p, &why)) {
-        fmt::print("mla_prefill[cudnn]/{}: not supported ({})\n", what, why);
-        continue;
-      }
-      bench.add({fmt::format("mla_prefill[cudnn]/{} (plan build, ms)", what),
-                 cudnn->last_build_ms(), "ms", 0, ""});
-      const double ms = bench.time_ms([&] { cudnn->run(p, s); });
-      bench.add({fmt::format("mla_prefill[cudnn]/{}", what), flops / (ms * 1e-3) / 1e12,
-                 "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-      {  // K read in place from a [keys, heads, 320] k_nope | k_pe | v buffer (no gather).
-        DeviceBuffer kv320 = random_bf16(size_t(keys) * heads * 320, s);
-        MlaPrefillParams pi = p;
-        pi.k_nope = kv320.as<Bf16>();
-        pi.k_pe = kv320.as<Bf16>() + kMlaNopeDim;
-        pi.v = kv320.as<Bf16>() + kMlaQkDim;
-        pi.k_token_stride = pi.k_pe_token_stride = pi.v_token_stride = int64_t{heads} * 320;
-        pi.k_head_stride = pi.k_pe_head_stride = pi.v_head_stride = 320;
-        const double ims = bench.time_ms([&] { cudnn->run(pi, s); });
-        bench.add({fmt::format("mla_prefill[cudnn, K in place]/{}", what),
-                   flops / (ims * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-      }
-      // The warm-up call tunes: every engine once, the fastest kept.
-      const double tms = bench.time_ms([&] { tuned->run(p, s); });
-      bench.add({fmt::format("mla_prefill[cudnn-tuned of {}]/{}", tuned->engines(p), what),
-                 flops / (tms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-    }
-  }
-}
 
 void bench_sampling(Bench& bench, const Ceilings& c) {
   cudaStream_t s = bench.stream();
@@ -824,112 +614,6 @@ void bench_rowwise(Bench& bench, const Ceilings& c) {
   }
 }
 
-// Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
-// long sequence beside seven of 1K: the splits follow the longest, the rest leave theirs empty);
-// cases whose longest sequence is below min_len left out (one size under ncu).
-void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
-                      std::initializer_list<MlaDecodeImpl> impls) {
-  cudaStream_t s = bench.stream();
-  const int heads = 128, block_size = 64;
-  const double mscale = 0.1 * std::log(40.0) + 1.0;
-  struct Case {
-    std::vector<int> lens;
-    std::string label;  // the records' "ctx=... batch=..."
-  };
-  std::vector<Case> cases;
-  for (int len : {1024, 8192, 65536})
-    for (int batch : {1, 4, 8})
-      cases.push_back({std::vector<int>(size_t(batch), len), fmt::format("ctx={} batch={}", len, batch)});
-  for (int len : {8192, 65536}) {
-    std::vector<int> lens(8, 1024);
-    lens[0] = len;
-    cases.push_back({lens, fmt::format("ctx={}+7x1024 batch=8", len)});
-  }
-  for (const Case& cs : cases) {
-    const int len = *std::max_element(cs.lens.begin(), cs.lens.end());
-    if (len < min_len) continue;
-    const int batch = static_cast<int>(cs.lens.size());
-    const double total_tokens = std::accumulate(cs.lens.begin(), cs.lens.end(), 0.0);
-    const int max_blocks = (len + block_size - 1) / block_size;
-    const int num_blocks = batch * max_blocks;
-    DeviceBuffer cache = random_bf16(size_t(num_blocks) * block_size * kMlaHeadDim, s);
-    DeviceBuffer q = random_bf16(size_t(batch) * heads * kMlaHeadDim, s);
-    DeviceBuffer table(size_t(num_blocks) * 4), lens(size_t(batch) * 4);
-    std::vector<int32_t> host_table(num_blocks), host_lens(cs.lens.begin(), cs.lens.end());
-    for (int i = 0; i < num_blocks; ++i) host_table[i] = (i * 7919) % num_blocks;  // scattered
-    table.copy_from_host(host_table.data(), table.bytes(), s);
-    lens.copy_from_host(host_lens.data(), lens.bytes(), s);
-    MlaDecodeParams p;
-    p.batch = batch;
-    p.heads = heads;
-    p.block_size = block_size;
-    p.max_blocks = max_blocks;
-    p.max_seq_len = len;
-    p.cache_blocks = num_blocks;  // kWgmmaPingPong: TMA loads (block size 64)
-    // The kernels' common splits (~2 waves), and for the wgmma kernels also
-    // mla_decode_wgmma_splits' (at most one wave: rows tagged "-1wave", kAuto's splits);
-    // kWgmmaPingPong with its TMA loads and, with those splits, with cp.async
-    // ("wgmma-pingpong-cpasync-1wave").
-    const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
-    const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
-    p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
-    DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
-    DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, std::max(splits, splits_1wave)));
-    p.q = q.as<Bf16>();
-    p.kv_cache = cache.as<Bf16>();
-    p.block_table = table.as<int32_t>();
-    p.seq_lens = lens.as<int32_t>();
-    p.out = out.as<Bf16>();
-    p.workspace = ws.as<float>();
-    // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
-    // per call: without the host's launch rate (a call is two launches), as the engine's
-    // captured decode step runs them; rows tagged ",graph".
-    auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false) {
-      p.impl = impl;
-      p.num_splits = num_splits;
-      constexpr int kGraphCalls = 8;
-      const double ms = graph ? time_enqueue(bench, tag, true, [&] {
-        for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
-      }) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
-      if (ms <= 0) return;
-      const std::string name = graph ? tag + ",graph" : tag;
-      const double bytes = total_tokens * kMlaHeadDim * 2;
-      bench.add({fmt::format("mla_decode[{}]/{} (cache bytes)", name, cs.label),
-                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
-      const double flops = 2.0 * heads * total_tokens * (kMlaHeadDim + kMlaLatentDim);
-      bench.add({fmt::format("mla_decode[{}]/{} (compute)", name, cs.label),
-                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"});
-    };
-    for (const MlaDecodeImpl impl : impls) {
-      const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
-                        : impl == MlaDecodeImpl::kWgmmaSplitS ? "wgmma-split-s"
-                        : impl == MlaDecodeImpl::kWgmmaPingPong ? "wgmma-pingpong"
-                        : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
-                        : impl == MlaDecodeImpl::kTensorCores ? "mma"
-                                                              : "cuda-cores";
-      run(impl, splits, tag);
-      if (impl == MlaDecodeImpl::kWgmmaPingPong) {
-        run(impl, splits_1wave, "wgmma-pingpong-1wave");
-        run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
-        // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
-        // the fixed costs of a split outweigh its share of the work.
-        for (const int eighths : {1, 2, 4, 6}) {
-          const int n = splits_1wave * eighths / 8;
-          if (n >= 1 && n * 128 <= len) run(impl, n, fmt::format("wgmma-pingpong-s{}", n), true);
-        }
-        p.cache_blocks = 0;  // its cp.async loads, for comparison
-        run(impl, splits_1wave, "wgmma-pingpong-cpasync-1wave");
-        p.cache_blocks = num_blocks;
-      }
-      if (impl == MlaDecodeImpl::kWgmmaSplitS)
-        run(impl, splits_1wave, "wgmma-split-s-1wave");
-      if (impl == MlaDecodeImpl::kWgmmaPair) {
-        run(impl, splits_1wave, "wgmma-pair-1wave");
-        run(impl, splits_1wave, "wgmma-pair-1wave", true);
-      }
-    }
-  }
-}
 
 // A DeepSeek-V3 MoE layer (256 experts, top-8, hidden 7168, intermediate 2048) on T tokens with
 // random routing: gate and up GEMMs into one [rows, 4096] buffer, down GEMM, per expert.

@@ -1,0 +1,25 @@
+// hymoe-bench-gpu's MLA attention sections: decode (the split-K kernels and their merge, at
+// contexts of 1K-64K and batches 1-8, uniform and mixed lengths) and prefill (hymoe's kernels and
+// cuDNN's fused attention, whole prompts and a chunk after a cached prefix).
+#pragma once
+
+#include <initializer_list>
+
+#include "bench_harness.h"
+#include "hymoe/gpu/device.h"
+#include "hymoe/gpu/mla_decode.h"
+
+namespace hymoe::gpu::bench {
+
+// Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
+// long sequence beside seven of 1K: the splits follow the longest, the rest leave theirs empty);
+// cases whose longest sequence is below min_len left out (one size under ncu).
+void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
+                      std::initializer_list<MlaDecodeImpl> impls);
+
+// Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
+// hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of
+// 4096 new tokens after a cached prefix (chunked prefill).
+void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens);
+
+}  // namespace hymoe::gpu::bench
