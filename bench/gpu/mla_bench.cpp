@@ -13,13 +13,15 @@
 #include "hymoe/common/error.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/mla_decode_plan.h"
 #include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/mla_prefill_cudnn.h"
 
 namespace hymoe::gpu::bench {
 
 // Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
-// long sequence beside seven of 1K: the splits follow the longest, the rest leave theirs empty);
+// long sequence beside seven of 1K: uniform splits follow the longest, the rest leave theirs
+// empty; rows tagged "-plan" take a work list instead, chunks of one length across the batch);
 // cases whose longest sequence is below min_len left out (one size under ncu).
 void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
                       std::initializer_list<MlaDecodeImpl> impls) {
@@ -66,9 +68,18 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     // ("wgmma-pingpong-cpasync-1wave").
     const int splits = mla_decode_splits(info.multiprocessors, batch, heads, len);
     const int splits_1wave = mla_decode_wgmma_splits(info.multiprocessors, batch, heads, len);
+    // A work list (mla_decode_plan: chunks of one length across the sequences), made once as a
+    // decode step makes it for all its layers; the planner's own time in a row of its own. Its
+    // splits: from the lengths ("-plan": as a scheduler that knows them picks them), or one wave
+    // whatever the lengths ("-plan-wave": as a step captured once would).
+    const int splits_wave = mla_decode_plan_splits(info.multiprocessors, batch, heads);
+    const int splits_plan = mla_decode_plan_splits(info.multiprocessors, heads, host_lens);
+    const int wave_items = mla_decode_wave_items(info.multiprocessors, heads);
+    DeviceBuffer work_list(mla_decode_work_list_bytes(batch, splits_wave));
     p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
     DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
-    DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads, std::max(splits, splits_1wave)));
+    DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads,
+                                               std::max({splits, splits_1wave, splits_wave})));
     p.q = q.as<Bf16>();
     p.kv_cache = cache.as<Bf16>();
     p.block_table = table.as<int32_t>();
@@ -78,9 +89,18 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
     // per call: without the host's launch rate (a call is two launches), as the engine's
     // captured decode step runs them; rows tagged ",graph".
-    auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false) {
+    const double plan_ms = bench.time_ms([&] {
+      mla_decode_plan(lens.as<int32_t>(), batch, splits_plan, wave_items, work_list.as<int32_t>(), s);
+    });
+    bench.add({fmt::format("mla_decode_plan/{} (us per call)", cs.label), plan_ms * 1e3, "us", 0, ""});
+    // planned: with a work list for num_splits (0: mla_decode_plan_splits').
+    auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false,
+                   bool planned = false) {
       p.impl = impl;
-      p.num_splits = num_splits;
+      p.num_splits = planned && num_splits == 0 ? splits_plan : num_splits;
+      p.work_list = planned ? work_list.as<int32_t>() : nullptr;
+      if (planned)  // (outside the timing: a step plans once for all its layers)
+        mla_decode_plan(lens.as<int32_t>(), batch, p.num_splits, wave_items, work_list.as<int32_t>(), s);
       constexpr int kGraphCalls = 8;
       const double ms = graph ? time_enqueue(bench, tag, true, [&] {
         for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
@@ -105,6 +125,9 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       if (impl == MlaDecodeImpl::kWgmmaPingPong) {
         run(impl, splits_1wave, "wgmma-pingpong-1wave");
         run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
+        run(impl, 0, "wgmma-pingpong-plan", false, true);
+        run(impl, 0, "wgmma-pingpong-plan", true, true);
+        run(impl, splits_wave, "wgmma-pingpong-plan-wave", true, true);
         // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
         // the fixed costs of a split outweigh its share of the work.
         for (const int eighths : {1, 2, 4, 6}) {
@@ -120,6 +143,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       if (impl == MlaDecodeImpl::kWgmmaPair) {
         run(impl, splits_1wave, "wgmma-pair-1wave");
         run(impl, splits_1wave, "wgmma-pair-1wave", true);
+        run(impl, 0, "wgmma-pair-plan", true, true);
+        run(impl, splits_wave, "wgmma-pair-plan-wave", true, true);
       }
     }
   }

@@ -11,6 +11,8 @@
 #include "common.cuh"
 #include "pdl.cuh"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/mla_decode_plan.h"
+#include "mla_split_work.cuh"
 
 namespace hymoe::gpu::kernels {
 
@@ -36,11 +38,11 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
   float* p_s = reinterpret_cast<float*>(k_s + kMlaTile * kMlaKStride);  // [32 tokens][16 heads]
   float* alpha_s = p_s + kMlaTile * kMlaHeadsPerBlock;          // [16]
 
-  const int split = blockIdx.x, h0 = blockIdx.y * kMlaHeadsPerBlock, b = blockIdx.z;
+  const int h0 = blockIdx.y * kMlaHeadsPerBlock, splits = gridDim.x;
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
-  const int len = p.seq_lens[b];
-  const int start = split * chunk, end = min(len, start + chunk);
-  const int splits = gridDim.x;
+  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.x, blockIdx.z, splits);
+  if (work.b < 0) return;
+  const int b = work.b, start = work.start, end = work.end;
 
   // Queries of the 16 heads (16-byte loads; 72 per head).
   const auto* q = reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * p.heads + h0) * kMlaHeadDim);
@@ -125,19 +127,19 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
     }
   }
 
-  // Partials: o [b][h][split][512], then (max, sum) [b][h][split][2] after all o.
+  // Partials: o [h][item][512], then (max, sum) [h][item][2] after all o (mla_part).
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
   float* o_ws = p.workspace;
   float* ml_ws = p.workspace + parts * kMlaLatentDim;
 #pragma unroll
   for (int h = 0; h < kMlaHeadsPerBlock; ++h) {
-    const int64_t part = (static_cast<int64_t>(b) * p.heads + h0 + h) * splits + split;
+    const int64_t part = mla_part(p, h0 + h, work.item, splits);
     *reinterpret_cast<float2*>(o_ws + part * kMlaLatentDim + 2 * tid) = make_float2(acc[h][0], acc[h][1]);
   }
   if (lane == 0) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int64_t part = (static_cast<int64_t>(b) * p.heads + h0 + 2 * warp + j) * splits + split;
+      const int64_t part = mla_part(p, h0 + 2 * warp + j, work.item, splits);
       ml_ws[part * 2] = m[j];
       ml_ws[part * 2 + 1] = l[j];
     }
@@ -161,15 +163,25 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   __shared__ float warp_max[kThreads / kWarpSize];
   __shared__ float4 part_o[kGroups > 1 ? kGroups - 1 : 1][128];
   __shared__ float part_sum[kGroups > 1 ? kGroups - 1 : 1];
-  pdl_wait();  // the split kernel's partials (a no-op in a plain launch)
   const int tid = threadIdx.x, group = tid / 128, t = tid % 128;
   const int64_t bh = blockIdx.x;
-  const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
-  const float4* o_ws = reinterpret_cast<const float4*>(p.workspace + bh * splits * kMlaLatentDim) + t;
-  const float2* ml_ws =
-      reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + bh * splits;
+  const int b = static_cast<int>(bh / p.heads), h = static_cast<int>(bh % p.heads);
+  const int items = p.batch * splits;
+  // This sequence's items: its splits, or its entries of the work list (written before the split
+  // kernel started: read while that kernel still runs).
+  int item0 = b * splits, count = splits;
+  if (p.work_list != nullptr) {
+    const int32_t* first = p.work_list + kMlaWorkHeaderInts + kMlaWorkItemInts * items;
+    item0 = first[b];
+    count = first[b + 1] - item0;
+  }
+  pdl_wait();  // the split kernel's partials (a no-op in a plain launch)
+  const int64_t parts = static_cast<int64_t>(items) * p.heads;
+  const int64_t part0 = mla_part(p, h, item0, splits);
+  const float4* o_ws = reinterpret_cast<const float4*>(p.workspace + part0 * kMlaLatentDim) + t;
+  const float2* ml_ws = reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + part0;
   float m_max = -INFINITY;
-  for (int s = tid; s < splits; s += kThreads) {
+  for (int s = tid; s < count; s += kThreads) {
     const float2 ml = ml_ws[s];
     if (ml.y > 0.0f) m_max = fmaxf(m_max, ml.x);
   }
@@ -193,7 +205,7 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   };
   constexpr int kInFlight = 8, kStep = kGroups * kInFlight;
   int s = group;
-  for (; s + kStep - kGroups < splits; s += kStep) {
+  for (; s + kStep - kGroups < count; s += kStep) {
     float2 ml[kInFlight];
     float4 v[kInFlight];
 #pragma unroll
@@ -205,7 +217,7 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) add(ml[k], v[k]);
   }
-  for (; s < splits; s += kGroups) add(ml_ws[s], o_ws[static_cast<int64_t>(s) * (kMlaLatentDim / 4)]);
+  for (; s < count; s += kGroups) add(ml_ws[s], o_ws[static_cast<int64_t>(s) * (kMlaLatentDim / 4)]);
   if constexpr (kGroups > 1) {
     if (group > 0) {
       part_o[group - 1][t] = o;

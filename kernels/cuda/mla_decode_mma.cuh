@@ -13,6 +13,7 @@
 
 #include "common.cuh"
 #include "hymoe/gpu/mla_decode.h"
+#include "mla_split_work.cuh"
 #include "mma.cuh"
 
 namespace hymoe::gpu::kernels {
@@ -58,14 +59,14 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
   float* s_s = reinterpret_cast<float*>(p_s + kMmaHeads * kMmaPRowBytes);  // [64][33]
   float* alpha_s = s_s + kMmaHeads * kMmaSStride;           // [64]
 
-  const int h0 = blockIdx.x * kMmaHeads, split = blockIdx.y, b = blockIdx.z;
+  const int h0 = blockIdx.x * kMmaHeads, splits = gridDim.y;
   const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int g = lane / 4, c = lane % 4;
   const int wm = (warp / 2) * 16;  // this warp's 16 heads (scores and values)
   const int wn = warp % 2;         // score tokens 16 wn.., value dims 256 wn..
-  const int len = p.seq_lens[b];
-  const int start = split * chunk, end = min(len, start + chunk);
-  const int splits = gridDim.y;
+  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.y, blockIdx.z, splits);
+  if (work.b < 0) return;
+  const int b = work.b, start = work.start, end = work.end;
   const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
 
   // Q rows of this head group (zeros for heads past p.heads), then the first tile.
@@ -180,7 +181,7 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
   for (int half = 0; half < 2; ++half) {
     const int h = h0 + wm + g + 8 * half;
     if (h >= p.heads) continue;
-    const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
+    const int64_t part = mla_part(p, h, work.item, splits);
 #pragma unroll
     for (int nb = 0; nb < 32; ++nb) {
       const int dim = wn * 256 + nb * 8 + 2 * c;
@@ -193,7 +194,7 @@ __global__ void __launch_bounds__(256, 1) mla_decode_mma_kernel(MlaDecodeParams 
     for (int j = 0; j < 8; ++j) {
       const int h = h0 + 8 * warp + j;
       if (h >= p.heads) continue;
-      const int64_t part = (static_cast<int64_t>(b) * p.heads + h) * splits + split;
+      const int64_t part = mla_part(p, h, work.item, splits);
       ml_ws[part * 2] = m_run[j];
       ml_ws[part * 2 + 1] = l_run[j];
     }

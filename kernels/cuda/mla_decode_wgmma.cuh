@@ -24,6 +24,7 @@
 
 #include "common.cuh"
 #include "hymoe/gpu/mla_decode.h"
+#include "mla_split_work.cuh"
 #include "hymoe/gpu/wgmma_layout.h"
 #include "mma.cuh"
 #include "pdl.cuh"
@@ -64,15 +65,15 @@ __device__ __forceinline__ void mla_wgmma_load_rows(uint32_t dst, int tid, const
 __device__ __forceinline__ void mla_wgmma_store_partials(const MlaDecodeParams& p,
                                                          const float (&o)[128],
                                                          const float (&m_run)[2],
-                                                         const float (&l_run)[2], int h, int b,
-                                                         int split, int splits, int wg, int c) {
+                                                         const float (&l_run)[2], int h,
+                                                         int item, int splits, int wg, int c) {
   pdl_launch_dependents();  // every block is at its end: the combine's grid may be set up
   const int64_t parts = static_cast<int64_t>(p.batch) * p.heads * splits;
   float* o_ws = p.workspace;
   float* ml_ws = p.workspace + parts * kMlaLatentDim;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int64_t part = (static_cast<int64_t>(b) * p.heads + h + 8 * r) * splits + split;
+    const int64_t part = mla_part(p, h + 8 * r, item, splits);
 #pragma unroll
     for (int i = 2 * r; i < 128; i += 4) {
       const int dim = 256 * wg + 8 * (i / 4) + 2 * c;
@@ -93,7 +94,7 @@ __device__ __forceinline__ void mla_wgmma_store_split(const MlaDecodeParams& p,
                                                       const float (&o)[128],
                                                       const float (&m_run)[2], float (&l_run)[2],
                                                       float* l_x, const int (&rows)[2], int h0,
-                                                      int b, int split, int splits, int wg, int c) {
+                                                      int item, int splits, int wg, int c) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
@@ -108,7 +109,7 @@ __device__ __forceinline__ void mla_wgmma_store_split(const MlaDecodeParams& p,
     l_run[0] += l_x[rows[0]];
     l_run[1] += l_x[rows[1]];
   }
-  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], b, split, splits, wg, c);
+  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + rows[0], item, splits, wg, c);
 }
 
 // kSplitS = false (MlaDecodeImpl::kWgmma): both warpgroups compute the whole S and keep P in
@@ -127,12 +128,12 @@ __global__ void __launch_bounds__(kWgmmaMlaThreads, 1)
   float* red_s = reinterpret_cast<float*>(mla_wg_smem + (p_s + wgmma::kMlaBlockBytes - raw));
                                                            // kSplitS: [2 warpgroups][64 rows]
 
-  const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
+  const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = gridDim.y;
   const int tid = threadIdx.x, wg = warpgroup_index();
   const int warp = (tid % 128) / kWarpSize, lane = tid % kWarpSize, c = lane % 4, g = lane / 4;
-  const int len = p.seq_lens[b];
-  const int start = split * chunk, end = min(len, start + chunk);
-  const int splits = gridDim.y;
+  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.y, blockIdx.z, splits);
+  if (work.b < 0) return;
+  const int b = work.b, start = work.start, end = work.end;
   const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
   const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
 
@@ -296,7 +297,7 @@ __global__ void __launch_bounds__(kWgmmaMlaThreads, 1)
     }
   }
 
-  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + 16 * warp + g, b, split, splits, wg, c);
+  mla_wgmma_store_partials(p, o, m_run, l_run, h0 + 16 * warp + g, work.item, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

@@ -77,16 +77,16 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   auto stage_of = [&](int st) { return k_s + st * wgmma::kMlaTileBytes; };
   auto p_buf = [&](int w) { return p_s + w * wgmma::kMlaBlockBytes; };
 
-  const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
+  const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = gridDim.y;
   const int tid = threadIdx.x, t = tid % 128;
   const int wg = warpgroup_index();  // (uniform: the branches on it hold wgmmas)
   const int warp = t / kWarpSize, lane = t % kWarpSize, c = lane % 4, g = lane / 4;
   const bool lane0 = lane == 0;
-  const int len = p.seq_lens[b];
-  const int start = split * chunk, end = min(len, start + chunk);
+  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.y, blockIdx.z, splits);
+  if (work.b < 0) return;
+  const int b = work.b, start = work.start, end = work.end;
   const int tiles = start < end ? (end - start + kWgmmaMlaTile - 1) / kWgmmaMlaTile : 0;
   const int pairs = (tiles + 1) / 2;
-  const int splits = gridDim.y;
   const int32_t* table =  // this split's entries
       p.block_table + static_cast<int64_t>(b) * p.max_blocks + start / kWgmmaMlaTile;
 
@@ -436,7 +436,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
     }
   }
   retire_all();
-  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, b, split, splits, wg, c);
+  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, work.item, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

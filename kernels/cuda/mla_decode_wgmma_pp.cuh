@@ -113,15 +113,15 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   // run 145, 1.18-1.21x at 64K, 1.12-1.20x at 8K batch 4-8); with TMA, after issuing S_j, so
   // that S_j queues behind P V_{j-1} (releasing early was 0-3% slower there, run 145).
   constexpr bool kEarly = !kTma;
-  const int h0 = blockIdx.x * kWgmmaMlaHeads, split = blockIdx.y, b = blockIdx.z;
+  const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = gridDim.y;
   const int tid = threadIdx.x, t = tid % 128;
   const int wg = warpgroup_index();  // (uniform: the branches on it hold wgmmas)
   const int warp = t / kWarpSize, lane = t % kWarpSize, c = lane % 4, g = lane / 4;
   const bool lane0 = lane == 0;
-  const int len = p.seq_lens[b];
-  const int start = split * chunk, end = min(len, start + chunk);
+  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.y, blockIdx.z, splits);
+  if (work.b < 0) return;
+  const int b = work.b, start = work.start, end = work.end;
   const int tiles = start < end ? (end - start + kWgmmaMlaTile - 1) / kWgmmaMlaTile : 0;
-  const int splits = gridDim.y;
   const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
   const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
 
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   wgmma_hold_n(o);
   hold_a();
 
-  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, b, split, splits, wg, c);
+  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, work.item, splits, wg, c);
 }
 
 }  // namespace hymoe::gpu::kernels

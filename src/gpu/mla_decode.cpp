@@ -75,9 +75,11 @@ void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
   HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.q) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.kv_cache) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.workspace) & 15u) == 0 &&
-                  (reinterpret_cast<uintptr_t>(p.out) & 7u) == 0,
+                  (reinterpret_cast<uintptr_t>(p.out) & 7u) == 0 &&
+                  (reinterpret_cast<uintptr_t>(p.work_list) & 15u) == 0,
               kInvalidArgument,
-              "mla_decode: q, cache and workspace must be 16-byte aligned, out 8-byte aligned");
+              "mla_decode: q, cache, workspace and work list must be 16-byte aligned, out 8-byte "
+              "aligned");
   HYMOE_CHECK(!wgmma || mla_decode_wgmma_supported(), kUnsupported,
               "mla_decode (wgmma) needs compute capability 9.0 and a build with CUDA architecture "
               "90a");

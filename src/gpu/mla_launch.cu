@@ -3,6 +3,7 @@
 #include "pdl_launch.h"
 #include "tensor_map.h"
 #include "mla_decode.cuh"
+#include "mla_decode_plan.cuh"
 #include "mla_decode_mma.cuh"
 #include "mla_decode_wgmma.cuh"
 #include "mla_decode_wgmma_pair.cuh"
@@ -74,6 +75,13 @@ cudaError_t mla_decode_wgmma(const MlaDecodeParams& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+cudaError_t mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, int wave_items,
+                            int32_t* work_list, cudaStream_t stream) {
+  kernels::mla_decode_plan_kernel<<<1, kernels::kMlaPlanThreads, 0, stream>>>(
+      seq_lens, batch, batch * num_splits, wave_items, work_list);
+  return cudaGetLastError();
+}
 
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream) {
   if (mla_decode_is_wgmma(p.impl)) return mla_decode_wgmma(p, stream);

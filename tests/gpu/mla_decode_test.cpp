@@ -15,6 +15,7 @@
 
 #include "gpu_test_util.h"
 #include "hymoe/gpu/mla_decode.h"
+#include "hymoe/gpu/mla_decode_plan.h"
 
 namespace hymoe::gpu {
 namespace {
@@ -34,7 +35,19 @@ struct ImplRun {
   MlaDecodeImpl impl;
   const char* name;
   bool cache_blocks = true;  // MlaDecodeParams::cache_blocks given (kWgmmaPingPong: TMA at block size 64)
+  bool planned = false;      // with a work list from mla_decode_plan
 };
+
+// Every implementation in the list, also with a work list.
+std::vector<ImplRun> with_planned(std::vector<ImplRun> impls) {
+  const size_t n = impls.size();
+  for (size_t i = 0; i < n; ++i) {
+    ImplRun r = impls[i];
+    r.planned = true;
+    impls.push_back(r);
+  }
+  return impls;
+}
 
 // Runs the given implementations on case c, each on freshly poisoned output and workspace, and
 // checks each against a float64 reference.
@@ -71,8 +84,16 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   p.block_size = c.block_size;
   p.max_blocks = max_blocks;
   p.max_seq_len = max_len;
-  p.num_splits = c.splits ? c.splits : mla_decode_splits(query_device(0).multiprocessors, batch,
-                                                         c.heads, max_len);
+  const int sms = query_device(0).multiprocessors;
+  const int uniform_splits = c.splits ? c.splits : mla_decode_splits(sms, batch, c.heads, max_len);
+  const int planned_splits = c.splits ? c.splits : mla_decode_plan_splits(sms, batch, c.heads);
+  // The work list for planned runs, as the device's planner writes it: the host mirror's bytes.
+  const std::vector<int32_t> plan =
+      mla_decode_plan_host(c.lens, planned_splits, mla_decode_wave_items(sms, c.heads));
+  DeviceBuffer dplan = test::poisoned<uint8_t>(plan.size() * sizeof(int32_t), stream);
+  mla_decode_plan(dl.as<int32_t>(), batch, planned_splits, mla_decode_wave_items(sms, c.heads),
+                  dplan.as<int32_t>(), stream);
+  EXPECT_EQ(test::to_host<int32_t>(dplan, plan.size(), stream), plan);
   p.softmax_scale = scale;
   p.q = dq.as<Bf16>();
   p.kv_cache = dc.as<Bf16>();
@@ -81,6 +102,8 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   std::vector<std::vector<float>> outs;
   for (const auto& entry : impls) {
     auto dout = test::poisoned<Bf16>(size_t(batch) * c.heads * kMlaLatentDim, stream);
+    p.num_splits = entry.planned ? planned_splits : uniform_splits;
+    p.work_list = entry.planned ? dplan.as<int32_t>() : nullptr;
     auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
     p.out = dout.as<Bf16>();
     p.workspace = dws.as<float>();
@@ -120,15 +143,16 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   // the tensor-core kernels also round the probabilities to BF16 before P V (another ~2^-9).
   for (size_t i = 0; i < impls.size(); ++i)
     EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3)
-        << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)") << ", splits "
-        << p.num_splits;
+        << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)")
+        << (impls[i].planned ? ", work list, splits " : ", splits ")
+        << (impls[i].planned ? planned_splits : uniform_splits);
 }
 
 TEST_P(MlaDecodeTest, MatchesReference) {
   HYMOE_REQUIRE_GPU();
-  check_case(GetParam(), {{MlaDecodeImpl::kTensorCores, "tensor cores"},
-                          {MlaDecodeImpl::kCudaCores, "CUDA cores"},
-                          {MlaDecodeImpl::kAuto, "auto"}});
+  check_case(GetParam(), with_planned({{MlaDecodeImpl::kTensorCores, "tensor cores"},
+                                       {MlaDecodeImpl::kCudaCores, "CUDA cores"},
+                                       {MlaDecodeImpl::kAuto, "auto"}}));
 }
 
 // The wgmma kernels (sm_90a) in tests of their own, so that a failure there leaves the others'
@@ -144,7 +168,7 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
       {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"},
       {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false}};
   if (GetParam().block_size == 64) impls.push_back({MlaDecodeImpl::kWgmmaPair, "wgmma, pairs"});
-  check_case(GetParam(), impls);
+  check_case(GetParam(), with_planned(impls));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -157,7 +181,11 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaCase{80, 32, {700}, 3},                   // a partial head group
                       MlaCase{64, 64, {65536, 63}, 0},             // 64K at 64 heads (wgmma too)
                       MlaCase{128, 1, {100, 65, 64}, 2},           // 1-token blocks, tile edges
-                      MlaCase{64, 16, {1}, 0}));                   // a lone 1-token sequence
+                      MlaCase{64, 16, {1}, 0},                     // a lone 1-token sequence
+                      // mixed lengths (a work list's case): one long beside short ones and
+                      // lengths at the tile edges
+                      MlaCase{128, 64, {8191, 1, 64, 65, 1000, 127, 129, 300}, 0},
+                      MlaCase{64, 64, {30000, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, 0}));
 
 // The wgmma implementation takes 64-head blocks: other head counts are refused before anything
 // touches the device (host-only).
@@ -245,6 +273,84 @@ TEST(GpuHost, MlaWgmmaSplitHeuristic) {
         }
       }
     }
+}
+
+// The work list's chunk and items, on the host mirror (the GPU tests compare the planner's bytes
+// to it): chunks cover every sequence once, in order; the chunk is the smallest that fits.
+TEST(GpuHost, MlaDecodePlan) {
+  auto chunk_of = [](std::vector<int32_t> lens, int splits, int wave) {
+    return mla_decode_plan_host(lens, splits, wave)[0];
+  };
+  EXPECT_EQ(mla_decode_wave_items(132, 128), 66);
+  EXPECT_EQ(mla_decode_wave_items(132, 64), 132);
+  EXPECT_EQ(mla_decode_plan_splits(132, 8, 128), 8);
+  EXPECT_EQ(mla_decode_plan_splits(132, 1, 128), 66);
+  EXPECT_EQ(mla_decode_plan_splits(132, 200, 128), 1);
+  // One 64K context beside seven of 1K, 64 items: 57 chunks of 1152 and one a short sequence
+  // (uniform splits: 8 chunks of 8192 for the long one, the short ones' 7 left empty).
+  std::vector<int32_t> mixed(8, 1024);
+  mixed[0] = 65536;
+  EXPECT_EQ(chunk_of(mixed, 8, 66), 1152);
+  EXPECT_EQ(mla_decode_plan_host(mixed, 8, 66)[1], 64);
+  EXPECT_EQ(chunk_of({8192}, 66, 66), 256);          // 128-token chunks would fill the wave
+  EXPECT_EQ(chunk_of({1024}, 66, 66), 128);          // 8 items: 128 tokens suffice
+  EXPECT_EQ(chunk_of({65536}, 66, 66), 1024);        // 64 items of 1024
+  EXPECT_EQ(chunk_of({100, 3}, 1, 66), 128);         // a chunk a sequence, at least 128
+  EXPECT_EQ(chunk_of(std::vector<int32_t>(8, 8192), 8, 66), 1024);  // uniform: as the splits
+  EXPECT_ANY_THROW(mla_decode_plan_host(std::vector<int32_t>{5, 0}, 2, 66));
+  EXPECT_ANY_THROW(mla_decode_plan_host(std::vector<int32_t>{}, 2, 66));
+
+  auto rng = test::make_rng();
+  for (int trial = 0; trial < 300; ++trial) {
+    const int batch = 1 + static_cast<int>(rng() % 40), splits = 1 + static_cast<int>(rng() % 70);
+    const int wave = 1 + static_cast<int>(rng() % 140);
+    std::vector<int32_t> lens(batch);
+    for (auto& len : lens) len = 1 + static_cast<int32_t>(rng() % (rng() % 4 == 0 ? 70000 : 2000));
+    const std::vector<int32_t> list = mla_decode_plan_host(lens, splits, wave);
+    const int items = batch * splits, chunk = list[0], used = list[1];
+    ASSERT_EQ(list.size() * 4, mla_decode_work_list_bytes(batch, splits));
+    EXPECT_EQ(chunk % 64, 0);
+    EXPECT_GE(chunk, 128);
+    EXPECT_LE(used, items);
+    const int32_t* item = list.data() + kMlaWorkHeaderInts;
+    const int32_t* first = item + kMlaWorkItemInts * items;
+    EXPECT_EQ(first[0], 0);
+    EXPECT_EQ(first[batch], used);
+    for (int b = 0; b < batch; ++b) {
+      int at = 0;
+      for (int i = first[b]; i < first[b + 1]; ++i) {
+        const int32_t* w = item + kMlaWorkItemInts * i;
+        EXPECT_EQ(w[0], b);
+        EXPECT_EQ(w[1], at);
+        EXPECT_EQ(w[2], std::min(lens[b], at + chunk));
+        at = w[2];
+      }
+      EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
+    }
+    for (int i = used; i < items; ++i) EXPECT_EQ(item[kMlaWorkItemInts * i], -1);
+    // Smallest: 64 tokens less would not fit the items (or fall under the least chunk).
+    int64_t n = 0;
+    for (const int32_t len : lens) n += (len + chunk - 65) / (chunk - 64);
+    if (chunk > 256) {
+      EXPECT_GT(n, items);
+    }
+  }
+  // Splits fitted to known lengths: the one-wave list's chunk and items, hardly a block unused.
+  for (int trial = 0; trial < 200; ++trial) {
+    const int batch = 1 + static_cast<int>(rng() % 40);
+    std::vector<int32_t> lens(batch);
+    for (auto& len : lens) len = 1 + static_cast<int32_t>(rng() % (rng() % 4 == 0 ? 70000 : 3000));
+    const int wave_splits = mla_decode_plan_splits(132, batch, 128);
+    const int fit = mla_decode_plan_splits(132, 128, lens);
+    EXPECT_LE(fit, wave_splits);
+    const std::vector<int32_t> wave_list = mla_decode_plan_host(lens, wave_splits, 66);
+    const std::vector<int32_t> fit_list = mla_decode_plan_host(lens, fit, 66);
+    EXPECT_EQ(fit_list[0], wave_list[0]) << "chunk";
+    EXPECT_EQ(fit_list[1], wave_list[1]) << "items used";
+    EXPECT_LT(batch * fit - fit_list[1], batch) << "unused items";
+  }
+  EXPECT_EQ(mla_decode_plan_splits(132, 128, std::vector<int32_t>{8192}), 32);
+  EXPECT_EQ(mla_decode_plan_splits(132, 128, mixed), 8);
 }
 
 TEST(GpuHost, MlaSplitHeuristic) {

@@ -64,11 +64,16 @@ struct MlaDecodeParams {
   // by TMA (a tensor map over the cache's rows); otherwise by cp.async. kWgmmaPair needs it.
   int64_t cache_blocks = 0;
   int num_splits = 1;                   // chunks per sequence (mla_decode_splits_for picks one)
+  // A work list from mla_decode_plan (mla_decode_plan.h) over the same seq_lens, batch and
+  // num_splits: blocks take the list's chunks, of one length across the sequences. Null: each
+  // sequence is cut into num_splits chunks of the longest one's length.
+  const int32_t* work_list = nullptr;
   float softmax_scale = 0.0f;
   MlaDecodeImpl impl = MlaDecodeImpl::kAuto;
 };
 
-// Bytes of split-K scratch: partial o (512 floats), max and sum per (batch, head, split).
+// Bytes of split-K scratch: partial o (512 floats), max and sum per (head, item), an item being
+// one of the batch * num_splits split blocks of a head group.
 size_t mla_decode_workspace_bytes(int batch, int heads, int num_splits);
 
 // Splits that give ~2 waves of (64-head) blocks on `multiprocessors` SMs without chunks under

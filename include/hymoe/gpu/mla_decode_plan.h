@@ -1,0 +1,63 @@
+// A decode step's work list for MLA decode attention: the batch's cached tokens cut into chunks of
+// one length across all sequences, so that a batch of mixed lengths (one 64K context beside seven
+// of 1K) spreads its work over the GPU by tokens, not by the longest sequence. Without it
+// (MlaDecodeParams::work_list null) every sequence is cut into num_splits chunks of the longest
+// one's length, and the short sequences leave their chunks empty while the long one's few blocks
+// carry the call.
+//
+// mla_decode_plan runs one small kernel over the device's seq_lens (no host round trip, so a
+// captured decode step replays it with each step's lengths); every layer of the step then reuses
+// the list. Item i of the list is the work of split block i (grid (head groups, num_splits,
+// batch) taken as batch * num_splits items in order): sequence b, tokens [start, end) - or none
+// (b = -1) past the items used. The split-K merge reads each sequence's items from `first`.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hymoe::gpu {
+
+// Layout of a work list (int32): a header {chunk, items used, 0, 0}, then batch * num_splits items
+// {sequence or -1, start, end, 0} (16 bytes each), then the first item of each sequence and the
+// items used (batch + 1 values: sequence b owns items first[b] .. first[b + 1] - 1).
+inline constexpr int kMlaWorkHeaderInts = 4;
+inline constexpr int kMlaWorkItemInts = 4;
+inline constexpr int kMlaWorkTokens = 64;  // chunks are multiples of this (the wgmma tile)
+
+// Bytes of a work list for `batch` sequences and `num_splits` items a sequence on average.
+size_t mla_decode_work_list_bytes(int batch, int num_splits);
+
+// Items (blocks of one 64-head group) that fill `multiprocessors` SMs once: one block an SM.
+int mla_decode_wave_items(int multiprocessors, int heads);
+
+// num_splits for a planned call whose lengths the host does not know (a decode step captured
+// once and replayed): the batch's items fill one wave of blocks (at least one a sequence). Items
+// the list leaves unused still cost their blocks: an unused block needs a free SM like any other,
+// and where the wave takes every SM some of them wait for the previous kernel's tail, which
+// delays the merge (H200: 1-2 us of a 15-20 us call at 1K-8K contexts, docs/benchmarks.md "MLA
+// decode, round 6").
+int mla_decode_plan_splits(int multiprocessors, int batch, int heads);
+
+// num_splits for lengths the host knows (a step's scheduler has them): the fewest that hold the
+// one-wave list's items, ceil(items used / batch), so that almost no block is left unused.
+int mla_decode_plan_splits(int multiprocessors, int heads, std::span<const int32_t> seq_lens);
+
+// The chunk: the smallest multiple of 64 tokens, at least 128 - and at least 256 where 128-token
+// chunks would make items for half of wave_items or more (a block's start and partials then cost
+// more than the work they spread: H200, docs/benchmarks.md "MLA decode, round 5") - such that the
+// sequences' chunks, ceil(len / chunk) each, number at most batch * num_splits. Items are laid out
+// sequence by sequence. The host mirror returns the exact bytes the kernel writes (tests compare
+// them); seq_lens each >= 1.
+std::vector<int32_t> mla_decode_plan_host(std::span<const int32_t> seq_lens, int num_splits,
+                                          int wave_items);
+
+// Writes the work list for the device's seq_lens[batch] into work_list
+// (mla_decode_work_list_bytes(batch, num_splits), 16-byte aligned). Stream-ordered.
+void mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, int wave_items,
+                     int32_t* work_list, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,97 @@
+// MLA decode's work list: sizes, the split count of a planned call, the host mirror of the
+// planner kernel (kernels/cuda/mla_decode_plan.cuh) and its checked launch.
+#include "hymoe/gpu/mla_decode_plan.h"
+
+#include <algorithm>
+
+#include "hymoe/common/error.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "kernel_launch.h"
+
+namespace hymoe::gpu {
+
+namespace {
+
+void check_plan_shape(int batch, int num_splits, int wave_items) {
+  HYMOE_CHECK(batch >= 1 && batch <= 65535 && num_splits >= 1 && num_splits <= 1024 &&
+                  wave_items >= 1,
+              kInvalidArgument, "mla_decode_plan: batch {} num_splits {} wave_items {}", batch,
+              num_splits, wave_items);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+size_t mla_decode_work_list_bytes(int batch, int num_splits) {
+  return sizeof(int32_t) * (kMlaWorkHeaderInts + size_t(kMlaWorkItemInts) * batch * num_splits +
+                            size_t(batch) + 1);
+}
+
+int mla_decode_wave_items(int multiprocessors, int heads) {
+  return std::max(1, multiprocessors / std::max(1, (heads + 63) / 64));
+}
+
+int mla_decode_plan_splits(int multiprocessors, int batch, int heads) {
+  return std::clamp(mla_decode_wave_items(multiprocessors, heads) / std::max(1, batch), 1, 1024);
+}
+
+int mla_decode_plan_splits(int multiprocessors, int heads, std::span<const int32_t> seq_lens) {
+  const int batch = static_cast<int>(seq_lens.size());
+  const int wave = mla_decode_wave_items(multiprocessors, heads);
+  const int used = mla_decode_plan_host(seq_lens, mla_decode_plan_splits(multiprocessors, batch, heads),
+                                        wave)[1];
+  return static_cast<int>(ceil_div(used, batch));
+}
+
+std::vector<int32_t> mla_decode_plan_host(std::span<const int32_t> seq_lens, int num_splits,
+                                          int wave_items) {
+  const int batch = static_cast<int>(seq_lens.size());
+  check_plan_shape(batch, num_splits, wave_items);
+  const int items = batch * num_splits;
+  int longest = 0;
+  int64_t n128 = 0;
+  for (const int32_t len : seq_lens) {
+    HYMOE_CHECK(len >= 1, kInvalidArgument, "mla_decode_plan: a sequence of {} tokens", len);
+    longest = std::max(longest, int{len});
+    n128 += ceil_div(len, 128);
+  }
+  const int least = 2 * std::min<int64_t>(n128, items) >= wave_items ? 4 : 2;
+  int lo = least, hi = std::max(least, static_cast<int>(ceil_div(longest, kMlaWorkTokens)));
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    int64_t n = 0;
+    for (const int32_t len : seq_lens) n += ceil_div(len, int64_t{mid} * kMlaWorkTokens);
+    if (n <= items) hi = mid; else lo = mid + 1;
+  }
+  const int chunk = lo * kMlaWorkTokens;
+  std::vector<int32_t> list(mla_decode_work_list_bytes(batch, num_splits) / sizeof(int32_t), 0);
+  int32_t* item_ints = list.data() + kMlaWorkHeaderInts;
+  int32_t* first = item_ints + size_t(kMlaWorkItemInts) * items;
+  int used = 0;
+  for (int b = 0; b < batch; ++b) {
+    first[b] = used;
+    for (int start = 0; start < seq_lens[b]; start += chunk, ++used) {
+      int32_t* w = item_ints + size_t(kMlaWorkItemInts) * used;
+      w[0] = b;
+      w[1] = start;
+      w[2] = std::min(seq_lens[b], start + chunk);
+    }
+  }
+  first[batch] = used;
+  for (int i = used; i < items; ++i) item_ints[size_t(kMlaWorkItemInts) * i] = -1;
+  list[0] = chunk;
+  list[1] = used;
+  return list;
+}
+
+void mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, int wave_items,
+                     int32_t* work_list, cudaStream_t stream) {
+  check_plan_shape(batch, num_splits, wave_items);
+  HYMOE_CHECK(seq_lens && work_list, kInvalidArgument, "mla_decode_plan: null pointer");
+  HYMOE_CHECK((reinterpret_cast<uintptr_t>(work_list) & 15u) == 0, kInvalidArgument,
+              "mla_decode_plan: work_list must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::mla_decode_plan(seq_lens, batch, num_splits, wave_items, work_list, stream));
+}
+
+}  // namespace hymoe::gpu
