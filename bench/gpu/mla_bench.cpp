@@ -41,6 +41,11 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     lens[0] = len;
     cases.push_back({lens, fmt::format("ctx={}+7x1024 batch=8", len)});
   }
+  {  // a batch of nearly a wave of 64-head blocks' sequences (uniform splits: 1 a sequence)
+    std::vector<int> lens(40, 1024);
+    lens[0] = 65536;
+    cases.push_back({lens, "ctx=65536+39x1024 batch=40"});
+  }
   for (const Case& cs : cases) {
     const int len = *std::max_element(cs.lens.begin(), cs.lens.end());
     if (len < min_len) continue;

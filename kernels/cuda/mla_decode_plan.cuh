@@ -1,6 +1,6 @@
 // The planner of MLA decode's work list (mla_decode_plan.h): one block over the batch's lengths.
 // (1) the longest sequence and the number of 128-token chunks (block reductions); (2) the chunk:
-// a binary search over multiples of 64 tokens for the smallest whose chunks fit the items (each
+// a binary search over multiples of 64 tokens for the smallest whose chunks fit the target (each
 // step a block sum of ceil(len / chunk)); (3) each sequence's first item (a block scan, tile by
 // tile over the batch); (4) the items, one thread an item, each finding its sequence by binary
 // search over `first` (written in step 3, visible to the block after its barrier). Integer
@@ -46,14 +46,18 @@ __global__ void __launch_bounds__(kMlaPlanThreads)
   }
   longest = mla_plan_reduce<true>(longest, red);
   n128 = mla_plan_reduce<false>(n128, red);
+  // Chunks for whole waves of blocks: as many waves as the sequences need, at most `items`.
+  const int target = static_cast<int>(
+      min(static_cast<int64_t>(items),
+          static_cast<int64_t>((batch + wave_items - 1) / wave_items) * wave_items));
   // Chunk in 64-token units: at least 2 (4 where 128-token chunks fill half a wave or more).
-  const int least = 2 * min(n128, items) >= wave_items ? 4 : 2;
+  const int least = 2 * min(n128, target) >= wave_items ? 4 : 2;
   int lo = least, hi = max(least, (longest + kMlaWorkTokens - 1) / kMlaWorkTokens);
   while (lo < hi) {  // (uniform across the block: every thread has the same sums)
     const int mid = lo + (hi - lo) / 2, chunk = mid * kMlaWorkTokens;
     int n = 0;
     for (int b = tid; b < batch; b += kMlaPlanThreads) n += (seq_lens[b] + chunk - 1) / chunk;
-    if (mla_plan_reduce<false>(n, red) <= items) hi = mid; else lo = mid + 1;
+    if (mla_plan_reduce<false>(n, red) <= target) hi = mid; else lo = mid + 1;
   }
   const int chunk = lo * kMlaWorkTokens;
   int32_t* item_ints = work_list + kMlaWorkHeaderInts;

@@ -33,7 +33,9 @@ int mla_decode_wave_items(int multiprocessors, int heads) {
 }
 
 int mla_decode_plan_splits(int multiprocessors, int batch, int heads) {
-  return std::clamp(mla_decode_wave_items(multiprocessors, heads) / std::max(1, batch), 1, 1024);
+  const int64_t wave = mla_decode_wave_items(multiprocessors, heads), n = std::max(1, batch);
+  const int64_t target = ceil_div(n, wave) * wave;  // whole waves, as the planner's target
+  return static_cast<int>(std::clamp<int64_t>(ceil_div(target, n), 1, 1024));
 }
 
 int mla_decode_plan_splits(int multiprocessors, int heads, std::span<const int32_t> seq_lens) {
@@ -56,13 +58,15 @@ std::vector<int32_t> mla_decode_plan_host(std::span<const int32_t> seq_lens, int
     longest = std::max(longest, int{len});
     n128 += ceil_div(len, 128);
   }
-  const int least = 2 * std::min<int64_t>(n128, items) >= wave_items ? 4 : 2;
+  const int target = static_cast<int>(
+      std::min<int64_t>(items, ceil_div(batch, wave_items) * int64_t{wave_items}));
+  const int least = 2 * std::min<int64_t>(n128, target) >= wave_items ? 4 : 2;
   int lo = least, hi = std::max(least, static_cast<int>(ceil_div(longest, kMlaWorkTokens)));
   while (lo < hi) {
     const int mid = lo + (hi - lo) / 2;
     int64_t n = 0;
     for (const int32_t len : seq_lens) n += ceil_div(len, int64_t{mid} * kMlaWorkTokens);
-    if (n <= items) hi = mid; else lo = mid + 1;
+    if (n <= target) hi = mid; else lo = mid + 1;
   }
   const int chunk = lo * kMlaWorkTokens;
   std::vector<int32_t> list(mla_decode_work_list_bytes(batch, num_splits) / sizeof(int32_t), 0);

@@ -171,6 +171,14 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
   check_case(GetParam(), with_planned(impls));
 }
 
+// One long sequence beside `batch - 1` short ones of ragged lengths (1..1500 tokens).
+std::vector<int> long_beside_short(int batch, int long_len) {
+  std::vector<int> lens(static_cast<size_t>(batch));
+  lens[0] = long_len;
+  for (int i = 1; i < batch; ++i) lens[size_t(i)] = 1 + (i * 373) % 1500;
+  return lens;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, MlaDecodeTest,
     ::testing::Values(MlaCase{128, 64, {1, 37, 300, 1000}, 0},    // DeepSeek-V3, ragged batch
@@ -185,7 +193,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // mixed lengths (a work list's case): one long beside short ones and
                       // lengths at the tile edges
                       MlaCase{128, 64, {8191, 1, 64, 65, 1000, 127, 129, 300}, 0},
-                      MlaCase{64, 64, {30000, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, 0}));
+                      MlaCase{64, 64, {30000, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, 0},
+                      MlaCase{128, 64, long_beside_short(40, 20000), 0}));  // near a wave
 
 // The wgmma implementation takes 64-head blocks: other head counts are refused before anything
 // touches the device (host-only).
@@ -283,9 +292,10 @@ TEST(GpuHost, MlaDecodePlan) {
   };
   EXPECT_EQ(mla_decode_wave_items(132, 128), 66);
   EXPECT_EQ(mla_decode_wave_items(132, 64), 132);
-  EXPECT_EQ(mla_decode_plan_splits(132, 8, 128), 8);
+  EXPECT_EQ(mla_decode_plan_splits(132, 8, 128), 9);    // 72 items for a 66-item wave
   EXPECT_EQ(mla_decode_plan_splits(132, 1, 128), 66);
-  EXPECT_EQ(mla_decode_plan_splits(132, 200, 128), 1);
+  EXPECT_EQ(mla_decode_plan_splits(132, 40, 128), 2);   // room to split a long one
+  EXPECT_EQ(mla_decode_plan_splits(132, 200, 128), 2);  // 4 waves, 264 items
   // One 64K context beside seven of 1K, 64 items: 57 chunks of 1152 and one a short sequence
   // (uniform splits: 8 chunks of 8192 for the long one, the short ones' 7 left empty).
   std::vector<int32_t> mixed(8, 1024);
@@ -296,6 +306,12 @@ TEST(GpuHost, MlaDecodePlan) {
   EXPECT_EQ(chunk_of({1024}, 66, 66), 128);          // 8 items: 128 tokens suffice
   EXPECT_EQ(chunk_of({65536}, 66, 66), 1024);        // 64 items of 1024
   EXPECT_EQ(chunk_of({100, 3}, 1, 66), 128);         // a chunk a sequence, at least 128
+  // A batch near a wave: one 64K beside 39 of 1K in 66 items (2 splits a sequence), not one
+  // 64K item beside the others.
+  std::vector<int32_t> near(40, 1024);
+  near[0] = 65536;
+  EXPECT_EQ(chunk_of(near, 2, 66), 2432);
+  EXPECT_EQ(mla_decode_plan_host(near, 2, 66)[1], 66);
   EXPECT_EQ(chunk_of(std::vector<int32_t>(8, 8192), 8, 66), 1024);  // uniform: as the splits
   EXPECT_ANY_THROW(mla_decode_plan_host(std::vector<int32_t>{5, 0}, 2, 66));
   EXPECT_ANY_THROW(mla_decode_plan_host(std::vector<int32_t>{}, 2, 66));
@@ -328,11 +344,14 @@ TEST(GpuHost, MlaDecodePlan) {
       EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
     }
     for (int i = used; i < items; ++i) EXPECT_EQ(item[kMlaWorkItemInts * i], -1);
-    // Smallest: 64 tokens less would not fit the items (or fall under the least chunk).
+    // At most whole waves of items; the smallest chunk: 64 tokens less would not fit them (or
+    // fall under the least chunk).
+    const int target = std::min(items, (batch + wave - 1) / wave * wave);
+    EXPECT_LE(used, target);
     int64_t n = 0;
     for (const int32_t len : lens) n += (len + chunk - 65) / (chunk - 64);
     if (chunk > 256) {
-      EXPECT_GT(n, items);
+      EXPECT_GT(n, target);
     }
   }
   // Splits fitted to known lengths: the one-wave list's chunk and items, hardly a block unused.

@@ -117,7 +117,7 @@ int main() {
   const float mscale = 0.1f * std::log(40.0f) + 1.0f;
   const float scale = mscale * mscale / std::sqrt(192.0f);
   // The cases of hymoe-bench-gpu's mla_decode: uniform lengths, then one long sequence beside
-  // seven of 1K (sequence 0 the longest: the spot check's).
+  // seven (and 39) of 1K (sequence 0 the longest: the spot check's).
   std::vector<std::pair<std::vector<int>, std::string>> cases;
   for (const int len : {1024, 8192, 65536})
     for (const int batch : {1, 4, 8})
@@ -127,6 +127,11 @@ int main() {
     std::vector<int> mixed(8, 1024);
     mixed[0] = len;
     cases.push_back({mixed, "ctx=" + std::to_string(len) + "+7x1024 batch=8"});
+  }
+  {
+    std::vector<int> near_wave(40, 1024);
+    near_wave[0] = 65536;
+    cases.push_back({near_wave, "ctx=65536+39x1024 batch=40"});
   }
   for (const auto& [case_lens, label] : cases) {
     {

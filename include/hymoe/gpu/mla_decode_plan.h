@@ -35,7 +35,9 @@ size_t mla_decode_work_list_bytes(int batch, int num_splits);
 int mla_decode_wave_items(int multiprocessors, int heads);
 
 // num_splits for a planned call whose lengths the host does not know (a decode step captured
-// once and replayed): the batch's items fill one wave of blocks (at least one a sequence). Items
+// once and replayed): room for the planner's target, whole waves of items - one wave up to
+// wave_items sequences, ceil(batch / wave_items) waves beyond - so that even a batch of nearly a
+// wave has items to split its long sequences over (40 sequences: 2 splits, 80 items). Items
 // the list leaves unused still cost their blocks: an unused block needs a free SM like any other,
 // and where the wave takes every SM some of them wait for the previous kernel's tail, which
 // delays the merge (H200: 1-2 us of a 15-20 us call at 1K-8K contexts, docs/benchmarks.md "MLA
@@ -49,7 +51,8 @@ int mla_decode_plan_splits(int multiprocessors, int heads, std::span<const int32
 // The chunk: the smallest multiple of 64 tokens, at least 128 - and at least 256 where 128-token
 // chunks would make items for half of wave_items or more (a block's start and partials then cost
 // more than the work they spread: H200, docs/benchmarks.md "MLA decode, round 5") - such that the
-// sequences' chunks, ceil(len / chunk) each, number at most batch * num_splits. Items are laid out
+// sequences' chunks, ceil(len / chunk) each, number at most the target: whole waves of items,
+// ceil(batch / wave_items) * wave_items, and at most batch * num_splits. Items are laid out
 // sequence by sequence. The host mirror returns the exact bytes the kernel writes (tests compare
 // them); seq_lens each >= 1.
 std::vector<int32_t> mla_decode_plan_host(std::span<const int32_t> seq_lens, int num_splits,
