@@ -284,6 +284,29 @@ TEST(GpuHost, MlaWgmmaSplitHeuristic) {
     }
 }
 
+// The planner kernel against its host mirror, byte for byte, on batches past one scan tile of
+// its 512 threads (the first-item scan carries across tiles) and on lengths up to 1M tokens;
+// the list's buffer poisoned first.
+TEST(MlaDecodePlanDevice, MatchesHostMirror) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  for (const int batch : {1, 7, 511, 512, 513, 1500, 5000})
+    for (const int wave : {66, 132}) {
+      std::vector<int32_t> lens(static_cast<size_t>(batch));
+      for (auto& len : lens)
+        len = 1 + static_cast<int32_t>(rng() % (rng() % 16 == 0 ? (1 << 20) : 4096));
+      for (const int splits : {1, mla_decode_plan_splits(2 * wave, batch, 128), 3}) {
+        const std::vector<int32_t> want = mla_decode_plan_host(lens, splits, wave);
+        auto dl = test::to_device(lens, stream);
+        auto dlist = test::poisoned<uint8_t>(want.size() * sizeof(int32_t), stream);
+        mla_decode_plan(dl.as<int32_t>(), batch, splits, wave, dlist.as<int32_t>(), stream);
+        EXPECT_EQ(test::to_host<int32_t>(dlist, want.size(), stream), want)
+            << "batch " << batch << " splits " << splits << " wave " << wave;
+      }
+    }
+}
+
 // The work list's chunk and items, on the host mirror (the GPU tests compare the planner's bytes
 // to it): chunks cover every sequence once, in order; the chunk is the smallest that fits.
 TEST(GpuHost, MlaDecodePlan) {
