@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""bench/gpu/target_table.py GPU_JSON [CPU_JSON]
+
+The short table of scripts/gpu-check: for each target of issues 7 (GPU kernels) and 4 (CPU
+kernels on this machine's host) the best record of the run, its ratio to the ceiling measured in
+the same run, and whether the target is met. Reads the records hymoe-bench-gpu and bench-cpu
+write ({name, value, unit, ceiling, ratio, ...}); every record stays in those files.
+"""
+import json
+import re
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        d = json.load(f)
+    return d, d["records"] if isinstance(d, dict) else d
+
+
+def best(records, pattern, key="ratio"):
+    """The record with the highest `key` among those whose name matches pattern (or None)."""
+    rx = re.compile(pattern)
+    hits = [r for r in records if rx.search(r["name"]) and r.get(key) is not None]
+    return max(hits, key=lambda r: r[key]) if hits else None
+
+
+def tag(r):
+    m = re.search(r"\[([^\]]*)\]", r["name"])
+    return m.group(1) if m else r["name"]
+
+
+def gpu_rows(recs):
+    rows = []  # (target, measured, ratio, goal, tag)
+    for shape in ("7168x2048", "2048x7168", "24576x1536", "7168x16384"):
+        for tok in (1, 8):
+            one = best(recs, rf"^fp8_gemv\[[^\]]*\]/{shape} tokens={tok}$")
+            chain = best(recs, rf"^fp8_gemv_chain\[[^\]]*\]/{shape} x32 tokens={tok}$")
+            for what, r in (("one launch", one), ("chain of 32", chain)):
+                if r:
+                    rows.append((f"FP8 GEMV {shape} {tok} tok, {what}", r, 0.80, tag(r)))
+    for batch in (1, 4, 8):
+        r = best(recs, rf"^mla_decode\[[^\]]*\]/ctx=65536 batch={batch} \(cache bytes\)$")
+        if r:
+            rows.append((f"MLA decode 64K batch {batch} (cache bytes)", r, 0.70, tag(r)))
+    for label in ("8192+7x1024 batch=8", "65536+7x1024 batch=8", "65536+39x1024 batch=40"):
+        r = best(recs, rf"^mla_decode\[[^\]]*\]/ctx={re.escape(label)} \(cache bytes\)$")
+        if r:
+            rows.append((f"MLA decode {label} (cache bytes)", r, 0.70, tag(r)))
+    for tokens in (4096, 16384, 32768, 65536):
+        r = best(recs, rf"^mla_prefill\[[^\]]*\]/causal {tokens} tokens x 128 heads$")
+        if r:
+            rows.append((f"MLA prefill causal {tokens}", r, 0.75, tag(r)))
+    r = best(recs, r"^mla_prefill\[[^\]]*\]/chunk ")
+    if r:
+        rows.append(("MLA prefill chunk " + r["name"].split("chunk ")[1], r, 0.75, tag(r)))
+    shapes = sorted({m.group(1) for r in recs
+                     if (m := re.match(r"^fp8_block_gemm/(.+) m=\d+ \[", r["name"]))})
+    for m in (4096, 16384):
+        worst = None
+        for s in shapes:
+            r = best(recs, rf"^fp8_block_gemm/{re.escape(s)} m={m} \[")
+            if r and (worst is None or r["ratio"] < worst["ratio"]):
+                worst = r
+        if worst:
+            rows.append((f"block-scaled FP8 GEMM, worst shape at {m}",
+                         worst, 0.70, worst["name"].split("/")[1]))
+    for tokens in (4096, 16384, 65536):
+        r = best(recs, rf"^moe_grouped_gemm\[[^\]]*\]/{tokens} tokens x top8 \(gate\+up\+down\), steady state$")
+        if r:
+            rows.append((f"grouped expert GEMM {tokens} tok (steady)", r, 0.70, tag(r)))
+    return rows
+
+
+def cpu_rows(recs):
+    rows = []
+    threads = sorted({r.get("threads") for r in recs if r["name"].startswith("fp8_gemv_") and r.get("threads")})
+    for t in threads:
+        # The engine's default GEMV (table decode), the worse of the two expert shapes.
+        hits = [r for r in recs if re.match(r"^fp8_gemv_(2048x7168|7168x2048)_b1$", r["name"])
+                and r.get("threads") == t]
+        if hits:
+            r = min(hits, key=lambda x: x["ratio"])
+            rows.append((f"CPU FP8 GEMV batch 1, {t} threads (worse shape)", r, 0.90, r["name"]))
+    hits = [r for r in recs if re.match(r"^openblas_sgemv_f32_(2048x7168|7168x2048)$", r["name"])]
+    if hits:
+        r = min(hits, key=lambda x: x["ratio"])
+        rows.append(("CPU OpenBLAS FP32 / FP8 GEMV latency", r, 3.5, r["name"]))
+    return rows
+
+
+def moe_rows(recs):
+    out = []
+    b1 = next((r for r in recs if r["name"] == "moe_layer_b1"), None)
+    b2 = next((r for r in recs if r["name"] == "moe_b2_over_b1"), None)
+    if b1:
+        out.append(("CPU MoE layer batch 1 / its floor", b1["ratio"], "<= 1.2", b1["ratio"] <= 1.2))
+    if b2:
+        out.append(("CPU MoE batch 2 / batch 1", b2["value"], "< 1.9", b2["value"] < 1.9))
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    d, recs = load(sys.argv[1])
+    head = f"{d.get('device', '?')} (sm_{d.get('sm', '?')})" if isinstance(d, dict) else ""
+    print(f"targets of issues 7 and 4: best record of this run / its ceiling in the same run  {head}")
+    fmt = "{:<52} {:>7} {:>6}  {:<4} {}"
+    print(fmt.format("target", "ratio", "goal", "met", "best record"))
+    for name, r, goal, t in gpu_rows(recs):
+        print(fmt.format(name, f"{100 * r['ratio']:.1f}%", f"{100 * goal:.0f}%",
+                         "yes" if r["ratio"] >= goal else "no", t))
+    if len(sys.argv) > 2:
+        _, crecs = load(sys.argv[2])
+        for name, r, goal, t in cpu_rows(crecs):
+            shown = f"{r['ratio']:.2f}x" if goal > 1 else f"{100 * r['ratio']:.1f}%"
+            goal_s = f"{goal:.1f}x" if goal > 1 else f"{100 * goal:.0f}%"
+            print(fmt.format(name, shown, goal_s, "yes" if r["ratio"] >= goal else "no", t))
+        for name, value, goal_s, met in moe_rows(crecs):
+            print(fmt.format(name, f"{value:.2f}x", goal_s, "yes" if met else "no", ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
