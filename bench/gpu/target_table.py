@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""bench/gpu/target_table.py GPU_JSON [CPU_JSON]
+"""bench/gpu/target_table.py GPU_JSON [CPU_JSON] [--peer-log LOG]
 
 The short table of scripts/gpu-check: for each target of issues 7 (GPU kernels) and 4 (CPU
 kernels on this machine's host) the best record of the run, its ratio to the ceiling measured in
 the same run, and whether the target is met. Reads the records hymoe-bench-gpu and bench-cpu
-write ({name, value, unit, ceiling, ratio, ...}); every record stays in those files.
+write ({name, value, unit, ceiling, ratio, ...}); every record stays in those files. With
+--peer-log (gpu-check's log, where FlashMLA's driver printed its lines), MLA decode also against
+FlashMLA on each shape, both timed as captured graphs.
 """
 import json
 import re
@@ -99,10 +101,36 @@ def moe_rows(recs):
     return out
 
 
+def flashmla_rows(recs, log_path):
+    """(shape, hymoe's best graph TFLOP/s and its tag, FlashMLA's graph TFLOP/s) per shape."""
+    peer = {}
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"^mla_decode\[flashmla,graph\]/(ctx=\S+ batch=\d+)\s.*?([\d.]+) TFLOP/s", line)
+            if m:
+                peer[m.group(1)] = float(m.group(2))
+    out = []
+    for label, tflops in peer.items():
+        r = best(recs, rf"^mla_decode\[[^\]]*,graph\]/{re.escape(label)} \(compute\)$", key="value")
+        if r:
+            out.append((label, r, tflops))
+    return out
+
+
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    peer_log = None
+    if "--peer-log" in args:
+        i = args.index("--peer-log")
+        if i + 1 >= len(args):
+            print(__doc__.strip(), file=sys.stderr)
+            return 2
+        peer_log = args[i + 1]
+        del args[i:i + 2]
+    if not args:
         print(__doc__.strip(), file=sys.stderr)
         return 2
+    sys.argv = [sys.argv[0]] + args
     d, recs = load(sys.argv[1])
     head = f"{d.get('device', '?')} (sm_{d.get('sm', '?')})" if isinstance(d, dict) else ""
     print(f"targets of issues 7 and 4: best record of this run / its ceiling in the same run  {head}")
@@ -119,6 +147,13 @@ def main():
             print(fmt.format(name, shown, goal_s, "yes" if r["ratio"] >= goal else "no", t))
         for name, value, goal_s, met in moe_rows(crecs):
             print(fmt.format(name, f"{value:.2f}x", goal_s, "yes" if met else "no", ""))
+    rows = flashmla_rows(recs, peer_log) if peer_log else []
+    if rows:
+        print("MLA decode against FlashMLA (graph timing, same run; the proposed re-scope: >= 0.9x)")
+        for label, r, tflops in rows:
+            ratio = r["value"] / tflops
+            print(fmt.format(f"  {label}: {r['value']:.0f} / {tflops:.0f} TFLOP/s", f"{ratio:.2f}x",
+                             "0.9x", "yes" if ratio >= 0.9 else "no", tag(r)))
     return 0
 
 
