@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "hymoe/common/cpu_features.h"
 #include "hymoe/common/error.h"
 #include "hymoe/kernels/fp8_special_codes.h"
 #include "variants.h"
@@ -35,7 +36,9 @@ PrefetchState& prefetch_state() {
 }  // namespace
 
 GemvPrefetch default_gemv_prefetch() {
-  return GemvPrefetch{};  // the same on Intel and AMD since session 21 (the header says why)
+  GemvPrefetch p;  // L2 (the header says why)
+  if (cpu_features().vendor == CpuVendor::kAmd) p.l1_bytes = int64_t{1} << 40;  // always L1
+  return p;
 }
 
 GemvPrefetch gemv_prefetch() {
