@@ -8,6 +8,7 @@ write ({name, value, unit, ceiling, ratio, ...}); every record stays in those fi
 --peer-log (gpu-check's log, where FlashMLA's driver printed its lines), MLA decode also against
 FlashMLA on each shape, both timed as captured graphs.
 """
+import argparse
 import json
 import re
 import sys
@@ -118,20 +119,12 @@ def flashmla_rows(recs, log_path):
 
 
 def main():
-    args = sys.argv[1:]
-    peer_log = None
-    if "--peer-log" in args:
-        i = args.index("--peer-log")
-        if i + 1 >= len(args):
-            print(__doc__.strip(), file=sys.stderr)
-            return 2
-        peer_log = args[i + 1]
-        del args[i:i + 2]
-    if not args:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    sys.argv = [sys.argv[0]] + args
-    d, recs = load(sys.argv[1])
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("gpu_json")
+    ap.add_argument("cpu_json", nargs="?")
+    ap.add_argument("--peer-log")
+    args = ap.parse_args()
+    d, recs = load(args.gpu_json)
     head = f"{d.get('device', '?')} (sm_{d.get('sm', '?')})" if isinstance(d, dict) else ""
     print(f"targets of issues 7 and 4: best record of this run / its ceiling in the same run  {head}")
     fmt = "{:<52} {:>7} {:>6}  {:<4} {}"
@@ -139,15 +132,15 @@ def main():
     for name, r, goal, t in gpu_rows(recs):
         print(fmt.format(name, f"{100 * r['ratio']:.1f}%", f"{100 * goal:.0f}%",
                          "yes" if r["ratio"] >= goal else "no", t))
-    if len(sys.argv) > 2:
-        _, crecs = load(sys.argv[2])
+    if args.cpu_json:
+        _, crecs = load(args.cpu_json)
         for name, r, goal, t in cpu_rows(crecs):
             shown = f"{r['ratio']:.2f}x" if goal > 1 else f"{100 * r['ratio']:.1f}%"
             goal_s = f"{goal:.1f}x" if goal > 1 else f"{100 * goal:.0f}%"
             print(fmt.format(name, shown, goal_s, "yes" if r["ratio"] >= goal else "no", t))
         for name, value, goal_s, met in moe_rows(crecs):
             print(fmt.format(name, f"{value:.2f}x", goal_s, "yes" if met else "no", ""))
-    rows = flashmla_rows(recs, peer_log) if peer_log else []
+    rows = flashmla_rows(recs, args.peer_log) if args.peer_log else []
     if rows:
         print("MLA decode against FlashMLA (graph timing, same run; the proposed re-scope: >= 0.9x)")
         for label, r, tflops in rows:
