@@ -81,10 +81,16 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     const int splits_plan = mla_decode_plan_splits(info.multiprocessors, heads, host_lens);
     const int wave_items = mla_decode_wave_items(info.multiprocessors, heads);
     DeviceBuffer work_list(mla_decode_work_list_bytes(batch, splits_wave));
+    // A segmented list ("-seg": blocks walk runs of items, the batch's tiles cut evenly).
+    const int slots = mla_decode_segment_slots(info.multiprocessors, heads, batch);
+    const int splits_seg = mla_decode_segment_splits(batch, slots);
+    DeviceBuffer seg_list(mla_decode_work_list_bytes(batch, splits_seg));
+    mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, slots, seg_list.as<int32_t>(), s);
     p.softmax_scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
     DeviceBuffer out(size_t(batch) * heads * kMlaLatentDim * 2);
     DeviceBuffer ws(mla_decode_workspace_bytes(batch, heads,
-                                               std::max({splits, splits_1wave, splits_wave})));
+                                               std::max({splits, splits_1wave, splits_wave,
+                                                         splits_seg})));
     p.q = q.as<Bf16>();
     p.kv_cache = cache.as<Bf16>();
     p.block_table = table.as<int32_t>();
@@ -98,13 +104,24 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       mla_decode_plan(lens.as<int32_t>(), batch, splits_plan, wave_items, work_list.as<int32_t>(), s);
     });
     bench.add({fmt::format("mla_decode_plan/{} (us per call)", cs.label), plan_ms * 1e3, "us", 0, ""});
-    // planned: with a work list for num_splits (0: mla_decode_plan_splits').
+    const double seg_plan_ms = bench.time_ms([&] {
+      mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, slots, seg_list.as<int32_t>(), s);
+    });
+    bench.add({fmt::format("mla_decode_plan_segments/{} (us per call)", cs.label),
+               seg_plan_ms * 1e3, "us", 0, ""});
+    // planned: with a work list for num_splits (0: mla_decode_plan_splits'); seg_cost >= 0: with
+    // a segmented list of that cost a sequence (num_splits ignored).
     auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false,
-                   bool planned = false) {
+                   bool planned = false, int seg_cost = -1, int seg_slots = 0) {
+      const bool segmented = seg_cost >= 0;
+      if (segmented)  // (outside the timing, as below)
+        mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, seg_slots ? seg_slots : slots,
+                                 seg_list.as<int32_t>(), s, seg_cost);
       p.impl = impl;
-      p.num_splits = planned && num_splits == 0 ? splits_plan : num_splits;
-      p.work_list = planned ? work_list.as<int32_t>() : nullptr;
-      if (planned)  // (outside the timing: a step plans once for all its layers)
+      p.num_splits = segmented ? splits_seg : planned && num_splits == 0 ? splits_plan : num_splits;
+      p.work_list = segmented ? seg_list.as<int32_t>() : planned ? work_list.as<int32_t>() : nullptr;
+      p.work_slots = segmented ? (seg_slots ? seg_slots : slots) : 0;
+      if (planned && !segmented)  // (outside the timing: a step plans once for all its layers)
         mla_decode_plan(lens.as<int32_t>(), batch, p.num_splits, wave_items, work_list.as<int32_t>(), s);
       constexpr int kGraphCalls = 8;
       const double ms = graph ? time_enqueue(bench, tag, true, [&] {
@@ -133,6 +150,13 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
         run(impl, 0, "wgmma-pingpong-plan", false, true);
         run(impl, 0, "wgmma-pingpong-plan", true, true);
         run(impl, splits_wave, "wgmma-pingpong-plan-wave", true, true);
+        run(impl, 0, "wgmma-pingpong-seg", true, false, kMlaSegmentCostTiles);
+        for (const int cost : {0, 1, 4, 8})  // the fixed cost a sequence that the slots assume
+          run(impl, 0, fmt::format("wgmma-pingpong-seg-c{}", cost), true, false, cost);
+        for (const int fewer : {1, 2, 4})  // slots that leave SMs free for the previous merge
+          if (slots > fewer)
+            run(impl, 0, fmt::format("wgmma-pingpong-seg-s{}", slots - fewer), true, false,
+                kMlaSegmentCostTiles, slots - fewer);
         // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
         // the fixed costs of a split outweigh its share of the work.
         for (const int eighths : {1, 2, 4, 6}) {

@@ -15,6 +15,8 @@ namespace hymoe::gpu::kernels {
 #endif
 
 //   mbarrier_init(bar, count)   one thread, before a __syncthreads: count arrivals per phase
+//   mbarrier_inval(bar)         one thread, after a __syncthreads that follows the last use:
+//                               the barrier may then be initialised again (a new count, phase 0)
 //   mbarrier_arrive             one arrival (release, CTA scope)
 //   mbarrier_wait(bar, parity)  spins on try_wait.parity until the phase of that parity completed
 //                               (acquire, CTA scope); wgmma_layout.h's RingPos says which parity;
@@ -28,6 +30,15 @@ __device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
 #else
   (void)bar;
   (void)count;
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_inval(uint32_t bar) {
+#if defined(HYMOE_MBARRIER_ENABLED)
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+#else
+  (void)bar;
   __trap();
 #endif
 }

@@ -32,12 +32,37 @@ __device__ __forceinline__ int mla_plan_reduce(int v, int* red) {
   return v;
 }
 
+// Block-wide exclusive scan of v over a tile of kMlaPlanThreads values (thread order), plus
+// `carry` (the tiles before; updated to include this tile). scan: kMlaPlanThreads / 32 values of
+// shared memory. Starts with a barrier, so that tiles may follow one another.
+template <typename T>
+__device__ __forceinline__ T mla_plan_scan(T v, T& carry, T* scan) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  T incl = v;
+#pragma unroll
+  for (int d = 1; d < kWarpSize; d *= 2) {
+    const T o = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += o;
+  }
+  __syncthreads();  // the previous tile's reads of scan are done
+  if (lane == kWarpSize - 1) scan[warp] = incl;
+  __syncthreads();
+  T before = carry, total = carry;
+#pragma unroll
+  for (int w = 0; w < kMlaPlanThreads / kWarpSize; ++w) {
+    if (w < warp) before += scan[w];
+    total += scan[w];
+  }
+  carry = total;
+  return before + incl - v;
+}
+
 __global__ void __launch_bounds__(kMlaPlanThreads)
     mla_decode_plan_kernel(const int32_t* seq_lens, int batch, int items, int wave_items,
                            int32_t* work_list) {
   __shared__ int red[kMlaPlanThreads / kWarpSize];
   __shared__ int scan[kMlaPlanThreads / kWarpSize];
-  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int tid = threadIdx.x;
   int longest = 0, n128 = 0;
   for (int b = tid; b < batch; b += kMlaPlanThreads) {
     const int len = seq_lens[b];
@@ -66,23 +91,8 @@ __global__ void __launch_bounds__(kMlaPlanThreads)
   for (int base = 0; base < batch; base += kMlaPlanThreads) {
     const int b = base + tid;
     const int n = b < batch ? (seq_lens[b] + chunk - 1) / chunk : 0;
-    int incl = n;  // inclusive scan: lanes, then warps
-#pragma unroll
-    for (int d = 1; d < kWarpSize; d *= 2) {
-      const int o = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += o;
-    }
-    __syncthreads();  // the previous tile's reads of scan are done
-    if (lane == kWarpSize - 1) scan[warp] = incl;
-    __syncthreads();
-    int before = carry, total = carry;
-#pragma unroll
-    for (int w = 0; w < kMlaPlanThreads / kWarpSize; ++w) {
-      if (w < warp) before += scan[w];
-      total += scan[w];
-    }
-    if (b < batch) first[b] = before + incl - n;
-    carry = total;
+    const int before = mla_plan_scan<int>(n, carry, scan);
+    if (b < batch) first[b] = before;
   }
   if (tid == 0) {
     first[batch] = carry;
@@ -104,6 +114,80 @@ __global__ void __launch_bounds__(kMlaPlanThreads)
       w = make_int4(lo_b, start, min(seq_lens[lo_b], start + chunk), 0);
     }
     reinterpret_cast<int4*>(item_ints)[i] = w;
+  }
+  int32_t* slot_first = first + batch + 1;  // (a segmented list's; zero here, as the host mirror)
+  for (int i = tid; i <= items; i += kMlaPlanThreads) slot_first[i] = 0;
+}
+
+// The segmented planner (mla_decode_plan.h): the total of tiles and costs (a block sum), the
+// part a slot; then tile by tile over the batch, each sequence's first position (a scan of its
+// tiles and cost) and first item (a scan of its item counts, which follow from the position), and
+// the sequence's thread writes its items and the slots that start at them. Integer arithmetic in
+// the order of mla_decode_plan_segments_host, which the tests compare bytewise.
+__global__ void __launch_bounds__(kMlaPlanThreads)
+    mla_decode_plan_segments_kernel(const int32_t* seq_lens, int batch, int items, int slots,
+                                    int cost_tiles, int32_t* work_list) {
+  __shared__ long long red[kMlaPlanThreads / kWarpSize];
+  __shared__ long long scan_at[kMlaPlanThreads / kWarpSize];
+  __shared__ int scan_n[kMlaPlanThreads / kWarpSize];
+  const int tid = threadIdx.x;
+  const long long cost = cost_tiles;
+  auto tiles_of = [&](int b) {
+    return static_cast<long long>((seq_lens[b] + kMlaWorkTokens - 1) / kMlaWorkTokens);
+  };
+  long long total = 0;
+  for (int b = tid; b < batch; b += kMlaPlanThreads) total += tiles_of(b) + cost;
+#pragma unroll
+  for (int d = kWarpSize / 2; d > 0; d /= 2) total += __shfl_xor_sync(0xffffffffu, total, d);
+  if (tid % kWarpSize == 0) red[tid / kWarpSize] = total;
+  __syncthreads();
+  total = 0;
+#pragma unroll
+  for (int w = 0; w < kMlaPlanThreads / kWarpSize; ++w) total += red[w];
+  const long long part = (total + slots - 1) / slots;
+  int32_t* item_ints = work_list + kMlaWorkHeaderInts;
+  int32_t* first = item_ints + static_cast<int64_t>(kMlaWorkItemInts) * items;
+  int32_t* slot_first = first + batch + 1;
+  long long at_carry = 0;
+  int used_carry = 0;
+  for (int base = 0; base < batch; base += kMlaPlanThreads) {
+    const int b = base + tid;
+    const long long tiles = b < batch ? tiles_of(b) : 0;
+    const long long at = mla_plan_scan<long long>(b < batch ? tiles + cost : 0, at_carry, scan_at);
+    const long long slot0 = (at + cost) / part, k_lo = slot0 + 1;
+    const long long k_hi = (at + cost + tiles - 1) / part;
+    const int n = b < batch ? 1 + static_cast<int>(max(0ll, k_hi - k_lo + 1)) : 0;
+    const int i0 = mla_plan_scan<int>(n, used_carry, scan_n);
+    if (b >= batch) continue;
+    first[b] = i0;
+    // The previous item's slot: that of the previous sequence's last tile.
+    long long prev_slot = b == 0 ? -1 : (at - 1) / part;
+    for (int j = 0; j < n; ++j) {
+      const long long slot = j == 0 ? slot0 : k_lo + j - 1;
+      const long long t0 = j == 0 ? 0 : slot * part - at - cost;
+      const long long t1 = j + 1 == n ? tiles : (k_lo + j) * part - at - cost;
+      const int len = seq_lens[b];
+      reinterpret_cast<int4*>(item_ints)[i0 + j] =
+          make_int4(b, static_cast<int>(t0 * kMlaWorkTokens),
+                    static_cast<int>(min(static_cast<long long>(len), t1 * kMlaWorkTokens)),
+                    static_cast<int>(slot));
+      for (long long k = prev_slot + 1; k <= slot; ++k) slot_first[k] = i0 + j;
+      prev_slot = slot;
+    }
+  }
+  // (every thread has the carries: the totals over the batch)
+  const int used = used_carry;
+  const long long last_slot = (at_carry - 1) / part;
+  for (long long k = last_slot + 1 + tid; k <= slots; k += kMlaPlanThreads) slot_first[k] = used;
+  for (int i = used + tid; i < items; i += kMlaPlanThreads)
+    reinterpret_cast<int4*>(item_ints)[i] = make_int4(-1, 0, 0, 0);
+  for (int i = slots + 1 + tid; i <= items; i += kMlaPlanThreads) slot_first[i] = 0;
+  if (tid == 0) {
+    first[batch] = used;
+    work_list[0] = static_cast<int>(part * kMlaWorkTokens);
+    work_list[1] = used;
+    work_list[2] = slots;
+    work_list[3] = 0;
   }
 }
 

@@ -113,243 +113,253 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
   // run 145, 1.18-1.21x at 64K, 1.12-1.20x at 8K batch 4-8); with TMA, after issuing S_j, so
   // that S_j queues behind P V_{j-1} (releasing early was 0-3% slower there, run 145).
   constexpr bool kEarly = !kTma;
-  const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = gridDim.y;
+  const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = p.num_splits;
   const int tid = threadIdx.x, t = tid % 128;
   const int wg = warpgroup_index();  // (uniform: the branches on it hold wgmmas)
   const int warp = t / kWarpSize, lane = t % kWarpSize, c = lane % 4, g = lane / 4;
   const bool lane0 = lane == 0;
-  const MlaSplitWork work = mla_split_work(p, chunk, blockIdx.y, blockIdx.z, splits);
-  if (work.b < 0) return;
-  const int b = work.b, start = work.start, end = work.end;
-  const int tiles = start < end ? (end - start + kWgmmaMlaTile - 1) / kWgmmaMlaTile : 0;
-  const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
-  const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
-
-  if (tid == 0) {
-    for (int w = 0; w < 2; ++w) {
-      mbarrier_init(full(w), 128);
-      mbarrier_init(empty(w), 8);
-      mbarrier_init(p_full(w), 128);
-      if constexpr (kTma)
-        for (int c = 0; c < kWgmmaPpPieces; ++c) mbarrier_init(piece(w, c), 1);
+  // The block's items, one after another (a segmented list's run; else one item or none), each
+  // from a fresh start: barriers initialised, Q and the first tiles loaded, partials stored.
+  const MlaSplitItems run = mla_split_items(p, blockIdx.y, blockIdx.z);
+  for (int item = run.first; item < run.end; ++item) {
+    const MlaSplitWork work = mla_split_item(p, chunk, item);
+    const int b = work.b, start = work.start, end = work.end;
+    if (item > run.first) {  // every thread is done with the last item's barriers and buffers
+      __syncthreads();
+      if (tid == 0)
+        for (int i = 0; i < 6 + (kTma ? 2 * kWgmmaPpPieces : 0); ++i) mbarrier_inval(bars + 8 * i);
     }
-    if constexpr (kTma) {
-      // The first two tiles' loads before Q's (their latencies overlap), both by this thread (the
-      // barriers' inits made visible to the copies' async proxy first); tile j = cache block
-      // table[(start + 64 j) / 64] (chunk and tiles 64-aligned) into stage j.
-      fence_proxy_async();
-      for (int j = 0; j < 2 && j < tiles; ++j) {
-        const int row = table[start / kWgmmaMlaTile + j] * kWgmmaMlaTile;
-        for (int c = 0; c < kWgmmaPpPieces; ++c) {
-          mbarrier_arrive_expect_tx(piece(j, c), wgmma::kMlaBlockBytes);
-          tma_load_2d(k_s + j * wgmma::kMlaTileBytes + c * wgmma::kMlaBlockBytes, &cache_map,
-                      piece(j, c), c * wgmma::kSw128RowBytes, row);
-        }
-      }
-    }
-  }
-  const auto* q = reinterpret_cast<const uint8_t*>(p.q) +
-                  (static_cast<int64_t>(b) * p.heads + h0) * (kMlaHeadDim * 2);
-  mla_wgmma_load_rows(q_s, tid, q, [&](int r) { return q + r * (kMlaHeadDim * 2); });
-  cp_async_commit();
-  cp_async_wait<0>();
-  fence_proxy_async();
-  __syncthreads();  // Q landed for every thread's copies; the barriers are initialised
+    const int tiles = start < end ? (end - start + kWgmmaMlaTile - 1) / kWgmmaMlaTile : 0;
+    const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.max_blocks;
+    const auto* cache = reinterpret_cast<const uint8_t*>(p.kv_cache);
 
-  // Tile j (j % 2 == wg) into stage wg by this warpgroup, then the arrivals on full[wg].
-  auto load_tile = [&](int j) {
-    const int tile = start + j * kWgmmaMlaTile;
-    if constexpr (kTma) {  // tile = cache block table[tile / 64] (chunk and tiles 64-aligned)
-      if (t == 0) {
-        const int row = table[tile / kWgmmaMlaTile] * kWgmmaMlaTile;
-        const uint32_t dst = k_s + wg * wgmma::kMlaTileBytes;
-        for (int c = 0; c < kWgmmaPpPieces; ++c) {
-          mbarrier_arrive_expect_tx(piece(wg, c), wgmma::kMlaBlockBytes);
-          tma_load_2d(dst + c * wgmma::kMlaBlockBytes, &cache_map, piece(wg, c),
-                      c * wgmma::kSw128RowBytes, row);
-        }
+    if (tid == 0) {
+      for (int w = 0; w < 2; ++w) {
+        mbarrier_init(full(w), 128);
+        mbarrier_init(empty(w), 8);
+        mbarrier_init(p_full(w), 128);
+        if constexpr (kTma)
+          for (int c = 0; c < kWgmmaPpPieces; ++c) mbarrier_init(piece(w, c), 1);
       }
-      return;
-    }
-    mla_pp_load_rows(k_s + wg * wgmma::kMlaTileBytes, t, cache, [&](int r) -> const uint8_t* {
-      const int token = tile + r;
-      if (token >= end) return nullptr;  // zeros: p = 0 must not meet NaN garbage in P V
-      const int64_t row =
-          static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
-      return cache + row * (kMlaHeadDim * 2);
-    });
-    cp_async_arrive_noinc(full(wg));
-  };
-  if (!kTma && wg < tiles) load_tile(wg);  // (with TMA: issued above)
-
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  // Rows of this thread: heads 16 warp + g (r = 0) and + 8 (r = 1); accumulator register i
-  // belongs to row (i / 2) % 2 (wgmma_layout.h's acc_row).
-  const int rows[2] = {16 * warp + g, 16 * warp + g + 8};
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // l: this thread's part
-  float o[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-  float s[32];
-  // P of the last own tile as the A fragments of its P V (rs): live until that wgmma is waited
-  // for (the PTX ISA: A's registers must not change while the wgmma is in flight).
-  uint32_t a[4][4] = {};
-  auto hold_a = [&] {
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[kk][x])::"memory");
-  };
-  uint8_t* pb = mla_pp_smem + (p_s - raw);
-  const uint64_t v_col = static_cast<uint64_t>(4 * wg * wgmma::kMlaBlockBytes);
-
-  for (int j = 0; j < tiles; ++j) {
-    const int tile = start + j * kWgmmaMlaTile;
-    const int owner = j % 2;
-    const uint32_t stage = k_s + owner * wgmma::kMlaTileBytes;
-    const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
-    const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
-    if (owner == wg) {
-      if constexpr (kEarly) {  // P V_{j-1} done: release stage (j-1) % 2 before waiting for tile j
-        wgmma_wait<0>();
-        wgmma_hold_n(o);
-        hold_a();
-        if (j > 0 && lane0) mbarrier_arrive(empty(wg ^ 1));
-      }
-      bool timed_out = false;
-      if constexpr (!kTma) {
-        timed_out = mla_pp_wait_timed_out(full(wg), use);
-        fence_proxy_async();  // cp.async writes (generic proxy) -> wgmma reads (async proxy)
-      }
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < kMlaHeadDim / 16; ++k) {
-        if constexpr (kTma)  // column block k / 4 landed (TMA writes: async proxy, as wgmma reads)
-          if (k % 4 == 0) timed_out |= mla_pp_wait_timed_out(piece(wg, k / 4), use);
-        const uint32_t off = (k / 4) * wgmma::kMlaBlockBytes + (k % 4) * 32;
-        wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_kmajor_desc(q_s + off),
-                                wgmma::sw128_kmajor_desc(stage + off), k > 0);
-      }
-      wgmma_commit();
-      // (Unconditional waits: ptxas then sees every path retire the accumulators before use.)
-      if constexpr (!kEarly) {
-        wgmma_wait<1>();  // P V of tile j - 1 (committed before S_j) done
-        wgmma_hold_n(o);
-        if (j > 0 && lane0) mbarrier_arrive(empty(wg ^ 1));  // stage of tile j - 1: refill it
-      }
-      wgmma_wait<0>();
-      wgmma_hold_n(s);
-      if (timed_out) __trap();  // a protocol bug: fail the launch rather than hang
       if constexpr (kTma) {
-        // Rows past the end came from the cache as they are: zero their V columns (S is done
-        // with them; P V_j of either warpgroup reads them after the fence before p_full).
-        const int valid = end - tile;
-        if (valid < kWgmmaMlaTile) {
-          uint8_t* st = mla_pp_smem + (stage - raw);
-          for (int i = t; i < (kWgmmaMlaTile - valid) * (kMlaLatentDim / 8); i += 128) {
-            const int r = valid + i / (kMlaLatentDim / 8), ch = i % (kMlaLatentDim / 8);
-            *reinterpret_cast<uint4*>(st + wgmma::mla_tile_offset(r, ch * 8)) = make_uint4(0, 0, 0, 0);
+        // The first two tiles' loads before Q's (their latencies overlap), both by this thread (the
+        // barriers' inits made visible to the copies' async proxy first); tile j = cache block
+        // table[(start + 64 j) / 64] (chunk and tiles 64-aligned) into stage j.
+        fence_proxy_async();
+        for (int j = 0; j < 2 && j < tiles; ++j) {
+          const int row = table[start / kWgmmaMlaTile + j] * kWgmmaMlaTile;
+          for (int c = 0; c < kWgmmaPpPieces; ++c) {
+            mbarrier_arrive_expect_tx(piece(j, c), wgmma::kMlaBlockBytes);
+            tma_load_2d(k_s + j * wgmma::kMlaTileBytes + c * wgmma::kMlaBlockBytes, &cache_map,
+                        piece(j, c), c * wgmma::kSw128RowBytes, row);
           }
         }
       }
+    }
+    const auto* q = reinterpret_cast<const uint8_t*>(p.q) +
+                    (static_cast<int64_t>(b) * p.heads + h0) * (kMlaHeadDim * 2);
+    mla_wgmma_load_rows(q_s, tid, q, [&](int r) { return q + r * (kMlaHeadDim * 2); });
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();  // Q landed for every thread's copies; the barriers are initialised
 
-      // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns).
-      float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        const int col = 8 * (i / 4) + 2 * c + (i % 2);
-        s[i] = tile + col < end ? s[i] * scale_log2 : -INFINITY;
-        mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+    // Tile j (j % 2 == wg) into stage wg by this warpgroup, then the arrivals on full[wg].
+    auto load_tile = [&](int j) {
+      const int tile = start + j * kWgmmaMlaTile;
+      if constexpr (kTma) {  // tile = cache block table[tile / 64] (chunk and tiles 64-aligned)
+        if (t == 0) {
+          const int row = table[tile / kWgmmaMlaTile] * kWgmmaMlaTile;
+          const uint32_t dst = k_s + wg * wgmma::kMlaTileBytes;
+          for (int c = 0; c < kWgmmaPpPieces; ++c) {
+            mbarrier_arrive_expect_tx(piece(wg, c), wgmma::kMlaBlockBytes);
+            tma_load_2d(dst + c * wgmma::kMlaBlockBytes, &cache_map, piece(wg, c),
+                        c * wgmma::kSw128RowBytes, row);
+          }
+        }
+        return;
       }
-      float alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m_run[r], mx[r]);  // finite: token `tile` is valid
-        alpha[r] = fast_exp2(m_run[r] - m_new);      // 2^-inf = 0 on the first tile
-        m_run[r] = m_new;
-      }
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        s[i] = fast_exp2(s[i] - m_run[(i / 2) % 2]);  // masked: 0
-        sum[(i / 2) % 2] += s[i];
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) l_run[r] = l_run[r] * alpha[r] + sum[r];
+      mla_pp_load_rows(k_s + wg * wgmma::kMlaTileBytes, t, cache, [&](int r) -> const uint8_t* {
+        const int token = tile + r;
+        if (token >= end) return nullptr;  // zeros: p = 0 must not meet NaN garbage in P V
+        const int64_t row =
+            static_cast<int64_t>(table[token / p.block_size]) * p.block_size + token % p.block_size;
+        return cache + row * (kMlaHeadDim * 2);
+      });
+      cp_async_arrive_noinc(full(wg));
+    };
+    if (!kTma && wg < tiles) load_tile(wg);  // (with TMA: issued above)
 
-      // P_j as the A fragments of k16 step kk (tokens 16 kk ..: rows g / g + 8, columns 2c /
-      // 2c + 8), and into the swizzled [64 heads][64 tokens] block for the other warpgroup
-      // (register pair (i, i + 1): row 16 warp + g (+ 8), tokens 8 (i / 4) + 2c, + 1); m_j into
-      // slot j % 2; then p_full.
+    const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+    // Rows of this thread: heads 16 warp + g (r = 0) and + 8 (r = 1); accumulator register i
+    // belongs to row (i / 2) % 2 (wgmma_layout.h's acc_row).
+    const int rows[2] = {16 * warp + g, 16 * warp + g + 8};
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // l: this thread's part
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    float s[32];
+    // P of the last own tile as the A fragments of its P V (rs): live until that wgmma is waited
+    // for (the PTX ISA: A's registers must not change while the wgmma is in flight).
+    uint32_t a[4][4] = {};
+    auto hold_a = [&] {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-        for (int x = 0; x < 4; ++x)
-          a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+        for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[kk][x])::"memory");
+    };
+    uint8_t* pb = mla_pp_smem + (p_s - raw);
+    const uint64_t v_col = static_cast<uint64_t>(4 * wg * wgmma::kMlaBlockBytes);
+
+    for (int j = 0; j < tiles; ++j) {
+      const int tile = start + j * kWgmmaMlaTile;
+      const int owner = j % 2;
+      const uint32_t stage = k_s + owner * wgmma::kMlaTileBytes;
+      const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
+      const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
+      if (owner == wg) {
+        if constexpr (kEarly) {  // P V_{j-1} done: release stage (j-1) % 2, then wait for tile j
+          wgmma_wait<0>();
+          wgmma_hold_n(o);
+          hold_a();
+          if (j > 0 && lane0) mbarrier_arrive(empty(wg ^ 1));
+        }
+        bool timed_out = false;
+        if constexpr (!kTma) {
+          timed_out = mla_pp_wait_timed_out(full(wg), use);
+          fence_proxy_async();  // cp.async writes (generic proxy) -> wgmma reads (async proxy)
+        }
+        wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < 32; i += 2) {
-        const int col = 8 * (i / 4) + 2 * c;
-        *reinterpret_cast<uint32_t*>(pb + wgmma::sw128_offset(rows[(i / 2) % 2], 2 * col)) =
-            a[i / 8][(i % 8) / 2];
-      }
-      if (c == 0) {
-        m_x[owner * 64 + rows[0]] = m_run[0];
-        m_x[owner * 64 + rows[1]] = m_run[1];
-      }
-      fence_proxy_async();  // the generic-proxy P stores, for the other warpgroup's wgmma
-      mbarrier_arrive(p_full(wg));
+        for (int k = 0; k < kMlaHeadDim / 16; ++k) {
+          if constexpr (kTma)  // column block k / 4 landed (TMA: async proxy, as wgmma reads)
+            if (k % 4 == 0) timed_out |= mla_pp_wait_timed_out(piece(wg, k / 4), use);
+          const uint32_t off = (k / 4) * wgmma::kMlaBlockBytes + (k % 4) * 32;
+          wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_kmajor_desc(q_s + off),
+                                  wgmma::sw128_kmajor_desc(stage + off), k > 0);
+        }
+        wgmma_commit();
+        // (Unconditional waits: ptxas then sees every path retire the accumulators before use.)
+        if constexpr (!kEarly) {
+          wgmma_wait<1>();  // P V of tile j - 1 (committed before S_j) done
+          wgmma_hold_n(o);
+          if (j > 0 && lane0) mbarrier_arrive(empty(wg ^ 1));  // stage of tile j - 1: refill it
+        }
+        wgmma_wait<0>();
+        wgmma_hold_n(s);
+        if (timed_out) __trap();  // a protocol bug: fail the launch rather than hang
+        if constexpr (kTma) {
+          // Rows past the end came from the cache as they are: zero their V columns (S is done
+          // with them; P V_j of either warpgroup reads them after the fence before p_full).
+          const int valid = end - tile;
+          if (valid < kWgmmaMlaTile) {
+            uint8_t* st = mla_pp_smem + (stage - raw);
+            for (int i = t; i < (kWgmmaMlaTile - valid) * (kMlaLatentDim / 8); i += 128) {
+              const int r = valid + i / (kMlaLatentDim / 8), ch = i % (kMlaLatentDim / 8);
+              *reinterpret_cast<uint4*>(st + wgmma::mla_tile_offset(r, ch * 8)) =
+                  make_uint4(0, 0, 0, 0);
+            }
+          }
+        }
+
+        // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns).
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          const int col = 8 * (i / 4) + 2 * c + (i % 2);
+          s[i] = tile + col < end ? s[i] * scale_log2 : -INFINITY;
+          mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+        }
+        float alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+          const float m_new = fmaxf(m_run[r], mx[r]);  // finite: token `tile` is valid
+          alpha[r] = fast_exp2(m_run[r] - m_new);      // 2^-inf = 0 on the first tile
+          m_run[r] = m_new;
+        }
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          s[i] = fast_exp2(s[i] - m_run[(i / 2) % 2]);  // masked: 0
+          sum[(i / 2) % 2] += s[i];
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) l_run[r] = l_run[r] * alpha[r] + sum[r];
+
+        // P_j as the A fragments of k16 step kk (tokens 16 kk ..: rows g / g + 8, columns 2c /
+        // 2c + 8), and into the swizzled [64 heads][64 tokens] block for the other warpgroup
+        // (register pair (i, i + 1): row 16 warp + g (+ 8), tokens 8 (i / 4) + 2c, + 1); m_j into
+        // slot j % 2; then p_full.
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+#pragma unroll
+        for (int i = 0; i < 32; i += 2) {
+          const int col = 8 * (i / 4) + 2 * c;
+          *reinterpret_cast<uint32_t*>(pb + wgmma::sw128_offset(rows[(i / 2) % 2], 2 * col)) =
+              a[i / 8][(i % 8) / 2];
+        }
+        if (c == 0) {
+          m_x[owner * 64 + rows[0]] = m_run[0];
+          m_x[owner * 64 + rows[1]] = m_run[1];
+        }
+        fence_proxy_async();  // the generic-proxy P stores, for the other warpgroup's wgmma
+        mbarrier_arrive(p_full(wg));
 
 #pragma unroll
-      for (int i = 0; i < 128; ++i) o[i] *= alpha[(i / 2) % 2];
-      wgmma_fence();
+        for (int i = 0; i < 128; ++i) o[i] *= alpha[(i / 2) % 2];
+        wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
-        wgmma_m64n256k16_bf16_rs_t(o, a[kk],
-                                   wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
-      wgmma_commit();
-    } else {
-      wgmma_wait<0>();  // own P V of tile j - 1 (rs: a) done
-      wgmma_hold_n(o);
-      hold_a();
-      // This warp's part of the warpgroup's wgmmas on tile j - 1 is done; the other warps' parts
-      // (which read the whole tile as B) may not be: the refill waits for all 8 warps.
-      if (j > 0 && lane0) mbarrier_arrive(empty(wg));
-      if (j >= 1 && j + 1 < tiles) {
-        // Tile j + 1 (own) into stage wg once the other warpgroup's P V of tile j - 1 read it.
-        mbarrier_wait(empty(wg), wgmma::mla_pp_tile_parity(j - 1));
-        load_tile(j + 1);
-      }
-      mbarrier_wait(p_full(owner), use);
-      if constexpr (kTma) {  // (complete: the owner waited for them) this warpgroup's V blocks
-        for (int c = 4 * wg; c < 4 * wg + 4; ++c) mbarrier_wait(piece(owner, c), use);
+        for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
+          wgmma_m64n256k16_bf16_rs_t(o, a[kk],
+                                     wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
+        wgmma_commit();
       } else {
-        mbarrier_wait(full(owner), use);  // (complete: the owner waited for it)
+        wgmma_wait<0>();  // own P V of tile j - 1 (rs: a) done
+        wgmma_hold_n(o);
+        hold_a();
+        // This warp's part of the warpgroup's wgmmas on tile j - 1 is done; the other warps' parts
+        // (which read the whole tile as B) may not be: the refill waits for all 8 warps.
+        if (j > 0 && lane0) mbarrier_arrive(empty(wg));
+        if (j >= 1 && j + 1 < tiles) {
+          // Tile j + 1 (own) into stage wg once the other warpgroup's P V of tile j - 1 read it.
+          mbarrier_wait(empty(wg), wgmma::mla_pp_tile_parity(j - 1));
+          load_tile(j + 1);
+        }
+        mbarrier_wait(p_full(owner), use);
+        if constexpr (kTma) {  // (complete: the owner waited for them) this warpgroup's V blocks
+          for (int c = 4 * wg; c < 4 * wg + 4; ++c) mbarrier_wait(piece(owner, c), use);
+        } else {
+          mbarrier_wait(full(owner), use);  // (complete: the owner waited for it)
+        }
+        fence_proxy_async();
+        float alpha[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float m_new = m_x[owner * 64 + rows[r]];
+          alpha[r] = fast_exp2(m_run[r] - m_new);
+          m_run[r] = m_new;
+          l_run[r] *= alpha[r];
+        }
+#pragma unroll
+        for (int i = 0; i < 128; ++i) o[i] *= alpha[(i / 2) % 2];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
+          wgmma_m64n256k16_bf16_ss_t(o, wgmma::sw128_kmajor_desc(p_s + kk * 32),
+                                     wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
+        wgmma_commit();
       }
-      fence_proxy_async();
-      float alpha[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const float m_new = m_x[owner * 64 + rows[r]];
-        alpha[r] = fast_exp2(m_run[r] - m_new);
-        m_run[r] = m_new;
-        l_run[r] *= alpha[r];
-      }
-#pragma unroll
-      for (int i = 0; i < 128; ++i) o[i] *= alpha[(i / 2) % 2];
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
-        wgmma_m64n256k16_bf16_ss_t(o, wgmma::sw128_kmajor_desc(p_s + kk * 32),
-                                   wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
-      wgmma_commit();
     }
-  }
-  wgmma_wait<0>();
-  wgmma_hold_n(o);
-  hold_a();
+    wgmma_wait<0>();
+    wgmma_hold_n(o);
+    hold_a();
 
-  mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, work.item, splits, wg, c);
+    mla_wgmma_store_split(p, o, m_run, l_run, l_x, rows, h0, work.item, splits, wg, c);
+  }
 }
 
 }  // namespace hymoe::gpu::kernels

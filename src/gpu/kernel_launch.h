@@ -75,6 +75,8 @@ cudaError_t fp8_grouped_gemm_tma(const GroupedGemmParams& p, const TensorMapByte
 cudaError_t mla_decode(const MlaDecodeParams& p, cudaStream_t stream);
 cudaError_t mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, int wave_items,
                             int32_t* work_list, cudaStream_t stream);
+cudaError_t mla_decode_plan_segments(const int32_t* seq_lens, int batch, int num_splits, int slots,
+                                     int cost_tiles, int32_t* work_list, cudaStream_t stream);
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);

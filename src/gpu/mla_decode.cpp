@@ -69,6 +69,14 @@ void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
               "mla_decode (kWgmmaPair): block_size {} cache_blocks {} (its tiles come by TMA: "
               "block_size 64 and cache_blocks given)",
               p.block_size, p.cache_blocks);
+  HYMOE_CHECK(p.work_slots == 0 ||
+                  (p.work_slots > 0 && p.work_slots <= 65535 && p.work_list &&
+                   p.impl == MlaDecodeImpl::kWgmmaPingPong &&
+                   int64_t{p.work_slots} + p.batch - 1 <= int64_t{p.batch} * p.num_splits),
+              kInvalidArgument,
+              "mla_decode: work_slots {} (a segmented work list: given, kWgmmaPingPong, and "
+              "work_slots + batch - 1 <= batch {} x num_splits {})",
+              p.work_slots, p.batch, p.num_splits);
   if (p.batch == 0) return;
   HYMOE_CHECK(p.q && p.kv_cache && p.block_table && p.seq_lens && p.out && p.workspace,
               kInvalidArgument, "mla_decode: null pointer");

@@ -45,7 +45,9 @@ cudaError_t mla_decode_wgmma(const MlaDecodeParams& p, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   const int chunk = split_chunk(p, kernels::kWgmmaMlaTile);
-  const dim3 grid(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
+  // A segmented list: a block per (head group, slot), each walking its slot's items.
+  const dim3 grid = p.work_slots > 0 ? dim3(p.heads / kernels::kWgmmaMlaHeads, p.work_slots, 1)
+                                     : dim3(p.heads / kernels::kWgmmaMlaHeads, p.num_splits, p.batch);
   auto launch = [&](auto kernel, int threads, size_t smem, auto... extra) {
     const cudaError_t attr = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -80,6 +82,13 @@ cudaError_t mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, 
                             int32_t* work_list, cudaStream_t stream) {
   kernels::mla_decode_plan_kernel<<<1, kernels::kMlaPlanThreads, 0, stream>>>(
       seq_lens, batch, batch * num_splits, wave_items, work_list);
+  return cudaGetLastError();
+}
+
+cudaError_t mla_decode_plan_segments(const int32_t* seq_lens, int batch, int num_splits, int slots,
+                                     int cost_tiles, int32_t* work_list, cudaStream_t stream) {
+  kernels::mla_decode_plan_segments_kernel<<<1, kernels::kMlaPlanThreads, 0, stream>>>(
+      seq_lens, batch, batch * num_splits, slots, cost_tiles, work_list);
   return cudaGetLastError();
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "gpu_test_util.h"
@@ -36,6 +37,7 @@ struct ImplRun {
   const char* name;
   bool cache_blocks = true;  // MlaDecodeParams::cache_blocks given (kWgmmaPingPong: TMA at block size 64)
   bool planned = false;      // with a work list from mla_decode_plan
+  bool segmented = false;    // with a segmented list from mla_decode_plan_segments
 };
 
 // Every implementation in the list, also with a work list.
@@ -94,6 +96,14 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   mla_decode_plan(dl.as<int32_t>(), batch, planned_splits, mla_decode_wave_items(sms, c.heads),
                   dplan.as<int32_t>(), stream);
   EXPECT_EQ(test::to_host<int32_t>(dplan, plan.size(), stream), plan);
+  // The segmented list: whole waves of slots, the splits that hold its items.
+  const int slots = mla_decode_segment_slots(sms, c.heads, batch);
+  const int segment_splits = mla_decode_segment_splits(batch, slots);
+  const std::vector<int32_t> segments = mla_decode_plan_segments_host(c.lens, segment_splits, slots);
+  DeviceBuffer dseg = test::poisoned<uint8_t>(segments.size() * sizeof(int32_t), stream);
+  mla_decode_plan_segments(dl.as<int32_t>(), batch, segment_splits, slots, dseg.as<int32_t>(),
+                           stream);
+  EXPECT_EQ(test::to_host<int32_t>(dseg, segments.size(), stream), segments);
   p.softmax_scale = scale;
   p.q = dq.as<Bf16>();
   p.kv_cache = dc.as<Bf16>();
@@ -102,8 +112,13 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   std::vector<std::vector<float>> outs;
   for (const auto& entry : impls) {
     auto dout = test::poisoned<Bf16>(size_t(batch) * c.heads * kMlaLatentDim, stream);
-    p.num_splits = entry.planned ? planned_splits : uniform_splits;
-    p.work_list = entry.planned ? dplan.as<int32_t>() : nullptr;
+    p.num_splits = entry.segmented ? segment_splits
+                   : entry.planned ? planned_splits
+                                   : uniform_splits;
+    p.work_list = entry.segmented ? dseg.as<int32_t>()
+                  : entry.planned ? dplan.as<int32_t>()
+                                  : nullptr;
+    p.work_slots = entry.segmented ? slots : 0;
     auto dws = test::poisoned<uint8_t>(mla_decode_workspace_bytes(batch, c.heads, p.num_splits), stream);
     p.out = dout.as<Bf16>();
     p.workspace = dws.as<float>();
@@ -144,8 +159,12 @@ void check_case(const MlaCase& c, const std::vector<ImplRun>& impls) {
   for (size_t i = 0; i < impls.size(); ++i)
     EXPECT_LT(test::normalized_error(outs[i], ref), 5e-3)
         << impls[i].name << (impls[i].cache_blocks ? "" : " (no cache_blocks)")
-        << (impls[i].planned ? ", work list, splits " : ", splits ")
-        << (impls[i].planned ? planned_splits : uniform_splits);
+        << (impls[i].segmented ? ", segmented list, slots " + std::to_string(slots) + " splits "
+            : impls[i].planned ? ", work list, splits "
+                               : ", splits ")
+        << (impls[i].segmented ? segment_splits
+            : impls[i].planned ? planned_splits
+                               : uniform_splits);
 }
 
 TEST_P(MlaDecodeTest, MatchesReference) {
@@ -168,7 +187,10 @@ TEST_P(MlaDecodeTest, WgmmaMatchesReference) {
       {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong"},
       {MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false}};
   if (GetParam().block_size == 64) impls.push_back({MlaDecodeImpl::kWgmmaPair, "wgmma, pairs"});
-  check_case(GetParam(), with_planned(impls));
+  impls = with_planned(impls);
+  impls.push_back({MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong", true, false, true});
+  impls.push_back({MlaDecodeImpl::kWgmmaPingPong, "wgmma, ping-pong, cp.async", false, false, true});
+  check_case(GetParam(), impls);
 }
 
 // One long sequence beside `batch - 1` short ones of ragged lengths (1..1500 tokens).
@@ -307,6 +329,110 @@ TEST(MlaDecodePlanDevice, MatchesHostMirror) {
     }
 }
 
+// The segmented planner kernel against its host mirror, byte for byte (as above), slots of one
+// to a few waves.
+TEST(MlaDecodePlanDevice, SegmentsMatchHostMirror) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  for (const int batch : {1, 7, 40, 511, 512, 513, 1500, 5000})
+    for (const int wave : {66, 132}) {
+      std::vector<int32_t> lens(static_cast<size_t>(batch));
+      for (auto& len : lens)
+        len = 1 + static_cast<int32_t>(rng() % (rng() % 16 == 0 ? (1 << 20) : 4096));
+      const int slots = mla_decode_segment_slots(2 * wave, 128, batch);
+      for (const int splits : {mla_decode_segment_splits(batch, slots), 3 + slots / batch})
+        for (const int cost : {0, kMlaSegmentCostTiles, 5}) {
+          const std::vector<int32_t> want =
+              mla_decode_plan_segments_host(lens, splits, slots, cost);
+          auto dl = test::to_device(lens, stream);
+          auto dlist = test::poisoned<uint8_t>(want.size() * sizeof(int32_t), stream);
+          mla_decode_plan_segments(dl.as<int32_t>(), batch, splits, slots, dlist.as<int32_t>(),
+                                   stream, cost);
+          EXPECT_EQ(test::to_host<int32_t>(dlist, want.size(), stream), want)
+              << "batch " << batch << " splits " << splits << " slots " << slots << " cost "
+              << cost;
+        }
+    }
+}
+
+// A work list's items, each sequence's first item, each slot's first item (mla_decode_plan.h).
+struct ListParts {
+  const int32_t *item, *first, *slot_first;
+};
+ListParts list_parts(const std::vector<int32_t>& list, int batch, int items) {
+  const int32_t* item = list.data() + kMlaWorkHeaderInts;
+  const int32_t* first = item + kMlaWorkItemInts * items;
+  return {item, first, first + batch + 1};
+}
+
+// Segmented lists on the host mirror: each sequence's items cover it once, in order, cut only at
+// tile edges; items run slot by slot (slot_first agrees with each item's slot); a slot holds at
+// most its part of tiles and costs; at most slots + batch - 1 items.
+TEST(GpuHost, MlaDecodePlanSegments) {
+  EXPECT_EQ(mla_decode_segment_slots(132, 128, 1), 66);
+  EXPECT_EQ(mla_decode_segment_slots(132, 128, 40), 66);
+  EXPECT_EQ(mla_decode_segment_slots(132, 128, 67), 132);
+  EXPECT_EQ(mla_decode_segment_slots(132, 64, 40), 132);
+  EXPECT_EQ(mla_decode_segment_splits(1, 66), 66);
+  EXPECT_EQ(mla_decode_segment_splits(40, 66), 3);   // 105 items at most
+  EXPECT_EQ(mla_decode_segment_splits(200, 264), 3);
+  // One 64K beside 39 of 1K: (1024 + 2) + 39 x (16 + 2) = 1728 tiles with costs, 27 a slot
+  // (1728 tokens; one-item blocks take 2432-token chunks).
+  std::vector<int32_t> near(40, 1024);
+  near[0] = 65536;
+  const std::vector<int32_t> list = mla_decode_plan_segments_host(near, 3, 66);
+  EXPECT_EQ(list[0], 27 * 64);
+  EXPECT_EQ(list[2], 66);
+  EXPECT_ANY_THROW(mla_decode_plan_segments_host(near, 2, 66));  // 105 items need 3 splits
+  EXPECT_ANY_THROW(mla_decode_plan_segments_host(std::vector<int32_t>{5, 0}, 2, 2));
+  EXPECT_ANY_THROW(mla_decode_plan_segments_host(std::vector<int32_t>{5}, 1, 0));
+  EXPECT_ANY_THROW(mla_decode_plan_segments_host(std::vector<int32_t>{5}, 1, 1, -1));
+  EXPECT_ANY_THROW(mla_decode_plan_segments_host(std::vector<int32_t>{5}, 1, 1, 65));
+
+  auto rng = test::make_rng();
+  for (int trial = 0; trial < 300; ++trial) {
+    const int batch = 1 + static_cast<int>(rng() % 60), slots = 1 + static_cast<int>(rng() % 300);
+    const int splits = mla_decode_segment_splits(batch, slots) + static_cast<int>(rng() % 2);
+    std::vector<int32_t> lens(batch);
+    for (auto& len : lens) len = 1 + static_cast<int32_t>(rng() % (rng() % 4 == 0 ? 70000 : 2000));
+    const int cost = static_cast<int>(rng() % 6);
+    const std::vector<int32_t> l = mla_decode_plan_segments_host(lens, splits, slots, cost);
+    const int items = batch * splits, used = l[1], part = l[0] / 64;
+    ASSERT_EQ(l.size() * 4, mla_decode_work_list_bytes(batch, splits));
+    EXPECT_EQ(l[2], slots);
+    EXPECT_LE(used, slots + batch - 1);
+    const auto [item, first, slot_first] = list_parts(l, batch, items);
+    EXPECT_EQ(first[0], 0);
+    EXPECT_EQ(first[batch], used);
+    std::vector<int64_t> load(static_cast<size_t>(slots), 0);  // tiles and costs a slot
+    for (int b = 0; b < batch; ++b) {
+      int at = 0;
+      for (int i = first[b]; i < first[b + 1]; ++i) {
+        const int32_t* w = item + kMlaWorkItemInts * i;
+        EXPECT_EQ(w[0], b);
+        EXPECT_EQ(w[1], at);
+        EXPECT_GT(w[2], w[1]);
+        EXPECT_TRUE(w[2] % 64 == 0 || w[2] == lens[b]);
+        ASSERT_GE(w[3], 0);
+        ASSERT_LT(w[3], slots);
+        EXPECT_GE(i, slot_first[w[3]]);
+        EXPECT_LT(i, slot_first[w[3] + 1]);
+        load[w[3]] += (w[2] - w[1] + 63) / 64;
+        at = w[2];
+      }
+      EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
+    }
+    EXPECT_EQ(slot_first[0], 0);
+    EXPECT_EQ(slot_first[slots], used);
+    for (int k = 0; k < slots; ++k) {
+      EXPECT_LE(slot_first[k], slot_first[k + 1]);
+      EXPECT_LE(load[k], part) << "slot " << k;  // its tiles (a sequence's cost may precede)
+    }
+    for (int i = used; i < items; ++i) EXPECT_EQ(item[kMlaWorkItemInts * i], -1);
+  }
+}
+
 // The work list's chunk and items, on the host mirror (the GPU tests compare the planner's bytes
 // to it): chunks cover every sequence once, in order; the chunk is the smallest that fits.
 TEST(GpuHost, MlaDecodePlan) {
@@ -351,8 +477,8 @@ TEST(GpuHost, MlaDecodePlan) {
     EXPECT_EQ(chunk % 64, 0);
     EXPECT_GE(chunk, 128);
     EXPECT_LE(used, items);
-    const int32_t* item = list.data() + kMlaWorkHeaderInts;
-    const int32_t* first = item + kMlaWorkItemInts * items;
+    const auto [item, first, slot_first] = list_parts(list, batch, items);
+    EXPECT_EQ(slot_first[0], 0);  // (a one-item list's: zero)
     EXPECT_EQ(first[0], 0);
     EXPECT_EQ(first[batch], used);
     for (int b = 0; b < batch; ++b) {

@@ -68,6 +68,10 @@ struct MlaDecodeParams {
   // num_splits: blocks take the list's chunks, of one length across the sequences. Null: each
   // sequence is cut into num_splits chunks of the longest one's length.
   const int32_t* work_list = nullptr;
+  // Slots of a segmented work list (mla_decode_plan_segments with this many slots; only
+  // kWgmmaPingPong walks one): the grid is (head groups, work_slots) and each block computes its
+  // slot's run of items. 0: a list of one item a block (or none).
+  int work_slots = 0;
   float softmax_scale = 0.0f;
   MlaDecodeImpl impl = MlaDecodeImpl::kAuto;
 };

@@ -7,9 +7,10 @@
 //
 // mla_decode_plan runs one small kernel over the device's seq_lens (no host round trip, so a
 // captured decode step replays it with each step's lengths); every layer of the step then reuses
-// the list. Item i of the list is the work of split block i (grid (head groups, num_splits,
-// batch) taken as batch * num_splits items in order): sequence b, tokens [start, end) - or none
-// (b = -1) past the items used. The split-K merge reads each sequence's items from `first`.
+// the list. In a one-item list item i is the work of split block i (grid (head groups,
+// num_splits, batch) taken as batch * num_splits items in order): sequence b, tokens [start, end)
+// - or none (b = -1) past the items used; a segmented list (below) gives each block a run of
+// items instead. The split-K merge reads each sequence's items from `first`.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,14 +22,17 @@
 
 namespace hymoe::gpu {
 
-// Layout of a work list (int32): a header {chunk, items used, 0, 0}, then batch * num_splits items
-// {sequence or -1, start, end, 0} (16 bytes each), then the first item of each sequence and the
-// items used (batch + 1 values: sequence b owns items first[b] .. first[b + 1] - 1).
+// Layout of a work list (int32): a header {chunk, items used, slots, 0}, then batch * num_splits
+// items {sequence or -1, start, end, slot} (16 bytes each), then the first item of each sequence
+// and the items used (batch + 1 values: sequence b owns items first[b] .. first[b + 1] - 1), then
+// (segmented lists, below) the first item of each slot and the items used (slots + 1 values; room
+// for batch * num_splits + 1). A list of one item a block has slots 0 and every item's slot 0.
 inline constexpr int kMlaWorkHeaderInts = 4;
 inline constexpr int kMlaWorkItemInts = 4;
 inline constexpr int kMlaWorkTokens = 64;  // chunks are multiples of this (the wgmma tile)
 
-// Bytes of a work list for `batch` sequences and `num_splits` items a sequence on average.
+// Bytes of a work list (either kind) for `batch` sequences and `num_splits` items a sequence on
+// average.
 size_t mla_decode_work_list_bytes(int batch, int num_splits);
 
 // Items (blocks of one 64-head group) that fill `multiprocessors` SMs once: one block an SM.
@@ -62,5 +66,37 @@ std::vector<int32_t> mla_decode_plan_host(std::span<const int32_t> seq_lens, int
 // (mla_decode_work_list_bytes(batch, num_splits), 16-byte aligned). Stream-ordered.
 void mla_decode_plan(const int32_t* seq_lens, int batch, int num_splits, int wave_items,
                      int32_t* work_list, cudaStream_t stream);
+
+// Segmented lists (MlaDecodeParams::work_slots; kWgmmaPingPong walks them): a block takes not one
+// chunk but a run of consecutive items - the tail of one sequence, whole sequences, the head of
+// another - so that a batch near a wave of sequences (one 64K beside 39 of 1K: one-item blocks
+// need 2432-token chunks for 1598 tokens of work a block) splits its work evenly. The batch's
+// 64-token tiles, each sequence's preceded by kMlaSegmentCostTiles of cost for a segment's fixed
+// work (Q, the pipeline's first tiles, the partials), are laid end to end and cut into `slots`
+// equal parts of ceil(total / slots) tiles; slot k (a block per 64-head group, grid (head groups,
+// slots)) computes the items whose first tile lies in part k. A sequence is cut where a part
+// boundary falls inside its tiles, so the items number at most slots + batch - 1: num_splits
+// from mla_decode_segment_splits holds them. Each item's slot is its 4th int.
+inline constexpr int kMlaSegmentCostTiles = 2;
+
+// Slots of a segmented list: whole waves of wave_items, as many as the batch's sequences need
+// (ceil(batch / wave_items) waves).
+int mla_decode_segment_slots(int multiprocessors, int heads, int batch);
+
+// The fewest num_splits whose batch * num_splits items hold a segmented list of `slots` slots
+// (slots + batch - 1 items).
+int mla_decode_segment_splits(int batch, int slots);
+
+// Host mirror of mla_decode_plan_segments (byte-exact); seq_lens each >= 1, slots >= 1 and
+// slots + batch - 1 <= batch * num_splits. cost_tiles: a sequence's fixed cost, 0..64 tiles.
+std::vector<int32_t> mla_decode_plan_segments_host(std::span<const int32_t> seq_lens,
+                                                   int num_splits, int slots,
+                                                   int cost_tiles = kMlaSegmentCostTiles);
+
+// Writes the segmented work list for the device's seq_lens[batch] (one block, every layer of the
+// step reuses it). Stream-ordered.
+void mla_decode_plan_segments(const int32_t* seq_lens, int batch, int num_splits, int slots,
+                              int32_t* work_list, cudaStream_t stream,
+                              int cost_tiles = kMlaSegmentCostTiles);
 
 }  // namespace hymoe::gpu
