@@ -109,18 +109,14 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     });
     bench.add({fmt::format("mla_decode_plan_segments/{} (us per call)", cs.label),
                seg_plan_ms * 1e3, "us", 0, ""});
-    // planned: with a work list for num_splits (0: mla_decode_plan_splits'); seg_cost >= 0: with
-    // a segmented list of that cost a sequence (num_splits ignored).
+    // planned: with a work list for num_splits (0: mla_decode_plan_splits'); segmented: with the
+    // segmented list (num_splits ignored; planned above, once).
     auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false,
-                   bool planned = false, int seg_cost = -1, int seg_slots = 0) {
-      const bool segmented = seg_cost >= 0;
-      if (segmented)  // (outside the timing, as below)
-        mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, seg_slots ? seg_slots : slots,
-                                 seg_list.as<int32_t>(), s, seg_cost);
+                   bool planned = false, bool segmented = false) {
       p.impl = impl;
       p.num_splits = segmented ? splits_seg : planned && num_splits == 0 ? splits_plan : num_splits;
       p.work_list = segmented ? seg_list.as<int32_t>() : planned ? work_list.as<int32_t>() : nullptr;
-      p.work_slots = segmented ? (seg_slots ? seg_slots : slots) : 0;
+      p.work_slots = segmented ? slots : 0;
       if (planned && !segmented)  // (outside the timing: a step plans once for all its layers)
         mla_decode_plan(lens.as<int32_t>(), batch, p.num_splits, wave_items, work_list.as<int32_t>(), s);
       constexpr int kGraphCalls = 8;
@@ -150,13 +146,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
         run(impl, 0, "wgmma-pingpong-plan", false, true);
         run(impl, 0, "wgmma-pingpong-plan", true, true);
         run(impl, splits_wave, "wgmma-pingpong-plan-wave", true, true);
-        run(impl, 0, "wgmma-pingpong-seg", true, false, kMlaSegmentCostTiles);
-        for (const int cost : {0, 1, 4, 8})  // the fixed cost a sequence that the slots assume
-          run(impl, 0, fmt::format("wgmma-pingpong-seg-c{}", cost), true, false, cost);
-        for (const int fewer : {1, 2, 4})  // slots that leave SMs free for the previous merge
-          if (slots > fewer)
-            run(impl, 0, fmt::format("wgmma-pingpong-seg-s{}", slots - fewer), true, false,
-                kMlaSegmentCostTiles, slots - fewer);
+        run(impl, 0, "wgmma-pingpong-seg", true, false, true);
         // Fewer splits than one wave (fewer partials to store and merge, SMs left idle): where
         // the fixed costs of a split outweigh its share of the work.
         for (const int eighths : {1, 2, 4, 6}) {

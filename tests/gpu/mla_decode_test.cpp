@@ -249,6 +249,39 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   EXPECT_ANY_THROW(mla_decode(p, nullptr));
 }
 
+// A segmented list (work_slots) is walked by kWgmmaPingPong only, must be given,
+// and its items must fit batch x num_splits; refused before anything touches the device.
+TEST(GpuHost, MlaSegmentedListChecks) {
+  alignas(16) static int32_t list[64] = {};
+  MlaDecodeParams p;
+  p.heads = 128;
+  p.block_size = 64;
+  p.max_blocks = 1;
+  p.max_seq_len = 64;
+  p.cache_blocks = 4;
+  p.num_splits = 2;
+  p.work_list = list;
+  p.work_slots = 1;
+  p.batch = 0;  // (the accepted ones return: an empty batch)
+  p.impl = MlaDecodeImpl::kWgmmaPingPong;
+  EXPECT_NO_THROW(mla_decode(p, nullptr));
+  for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
+                                    MlaDecodeImpl::kWgmmaPair,
+                                    MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}) {
+    p.impl = impl;
+    EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  }
+  p.impl = MlaDecodeImpl::kWgmmaPingPong;
+  p.work_list = nullptr;
+  EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  p.work_list = list;
+  p.batch = 2;
+  p.work_slots = 4;  // 5 items at most, 4 held
+  EXPECT_ANY_THROW(mla_decode(p, nullptr));
+  p.work_slots = -1;
+  EXPECT_ANY_THROW(mla_decode(p, nullptr));
+}
+
 // kAuto: ping-pong wgmma where its tiles come by TMA (64-token blocks, the cache's extent given),
 // split-S wgmma elsewhere it can run, else the mma.sync kernel; the splits follow the kernel.
 TEST(GpuHost, MlaDecodeAutoResolution) {
