@@ -22,7 +22,8 @@
 
 namespace hymoe::gpu {
 
-// Layout of a work list (int32): a header {chunk, items used, slots, 0}, then batch * num_splits
+// Layout of a work list (int32): a header {chunk (a segmented list: a slot's part, costs included,
+// in tokens), items used, slots, 0}, then batch * num_splits
 // items {sequence or -1, start, end, slot} (16 bytes each), then the first item of each sequence
 // and the items used (batch + 1 values: sequence b owns items first[b] .. first[b + 1] - 1), then
 // (segmented lists, below) the first item of each slot and the items used (slots + 1 values; room
