@@ -218,16 +218,23 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaCase{64, 64, {30000, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, 0},
                       MlaCase{128, 64, long_beside_short(40, 20000), 0}));  // near a wave
 
-// The wgmma implementation takes 64-head blocks: other head counts are refused before anything
-// touches the device (host-only).
-TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
+// Shapes for the host-side checks below: one 64-token cache block a sequence, the cache's extent
+// given (kWgmmaPair's TMA needs it), nothing that touches a device.
+MlaDecodeParams checked_shapes(int batch, int heads) {
   MlaDecodeParams p;
-  p.batch = 1;
-  p.heads = 80;
+  p.batch = batch;
+  p.heads = heads;
   p.block_size = 64;
   p.max_blocks = 1;
   p.max_seq_len = 64;
-  p.cache_blocks = 4;  // (kWgmmaPair's TMA needs it: the heads are what is refused)
+  p.cache_blocks = 4;
+  return p;
+}
+
+// The wgmma implementation takes 64-head blocks: other head counts are refused before anything
+// touches the device (host-only).
+TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
+  MlaDecodeParams p = checked_shapes(1, 80);
   for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
                                     MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair}) {
     p.impl = impl;
@@ -249,20 +256,14 @@ TEST(GpuHost, MlaWgmmaRejectsHeadsNotMultipleOf64) {
   EXPECT_ANY_THROW(mla_decode(p, nullptr));
 }
 
-// A segmented list (work_slots) is walked by kWgmmaPingPong only, must be given,
-// and its items must fit batch x num_splits; refused before anything touches the device.
+// A segmented list (work_slots) is walked by kWgmmaPingPong only, must be given, and its items
+// must fit batch x num_splits; refused before anything touches the device.
 TEST(GpuHost, MlaSegmentedListChecks) {
   alignas(16) static int32_t list[64] = {};
-  MlaDecodeParams p;
-  p.heads = 128;
-  p.block_size = 64;
-  p.max_blocks = 1;
-  p.max_seq_len = 64;
-  p.cache_blocks = 4;
+  MlaDecodeParams p = checked_shapes(0, 128);  // (the accepted ones return: an empty batch)
   p.num_splits = 2;
   p.work_list = list;
   p.work_slots = 1;
-  p.batch = 0;  // (the accepted ones return: an empty batch)
   p.impl = MlaDecodeImpl::kWgmmaPingPong;
   EXPECT_NO_THROW(mla_decode(p, nullptr));
   for (const MlaDecodeImpl impl : {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
