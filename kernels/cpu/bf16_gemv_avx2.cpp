@@ -1,7 +1,7 @@
 // BF16 matvec, AVX2 + FMA variant: each 8 weights are widened to FP32 exactly (a 16-bit shift) and
 // fused-multiply-added against up to 4 tokens: per (row, token) one FP32 accumulator of 8 lanes
 // over the row, then its horizontal sum (the sums of the earlier pair loop, unchanged). R rows per
-// pass share the x loads (kBf16GemvRows: 8 rows at 1 token, 4 at 2, 2 at 3-4; R x T <= 8
+// pass share the x loads (Bf16GemvRowsAvx2: 8 rows at 1 token, 4 at 2, 2 at 3-4; R x T <= 8
 // accumulators + T activations + 1 weight vector of the 16 YMM registers), and a software
 // prefetch into L2 walks the next pass's rows, one 64-byte line per row every 32 weights, as the
 // AVX-512 variant's does.
@@ -57,7 +57,7 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
 }  // namespace
 
 void bf16_gemv_avx2(const Bf16GemvParams& p) {
-  bf16_gemv_blocks(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
+  bf16_gemv_blocks<Bf16GemvRowsAvx2>(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
 }
 
 }  // namespace hymoe::kernels::detail

@@ -1,8 +1,8 @@
 // BF16 matvec, AVX-512 variant: each 16 weights are widened to FP32 exactly (a 16-bit shift) and
 // fused-multiply-added against up to 4 tokens: per (row, token) one FP32 accumulator of 16 lanes
 // over the row, then its horizontal sum (the sums of the earlier pair loop, unchanged). R rows
-// per pass share the x loads and keep R weight streams in flight (kBf16GemvRows: 8 rows at 1
-// token, 4 at 2, 2 at 3-4; R x T <= 8 accumulators, in registers, loops unrolled by pragma), and a
+// per pass share the x loads and keep R weight streams in flight (Bf16GemvRowsAvx512: 8 rows at
+// 1-2 tokens, 6 at 3-4; R x T <= 24 accumulators, in registers, loops unrolled by pragma), and a
 // software prefetch into L2 walks the next pass's rows, one 64-byte line per row and step, as the
 // FP8 GEMV's does.
 // (Rows in pairs without the prefetch read 0.44 / 0.61 of the read probe at 1 / 2 threads on the
@@ -72,10 +72,19 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
     for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.rows + i0 + r] = hsum512(acc[r][t]);
 }
 
+// Rows per pass at T tokens: 8 at one and two, 6 at three and four (R x T <= 24 accumulators of
+// the 32 zmm, beside T activations and the widened weights). At 4 tokens 6 rows read the lm_head
+// shape 1.20x as fast as 2 rows (each activation load serves 3x the weights); 12 rows at 2
+// tokens lost to 8 (docs/benchmarks.md, "The BF16 GEMV at 2-4 tokens").
+struct Bf16GemvRowsAvx512 {
+  template <int T>
+  static constexpr int rows = T <= 2 ? 8 : 6;
+};
+
 }  // namespace
 
 void bf16_gemv_avx512(const Bf16GemvParams& p) {
-  bf16_gemv_blocks(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
+  bf16_gemv_blocks<Bf16GemvRowsAvx512>(p, [&p]<int T, int R>(int64_t t0, int64_t i) { rows<T, R>(p, t0, i); });
 }
 
 }  // namespace hymoe::kernels::detail

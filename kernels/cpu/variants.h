@@ -64,19 +64,21 @@ void for_row_passes(int64_t begin, int64_t end, F&& fn) {
   for (; i < end; ++i) fn.template operator()<1>(i);
 }
 
-// Rows per pass of the vector BF16 GEMV variants at T tokens: 8 at one, 4 at two, 2 at three or
-// four (R x T <= 8 accumulators in registers, the rest of the 16 for activations and weights).
-template <int T>
-inline constexpr int kBf16GemvRows = T == 1 ? 8 : T == 2 ? 4 : 2;
+// Rows per pass of the AVX2 BF16 GEMV at T tokens: 8 at one, 4 at two, 2 at three or four
+// (R x T <= 8 accumulators in registers, the rest of the 16 ymm for activations and weights).
+struct Bf16GemvRowsAvx2 {
+  template <int T>
+  static constexpr int rows = T == 1 ? 8 : T == 2 ? 4 : 2;
+};
 
 // The vector BF16 GEMV variants' outer loop: tokens in blocks of up to 4, rows in passes of
-// kBf16GemvRows, each pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from
-// i; R < kBf16GemvRows<T> only for the rows left over).
-template <typename F>
+// Rows::rows<T>, each pass by fn.template operator()<T, R>(t0, i) (T tokens from t0, R rows from
+// i; R < Rows::rows<T> only for the rows left over).
+template <typename Rows, typename F>
 void bf16_gemv_blocks(const Bf16GemvParams& p, F&& fn) {
   auto tokens = [&]<int T>(int64_t t0) {
-    for_row_passes<kBf16GemvRows<T>>(p.row_begin, p.row_end,
-                                     [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
+    for_row_passes<Rows::template rows<T>>(
+        p.row_begin, p.row_end, [&]<int R>(int64_t i) { fn.template operator()<T, R>(t0, i); });
   };
   for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
     switch (p.tokens - t0) {
