@@ -14,13 +14,13 @@ namespace hymoe::gpu::kernels {
 
 inline constexpr int kMlaPlanThreads = 512;
 
-// Block-wide sum or max of v (every thread gets it); red: kMlaPlanThreads / 32 ints of shared
+// Block-wide sum or max of v (every thread gets it); red: kMlaPlanThreads / 32 values of shared
 // memory. Starts and ends with a barrier, so that calls may follow one another.
-template <bool kMax>
-__device__ __forceinline__ int mla_plan_reduce(int v, int* red) {
+template <bool kMax, typename T>
+__device__ __forceinline__ T mla_plan_reduce(T v, T* red) {
 #pragma unroll
   for (int d = kWarpSize / 2; d > 0; d /= 2) {
-    const int o = __shfl_xor_sync(0xffffffffu, v, d);
+    const T o = __shfl_xor_sync(0xffffffffu, v, d);
     v = kMax ? max(v, o) : v + o;
   }
   __syncthreads();
@@ -137,13 +137,7 @@ __global__ void __launch_bounds__(kMlaPlanThreads)
   };
   long long total = 0;
   for (int b = tid; b < batch; b += kMlaPlanThreads) total += tiles_of(b) + cost;
-#pragma unroll
-  for (int d = kWarpSize / 2; d > 0; d /= 2) total += __shfl_xor_sync(0xffffffffu, total, d);
-  if (tid % kWarpSize == 0) red[tid / kWarpSize] = total;
-  __syncthreads();
-  total = 0;
-#pragma unroll
-  for (int w = 0; w < kMlaPlanThreads / kWarpSize; ++w) total += red[w];
+  total = mla_plan_reduce<false>(total, red);
   const long long part = (total + slots - 1) / slots;
   int32_t* item_ints = work_list + kMlaWorkHeaderInts;
   int32_t* first = item_ints + static_cast<int64_t>(kMlaWorkItemInts) * items;

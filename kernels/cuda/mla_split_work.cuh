@@ -15,15 +15,21 @@ struct MlaSplitWork {
   int b, start, end, item;
 };
 
-__device__ __forceinline__ MlaSplitWork mla_split_work(const MlaDecodeParams& p, int chunk,
-                                                      int split, int seq, int splits) {
-  const int item = seq * splits + split;
+// Item `item` of mla_split_items' run (b >= 0).
+__device__ __forceinline__ MlaSplitWork mla_split_item(const MlaDecodeParams& p, int chunk,
+                                                      int item) {
   if (p.work_list != nullptr) {
     const int4 w = reinterpret_cast<const int4*>(p.work_list + kMlaWorkHeaderInts)[item];
     return {w.x, w.y, w.z, item};
   }
-  const int start = split * chunk;
+  const int seq = item / p.num_splits, start = (item % p.num_splits) * chunk;
   return {seq, start, min(p.seq_lens[seq], start + chunk), item};
+}
+
+// The one item of split `split` of sequence `seq` in a grid of `splits` (= p.num_splits) splits.
+__device__ __forceinline__ MlaSplitWork mla_split_work(const MlaDecodeParams& p, int chunk,
+                                                      int split, int seq, int splits) {
+  return mla_split_item(p, chunk, seq * splits + split);
 }
 
 // The items a block computes, first .. end - 1: a segmented list's (MlaDecodeParams::work_slots)
@@ -45,17 +51,6 @@ __device__ __forceinline__ MlaSplitItems mla_split_items(const MlaDecodeParams& 
   if (p.work_list != nullptr && p.work_list[kMlaWorkHeaderInts + kMlaWorkItemInts * item] < 0)
     return {item, item};
   return {item, item + 1};
-}
-
-// Item `item` of mla_split_items' run (b >= 0).
-__device__ __forceinline__ MlaSplitWork mla_split_item(const MlaDecodeParams& p, int chunk,
-                                                      int item) {
-  if (p.work_list != nullptr) {
-    const int4 w = reinterpret_cast<const int4*>(p.work_list + kMlaWorkHeaderInts)[item];
-    return {w.x, w.y, w.z, item};
-  }
-  const int seq = item / p.num_splits, start = (item % p.num_splits) * chunk;
-  return {seq, start, min(p.seq_lens[seq], start + chunk), item};
 }
 
 // Index of the partial of head h and `item` (of batch * splits): [heads][items], so that the
