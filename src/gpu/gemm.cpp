@@ -3,10 +3,13 @@
 // form Hopper's FP8 kernels require.
 #include "hymoe/gpu/gemm.h"
 
+#include <array>
+#include <limits>
 #include <utility>
 
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/stream.h"
 
 namespace hymoe::gpu {
 
@@ -53,8 +56,13 @@ struct GemmPlan::Impl {
   cublasLtMatrixLayout_t lt_b = nullptr;  // cuBLASLt B = our A (activations), k x m column-major
   cublasLtMatrixLayout_t lt_d = nullptr;  // n x m column-major = D row-major [m, n]
   cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  bool found = false;
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;  // the candidates (GemmPlan::algo_count)
+  int chosen = 0;
+  cudaDataType_t in_type = CUDA_R_16BF;
+  size_t workspace = 0;
+
+  bool found() const { return !algos.empty(); }
+  const cublasLtMatmulHeuristicResult_t& algo() const { return algos[chosen]; }
 
   ~Impl() {
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
@@ -66,7 +74,7 @@ struct GemmPlan::Impl {
 
   void build(const CublasLt& lt, GemmKind kind, const GemmShape& s) {
     const bool fp8 = kind != GemmKind::kBf16;
-    const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     HYMOE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
     HYMOE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
@@ -93,13 +101,150 @@ struct GemmPlan::Impl {
     HYMOE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt_b, in_type, s.k, s.m, s.lda));
     HYMOE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt_d, CUDA_R_16BF, s.n, s.m, s.ldd));
     HYMOE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t workspace = lt.workspace_bytes();
+    workspace = lt.workspace_bytes();
     HYMOE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    cublasLtMatmulHeuristicResult_t results[GemmPlan::kGemmHeuristicAlgos] = {};
     int returned = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        lt.get(), op, lt_a, lt_b, lt_d, lt_d, pref, 1, &heuristic, &returned);
-    found = status == CUBLAS_STATUS_SUCCESS && returned > 0;
+    if (cublasLtMatmulAlgoGetHeuristic(lt.get(), op, lt_a, lt_b, lt_d, lt_d, pref,
+                                       GemmPlan::kGemmHeuristicAlgos, results,
+                                       &returned) != CUBLAS_STATUS_SUCCESS)
+      returned = 0;
+    for (int i = 0; i < returned; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[i]);
+    add_split_k(lt);
+  }
+
+  // A configuration's (id, tile, stages, split-K): GemmPlan::widen's duplicate test.
+  static std::array<int64_t, 4> key(const cublasLtMatmulAlgo_t& a) {
+    std::array<int64_t, 4> k{};
+    const cublasLtMatmulAlgoConfigAttributes_t attrs[] = {
+        CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_STAGES_ID,
+        CUBLASLT_ALGO_CONFIG_SPLITK_NUM};
+    for (size_t i = 0; i < k.size(); ++i) {
+      uint32_t v = 0;
+      size_t written = 0;
+      k[i] = cublasLtMatmulAlgoConfigGetAttribute(&a, attrs[i], &v, sizeof(v), &written) ==
+                     CUBLAS_STATUS_SUCCESS
+                 ? v
+                 : -1;
+    }
+    return k;
+  }
+
+  // The list of a capability attribute (tile or stage ids); {0} (undefined: cuBLASLt's choice)
+  // when the algorithm has none.
+  static std::vector<uint32_t> cap_list(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t attr) {
+    size_t bytes = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
+        bytes < sizeof(uint32_t))
+      return {0};
+    std::vector<uint32_t> v(bytes / sizeof(uint32_t));
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, attr, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS)
+      return {0};
+    return v;
+  }
+
+  // Appends `r` with `splits` splits of K (reduction in the first scheme the algorithm supports
+  // of: the compute type, the output type, in place) if cuBLASLt's check accepts it within the
+  // workspace; false where it does not.
+  bool add_checked(const CublasLt& lt, cublasLtMatmulHeuristicResult_t r, uint32_t splits) {
+    if (splits > 1) {
+      uint32_t schemes = 0, scheme = 0;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&r.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                            &schemes, sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
+        return false;
+      for (const uint32_t sc : {uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE},
+                                uint32_t{CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE},
+                                uint32_t{CUBLASLT_REDUCTION_SCHEME_INPLACE}})
+        if (scheme == 0 && (schemes & sc) != 0) scheme = sc;
+      if (scheme == 0 ||
+          cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                               &scheme, sizeof(scheme)) != CUBLAS_STATUS_SUCCESS)
+        return false;
+    }
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (cublasLtMatmulAlgoConfigSetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                             sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoCheck(lt.get(), op, lt_a, lt_b, lt_d, lt_d, &r.algo, &checked) !=
+            CUBLAS_STATUS_SUCCESS ||
+        checked.workspaceSize > workspace)
+      return false;
+    r.workspaceSize = checked.workspaceSize;
+    r.wavesCount = checked.wavesCount;
+    r.state = CUBLAS_STATUS_SUCCESS;
+    algos.push_back(r);
+    return true;
+  }
+
+  // Each heuristic answer that does not split K, again with 2, 3 and 4 splits where cuBLASLt
+  // accepts them.
+  void add_split_k(const CublasLt& lt) {
+    const size_t heuristic = algos.size();
+    for (size_t i = 0; i < heuristic; ++i) {
+      const cublasLtMatmulHeuristicResult_t base = algos[i];
+      int32_t support = 0;
+      uint32_t splits_now = 1;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support,
+                                            sizeof(support), &written) != CUBLAS_STATUS_SUCCESS ||
+          support == 0 ||
+          cublasLtMatmulAlgoConfigGetAttribute(&base.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                               &splits_now, sizeof(splits_now),
+                                               &written) != CUBLAS_STATUS_SUCCESS ||
+          splits_now > 1)
+        continue;
+      for (const uint32_t splits : {2u, 3u, 4u}) add_checked(lt, base, splits);
+    }
+  }
+
+  // GemmPlan::widen: every algorithm id for these types, each of its tiles and stage counts,
+  // K unsplit and (where it splits) in 2 and 4, that cuBLASLt's check accepts and the list does
+  // not hold yet, up to `limit` candidates in all.
+  int widen(const CublasLt& lt, int limit) {
+    const size_t before = algos.size();
+    std::vector<std::array<int64_t, 4>> seen;
+    for (const auto& r : algos) seen.push_back(key(r.algo));
+    int ids[128];
+    int n_ids = 0;
+    if (cublasLtMatmulAlgoGetIds(lt.get(), CUBLAS_COMPUTE_32F, CUDA_R_32F, in_type, in_type,
+                                 CUDA_R_16BF, CUDA_R_16BF, 128, ids, &n_ids) != CUBLAS_STATUS_SUCCESS)
+      return 0;
+    for (int i = 0; i < n_ids; ++i) {
+      cublasLtMatmulHeuristicResult_t r{};
+      if (cublasLtMatmulAlgoInit(lt.get(), CUBLAS_COMPUTE_32F, CUDA_R_32F, in_type, in_type,
+                                 CUDA_R_16BF, CUDA_R_16BF, ids[i], &r.algo) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      int32_t split_support = 0;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&r.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT,
+                                            &split_support, sizeof(split_support),
+                                            &written) != CUBLAS_STATUS_SUCCESS)
+        split_support = 0;
+      for (const uint32_t tile : cap_list(r.algo, CUBLASLT_ALGO_CAP_TILE_IDS))
+        for (const uint32_t stages : cap_list(r.algo, CUBLASLT_ALGO_CAP_STAGES_IDS))
+          for (const uint32_t splits : {1u, 2u, 4u}) {
+            if ((splits > 1 && split_support == 0) || static_cast<int>(algos.size()) >= limit)
+              continue;
+            cublasLtMatmulHeuristicResult_t c = r;
+            if (cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                     sizeof(tile)) != CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID,
+                                                     &stages, sizeof(stages)) != CUBLAS_STATUS_SUCCESS)
+              continue;
+            uint32_t one = 1;  // key() of the unsplit configuration reads 1
+            (void)cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                       &one, sizeof(one));
+            auto k = key(c.algo);
+            k[3] = splits;
+            bool dup = false;
+            for (const auto& s : seen) dup = dup || s == k;
+            if (dup || !add_checked(lt, c, splits)) continue;
+            seen.push_back(k);
+          }
+    }
+    return static_cast<int>(algos.size() - before);
   }
 };
 
@@ -132,7 +277,7 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
   try {
     if (!own) impl_->build(lt, kind, shape);
     const bool block = kind == GemmKind::kFp8BlockScale;
-    if (impl_->found) {
+    if (impl_->found()) {
       backend_ = GemmBackend::kCublasLt;
     } else if (block && (wgmma || backend == GemmBackend::kAuto) &&
                fp8_block_gemm_wgmma_supported()) {
@@ -170,11 +315,80 @@ bool GemmPlan::supported(const CublasLt& lt, GemmKind kind, const GemmShape& sha
   check_shape(kind, shape);
   Impl impl;
   impl.build(lt, kind, shape);
-  return impl.found;
+  return impl.found();
 }
 
 size_t GemmPlan::workspace_bytes() const {
-  return impl_ && backend_ == GemmBackend::kCublasLt ? impl_->heuristic.workspaceSize : 0;
+  return impl_ && backend_ == GemmBackend::kCublasLt ? impl_->algo().workspaceSize : 0;
+}
+
+int GemmPlan::algo_count() const {
+  return impl_ && backend_ == GemmBackend::kCublasLt ? static_cast<int>(impl_->algos.size()) : 0;
+}
+
+int GemmPlan::algo() const { return impl_ ? impl_->chosen : 0; }
+
+void GemmPlan::use_algo(int index) {
+  HYMOE_CHECK(index >= 0 && index < algo_count(), kInvalidArgument,
+              "gemm: algorithm {} of {} ({} backend)", index, algo_count(),
+              gemm_backend_name(backend_));
+  impl_->chosen = index;
+}
+
+int GemmPlan::widen(int limit) {
+  if (algo_count() == 0) return 0;
+  return impl_->widen(*lt_, limit);
+}
+
+std::string GemmPlan::algo_description(int index) const {
+  HYMOE_CHECK(index >= 0 && index < algo_count(), kInvalidArgument,
+              "gemm: algorithm {} of {} ({} backend)", index, algo_count(),
+              gemm_backend_name(backend_));
+  const cublasLtMatmulHeuristicResult_t& r = impl_->algos[static_cast<size_t>(index)];
+  auto config = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+    uint32_t v = 0;  // (ID is int32_t: the same bytes for the ids cuBLASLt uses)
+    size_t written = 0;
+    return cublasLtMatmulAlgoConfigGetAttribute(&r.algo, attr, &v, sizeof(v), &written) ==
+                   CUBLAS_STATUS_SUCCESS
+               ? static_cast<int64_t>(v)
+               : int64_t{-1};
+  };
+  return fmt::format("id {} tile {} stages {} split-k {} cluster {} swizzle {} workspace {}",
+                     config(CUBLASLT_ALGO_CONFIG_ID), config(CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     config(CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                     config(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     config(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+                     config(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING), r.workspaceSize);
+}
+
+std::vector<double> GemmPlan::tune(const GemmOperands& ops, cudaStream_t stream, int reps) {
+  HYMOE_CHECK(reps >= 1, kInvalidArgument, "gemm tune: reps {} < 1", reps);
+  std::vector<double> ms;
+  if (algo_count() == 0) return ms;
+  Event start, end;
+  int best = impl_->chosen;
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < algo_count(); ++i) {
+    impl_->chosen = i;
+    double t = std::numeric_limits<double>::infinity();
+    try {
+      run(ops, stream);  // warm-up (and any first-launch cost)
+      start.record(stream);
+      for (int r = 0; r < reps; ++r) run(ops, stream);
+      end.record(stream);
+      end.synchronize();
+      t = Event::elapsed_ms(start, end) / reps;
+    } catch (const Error&) {
+      // cuBLASLt refused this candidate at launch: leave it out.
+    }
+    ms.push_back(t);
+    if (t < best_ms) {
+      best_ms = t;
+      best = i;
+    }
+  }
+  impl_->chosen = best;
+  return ms;
 }
 
 void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream) {
@@ -217,7 +431,7 @@ void GemmPlan::run(const GemmOperands& ops, cudaStream_t stream, void* workspace
   const float alpha = 1.0f, beta = 0.0f;
   HYMOE_CUBLAS_CHECK(cublasLtMatmul(lt_->get(), impl_->op, &alpha, ops.b, impl_->lt_a, ops.a,
                                     impl_->lt_b, &beta, ops.d, impl_->lt_d, ops.d, impl_->lt_d,
-                                    &impl_->heuristic.algo, workspace, workspace_size,
+                                    &impl_->algo().algo, workspace, workspace_size,
                                     stream));
 }
 

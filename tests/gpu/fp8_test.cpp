@@ -3,6 +3,7 @@
 // FP8 activations).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <ostream>
 #include <vector>
 
@@ -170,6 +171,41 @@ TEST_P(GemmTest, MatchesReference) {
     }
   // FP32 accumulation, one BF16 rounding of the output (2^-9 relative RMS): 5e-3 is generous.
   EXPECT_LT(test::normalized_error(d, ref), 5e-3) << gemm_kind_name(c.kind);
+  const GemmOperands ops{da.data(), dsa.as<float>(), db.data(), dsb.as<float>(), dd.as<Bf16>()};
+  if (plan.backend() != GemmBackend::kCublasLt) {
+    EXPECT_EQ(plan.algo_count(), 0);
+    EXPECT_TRUE(plan.tune(ops, stream).empty());
+    return;
+  }
+  // Every one of cuBLASLt's candidates (the heuristic's, their split-K variants and up to 48 in
+  // all from widen()), each on a freshly poisoned output, to the same tolerance; then tune()
+  // keeps the fastest.
+  ASSERT_GE(plan.algo_count(), 1);
+  EXPECT_EQ(plan.algo(), 0);
+  const int heuristic = plan.algo_count();
+  const int added = plan.widen(48);
+  EXPECT_EQ(added, plan.algo_count() - heuristic);
+  EXPECT_LE(plan.algo_count(), std::max(heuristic, 48));
+  for (int i = 0; i < plan.algo_count(); ++i) {
+    plan.use_algo(i);
+    auto di = test::poisoned<Bf16>(size_t(c.m) * c.n, stream);
+    plan.run({da.data(), dsa.as<float>(), db.data(), dsb.as<float>(), di.as<Bf16>()}, stream);
+    const auto out = test::to_float(test::to_host<Bf16>(di, size_t(c.m) * c.n, stream));
+    EXPECT_LT(test::normalized_error(out, ref), 5e-3)
+        << gemm_kind_name(c.kind) << " candidate " << i << ": " << plan.algo_description(i);
+  }
+  EXPECT_THROW(plan.use_algo(plan.algo_count()), Error);
+  EXPECT_THROW(plan.use_algo(-1), Error);
+  const std::vector<double> ms = plan.tune(ops, stream, 2);
+  ASSERT_EQ(ms.size(), static_cast<size_t>(plan.algo_count()));
+  for (const double t : ms) EXPECT_GT(t, 0.0);  // (+infinity: a candidate refused at launch)
+  EXPECT_EQ(std::min_element(ms.begin(), ms.end()) - ms.begin(), plan.algo());
+  EXPECT_TRUE(std::isfinite(ms[static_cast<size_t>(plan.algo())]));
+  auto dt = test::poisoned<Bf16>(size_t(c.m) * c.n, stream);
+  plan.run({da.data(), dsa.as<float>(), db.data(), dsb.as<float>(), dt.as<Bf16>()}, stream);
+  EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(dt, size_t(c.m) * c.n, stream)), ref),
+            5e-3)
+      << "tuned: " << plan.algo_description(plan.algo());
 }
 
 INSTANTIATE_TEST_SUITE_P(

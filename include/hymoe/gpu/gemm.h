@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/dtypes.h"
@@ -139,6 +140,29 @@ class GemmPlan {
   double flops() const { return 2.0 * shape_.m * double(shape_.n) * shape_.k; }
   // Whether cuBLASLt has an algorithm for this kind and shape on the current device.
   static bool supported(const CublasLt& lt, GemmKind kind, const GemmShape& shape);
+
+  // cuBLASLt's candidate algorithms for this plan (0 for hymoe's kernels): its heuristic's
+  // answers, best guess first (up to kGemmHeuristicAlgos), then each of those that splits K,
+  // again with 2, 3 and 4 splits where cuBLASLt accepts that for the shape and the handle's
+  // workspace. run() uses candidate algo(): 0, the heuristic's first, until use_algo() or tune()
+  // picks another.
+  static constexpr int kGemmHeuristicAlgos = 16;
+  int algo_count() const;
+  int algo() const;
+  void use_algo(int index);  // kInvalidArgument outside [0, algo_count())
+  // Adds cuBLASLt's other configurations to the candidates: every algorithm id for these types,
+  // each of its tiles and stage counts, K unsplit and in 2 and 4 where it splits, that cuBLASLt's
+  // check accepts within the workspace, up to `limit` candidates in all (tune() then times them
+  // all: worth it for a plan built once and run many times). Returns how many it added (0 for
+  // hymoe's kernels).
+  int widen(int limit = 256);
+  // Candidate `index` in cuBLASLt's terms (algorithm id, tile, stages, split-K, cluster), for logs.
+  std::string algo_description(int index) const;
+  // Times every candidate on these operands (one warm-up launch, then `reps` launches between two
+  // events on `stream`; d is overwritten) and keeps the fastest. Returns each candidate's mean ms
+  // (index = candidate; empty for hymoe's kernels, which have nothing to tune). Synchronises the
+  // stream. A candidate that fails to launch is skipped (its time: +infinity).
+  std::vector<double> tune(const GemmOperands& ops, cudaStream_t stream, int reps = 10);
 
  private:
   struct Impl;
