@@ -149,16 +149,19 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
 // Merges the splits of one (sequence, head): kGroups groups of 128 threads over the splits (group
 // g takes splits g, g + kGroups, ...), each thread four latent dimensions. The block's first pass
 // takes the largest max over the splits (threads over splits, then a block reduction); the
-// second weighs each split's o by 2^(m - max), eight splits' loads in flight per group (a
-// split's partial is 2 KB, read from L2: the merge is bound by the bytes in flight); the groups'
+// second weighs each split's o by 2^(m - max), eight splits' loads in flight per group, the first
+// eight issued with the first pass's (a split's partial is 2 KB, read from L2: the merge is bound
+// by the bytes in flight and its round trips); the groups'
 // sums meet in shared memory. Four groups where the blocks are few (one sequence: `heads`
-// blocks), one where they fill the GPU anyway (mla_combine_groups). Splits with no tokens (sum
+// blocks), one where they fill the GPU anyway (mla_combine_groups; registers capped at 64 for
+// eight blocks an SM: a batch of short sequences has thousands of blocks of one round trip each,
+// and run 179 lost 10% on one with 118 registers). Splits with no tokens (sum
 // 0) are skipped, whatever their o holds. Launched after the split kernel, with programmatic
 // dependent launch where the launcher asks for it: pdl_wait() first.
 static_assert(128 * 4 == kMlaLatentDim, "each thread of a group owns four latent dimensions");
 
 template <int kGroups>
-__global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodeParams p, int splits) {
+__global__ void __launch_bounds__(128 * kGroups, kGroups == 1 ? 8 : 1) mla_combine_kernel(MlaDecodeParams p, int splits) {
   constexpr int kThreads = 128 * kGroups;
   __shared__ float warp_max[kThreads / kWarpSize];
   __shared__ float4 part_o[kGroups > 1 ? kGroups - 1 : 1][128];
@@ -180,10 +183,27 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   const int64_t part0 = mla_part(p, h, item0, splits);
   const float4* o_ws = reinterpret_cast<const float4*>(p.workspace + part0 * kMlaLatentDim) + t;
   const float2* ml_ws = reinterpret_cast<const float2*>(p.workspace + parts * kMlaLatentDim) + part0;
+  // kInFlight partials' loads a thread before their sums (absent ones predicated off, so a
+  // sequence's last partials cost one round too). The first batch's loads go out with the max
+  // pass's, before its reduction: one L2 round trip for both, which is the whole merge of a
+  // sequence with up to kInFlight items a group (most of them in a batch of short sequences).
+  constexpr int kInFlight = 8, kStep = kGroups * kInFlight;
+  float2 ml[kInFlight];
+  float4 v[kInFlight];
+  auto load_batch = [&](int s) {
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int sk = s + k * kGroups;
+      ml[k] = sk < count ? ml_ws[sk] : make_float2(-INFINITY, 0.0f);
+      v[k] = sk < count ? o_ws[static_cast<int64_t>(sk) * (kMlaLatentDim / 4)]
+                        : make_float4(0, 0, 0, 0);
+    }
+  };
+  load_batch(group);
   float m_max = -INFINITY;
   for (int s = tid; s < count; s += kThreads) {
-    const float2 ml = ml_ws[s];
-    if (ml.y > 0.0f) m_max = fmaxf(m_max, ml.x);
+    const float2 ms = ml_ws[s];
+    if (ms.y > 0.0f) m_max = fmaxf(m_max, ms.x);
   }
 #pragma unroll
   for (int d = kWarpSize / 2; d > 0; d /= 2)
@@ -194,30 +214,21 @@ __global__ void __launch_bounds__(128 * kGroups) mla_combine_kernel(MlaDecodePar
   for (int w = 0; w < kThreads / kWarpSize; ++w) m_max = fmaxf(m_max, warp_max[w]);
   float4 o = make_float4(0, 0, 0, 0);
   float sum = 0.0f;
-  auto add = [&](const float2 ml, const float4 v) {  // (w is the same in the whole group)
-    if (!(ml.y > 0.0f)) return;  // an empty split
-    const float w = exp2f(ml.x - m_max);
-    sum += w * ml.y;
-    o.x = fmaf(w, v.x, o.x);
-    o.y = fmaf(w, v.y, o.y);
-    o.z = fmaf(w, v.z, o.z);
-    o.w = fmaf(w, v.w, o.w);
+  auto add = [&](const float2 mk, const float4 vk) {  // (w is the same in the whole group)
+    if (!(mk.y > 0.0f)) return;  // an empty split
+    const float w = exp2f(mk.x - m_max);
+    sum += w * mk.y;
+    o.x = fmaf(w, vk.x, o.x);
+    o.y = fmaf(w, vk.y, o.y);
+    o.z = fmaf(w, vk.z, o.z);
+    o.w = fmaf(w, vk.w, o.w);
   };
-  constexpr int kInFlight = 8, kStep = kGroups * kInFlight;
-  int s = group;
-  for (; s + kStep - kGroups < count; s += kStep) {
-    float2 ml[kInFlight];
-    float4 v[kInFlight];
-#pragma unroll
-    for (int k = 0; k < kInFlight; ++k) {
-      const int sk = s + k * kGroups;
-      ml[k] = ml_ws[sk];
-      v[k] = o_ws[static_cast<int64_t>(sk) * (kMlaLatentDim / 4)];
-    }
+  // Added in split order whatever the batching.
+  for (int s = group; s < count; s += kStep) {
+    if (s != group) load_batch(s);
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) add(ml[k], v[k]);
   }
-  for (; s < count; s += kGroups) add(ml_ws[s], o_ws[static_cast<int64_t>(s) * (kMlaLatentDim / 4)]);
   if constexpr (kGroups > 1) {
     if (group > 0) {
       part_o[group - 1][t] = o;
