@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
 static_assert(128 * 4 == kMlaLatentDim, "each thread of a group owns four latent dimensions");
 
 template <int kGroups>
-__global__ void __launch_bounds__(128 * kGroups, kGroups == 1 ? 8 : 1) mla_combine_kernel(MlaDecodeParams p, int splits) {
+__global__ void __launch_bounds__(128 * kGroups, kGroups == 1 ? 8 : 2) mla_combine_kernel(MlaDecodeParams p, int splits) {
   constexpr int kThreads = 128 * kGroups;
   __shared__ float warp_max[kThreads / kWarpSize];
   __shared__ float4 part_o[kGroups > 1 ? kGroups - 1 : 1][128];
