@@ -1,4 +1,5 @@
 // hymoe-bench-gpu [--out FILE] [--min-tokens N] [--max-tokens N] [--only SECTION,...]
+//                 [--gemv-shape S] [--moe-backend NAME] [--mla-case TEXT]
 // Measures the GPU's ceilings (device-to-device copy bandwidth, cuBLASLt BF16 GEMM and FP8 GEMM
 // with per-tensor scales at large square sizes) and then every kernel of the library against the
 // ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
@@ -853,6 +854,7 @@ int run(int argc, char** argv) {
   std::string only;  // comma-separated section names; empty: all
   std::string gemv_shape;  // fp8_gemv: this single-launch shape only, no chains
   std::string moe_backend;  // moe: this grouped GEMM backend only
+  std::string mla_case;  // mla_decode(_wgmma): the cases whose label holds this only
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_path = argv[++i];
@@ -866,6 +868,8 @@ int run(int argc, char** argv) {
       gemv_shape = argv[++i];
     } else if (!std::strcmp(argv[i], "--moe-backend") && i + 1 < argc) {
       moe_backend = argv[++i];
+    } else if (!std::strcmp(argv[i], "--mla-case") && i + 1 < argc) {
+      mla_case = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: hymoe-bench-gpu [--out FILE] [--min-tokens N (moe, mla_decode)]\n"
@@ -874,6 +878,8 @@ int run(int argc, char** argv) {
                    "                       [--gemv-shape 7168x2048|2048x7168|24576x1536|7168x16384]\n"
                    "                       [--moe-backend NAME (gemm_backend_name, e.g. "
                    "wgmma_ws_tma_grouped_scmw: that backend only, gate and down also alone)]\n"
+                   "                       [--mla-case TEXT (mla_decode: the cases whose label, "
+                   "e.g. \"ctx=65536+39x1024 batch=40\", holds TEXT)]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
                    "mla_prefill mla_decode_wgmma\n");
       return 2;
@@ -910,7 +916,7 @@ int run(int argc, char** argv) {
   section("rowwise", [&] { bench_rowwise(bench, c); });
   section("mla_decode", [&] {
     bench_mla_decode(bench, c, info, min_tokens,
-                     {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores});
+                     {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}, mla_case);
   });
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
@@ -924,7 +930,8 @@ int run(int argc, char** argv) {
     }
     bench_mla_decode(bench, c, info, min_tokens,
                      {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
-                      MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair});
+                      MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair},
+                     mla_case);
   });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

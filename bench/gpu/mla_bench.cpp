@@ -19,12 +19,13 @@
 
 namespace hymoe::gpu::bench {
 
-// Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
-// long sequence beside seven of 1K: uniform splits follow the longest, the rest leave theirs
-// empty; rows tagged "-plan" take a work list instead, chunks of one length across the batch);
-// cases whose longest sequence is below min_len left out (one size under ncu).
+// Contexts of 1K, 8K and 64K tokens at batch 1, 2, 4 and 8, then three batches of mixed lengths
+// (one long sequence beside seven or 39 of 1K: uniform splits follow the longest, the rest leave
+// theirs empty; rows tagged "-plan" take a work list instead, chunks of one length across the
+// batch); cases whose longest sequence is below min_len, or whose label does not hold only_case,
+// left out (one shape under ncu).
 void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
-                      std::initializer_list<MlaDecodeImpl> impls) {
+                      std::initializer_list<MlaDecodeImpl> impls, const std::string& only_case) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
@@ -34,7 +35,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
   };
   std::vector<Case> cases;
   for (int len : {1024, 8192, 65536})
-    for (int batch : {1, 4, 8})
+    for (int batch : {1, 2, 4, 8})
       cases.push_back({std::vector<int>(size_t(batch), len), fmt::format("ctx={} batch={}", len, batch)});
   for (int len : {8192, 65536}) {
     std::vector<int> lens(8, 1024);
@@ -48,7 +49,7 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
   }
   for (const Case& cs : cases) {
     const int len = *std::max_element(cs.lens.begin(), cs.lens.end());
-    if (len < min_len) continue;
+    if (len < min_len || cs.label.find(only_case) == std::string::npos) continue;
     const int batch = static_cast<int>(cs.lens.size());
     const double total_tokens = std::accumulate(cs.lens.begin(), cs.lens.end(), 0.0);
     const int max_blocks = (len + block_size - 1) / block_size;

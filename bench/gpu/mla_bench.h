@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <string>
 
 #include "bench_harness.h"
 #include "hymoe/gpu/device.h"
@@ -11,11 +12,12 @@
 
 namespace hymoe::gpu::bench {
 
-// Contexts of 1K, 8K and 64K tokens at batch 1, 4 and 8, then two batches of mixed lengths (one
-// long sequence beside seven of 1K: the splits follow the longest, the rest leave theirs empty);
-// cases whose longest sequence is below min_len left out (one size under ncu).
+// Contexts of 1K, 8K and 64K tokens at batch 1, 2, 4 and 8, then three batches of mixed lengths
+// (one long sequence beside seven or 39 of 1K); cases whose longest sequence is below min_len, or
+// whose label ("ctx=... batch=...") does not hold only_case, left out (one shape under ncu).
 void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
-                      std::initializer_list<MlaDecodeImpl> impls);
+                      std::initializer_list<MlaDecodeImpl> impls,
+                      const std::string& only_case = "");
 
 // Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
 // hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of

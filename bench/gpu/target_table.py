@@ -41,7 +41,7 @@ def gpu_rows(recs):
             for what, r in (("one launch", one), ("chain of 32", chain)):
                 if r:
                     rows.append((f"FP8 GEMV {shape} {tok} tok, {what}", r, 0.80, tag(r)))
-    for batch in (1, 4, 8):
+    for batch in (1, 2, 4, 8):
         r = best(recs, rf"^mla_decode\[[^\]]*\]/ctx=65536 batch={batch} \(cache bytes\)$")
         if r:
             rows.append((f"MLA decode 64K batch {batch} (cache bytes)", r, 0.70, tag(r)))

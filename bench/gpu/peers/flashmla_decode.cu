@@ -2,20 +2,21 @@
 // FlashMLA's SM90 dense decode (BF16 latent cache, paged in 64-token blocks, absorbed MLA with
 // q/k head dim 576 and v head dim 512, split-KV over the SMs plus a combine kernel) on the shapes
 // of hymoe-bench-gpu's `mla_decode` section: 128 query heads, one latent head, one new token a
-// sequence, contexts 1K / 8K / 64K at batch 1 / 4 / 8 (every sequence the same length) and one 8K
-// or 64K sequence beside seven of 1K, each sequence's blocks contiguous in the cache. Figures are
-// counted as hymoe's: cache bytes (the sequences' tokens x 576 x 2) a second against the
-// device-to-device copy rate, and FLOP (2 x 128 x tokens x (576 + 512)) a second against cuBLAS's
-// BF16 GEMM at 8192^3, both ceilings measured in this process. Timing: the scheduling metadata
-// once per shape (FlashMLA computes it once a decode step for every layer), then the attention
-// and combine launches, median of 7 batches of 20 calls after a warm-up; `+meta` also counts a
-// metadata launch per call; `,graph` 8 calls replayed as one captured CUDA graph, per call.
+// sequence, contexts 1K / 8K / 64K at batch 1 / 2 / 4 / 8 (every sequence the same length), one
+// 8K or 64K sequence beside seven of 1K and one 64K beside 39 of 1K, each sequence's blocks
+// contiguous in the cache. Figures are counted as hymoe's: cache bytes (the sequences' tokens x
+// 576 x 2) a second against the device-to-device copy rate, and FLOP (2 x 128 x tokens x (576 +
+// 512)) a second against cuBLAS's BF16 GEMM at 8192^3, both ceilings measured in this process.
+// Timing: the scheduling metadata once per shape (FlashMLA computes it once a decode step for
+// every layer), then the attention and combine launches, median of 7 batches of 20 calls after a
+// warm-up; `+meta` also counts a metadata launch per call; `,graph` 8 calls replayed as one
+// captured CUDA graph, per call.
 // Correctness: 4 heads of sequence 0 against a host FP64 softmax(q k^T * scale) v over the same
 // BF16 values (max |error| / max |reference|; BF16 output rounding is ~4e-3).
 // Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
 // Build (a FlashMLA checkout at 9241ae3 with its CUTLASS submodule at 147f567), sm_90a:
 //   bench/gpu/peers/build-flashmla-driver $FLASHMLA $CUTLASS   (-> .carry/peer/flashmla_bench)
-// Run: flashmla_bench
+// Run: flashmla_bench [CASE]   (CASE: only the cases whose label holds it, e.g. under ncu)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -73,7 +74,8 @@ static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
   return t[t.size() / 2];
 }
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   int sms = 0;
@@ -120,7 +122,7 @@ int main() {
   // seven (and 39) of 1K (sequence 0 the longest: the spot check's).
   std::vector<std::pair<std::vector<int>, std::string>> cases;
   for (const int len : {1024, 8192, 65536})
-    for (const int batch : {1, 4, 8})
+    for (const int batch : {1, 2, 4, 8})
       cases.push_back(
           {std::vector<int>(batch, len), "ctx=" + std::to_string(len) + " batch=" + std::to_string(batch)});
   for (const int len : {8192, 65536}) {
@@ -134,6 +136,7 @@ int main() {
     cases.push_back({near_wave, "ctx=65536+39x1024 batch=40"});
   }
   for (const auto& [case_lens, label] : cases) {
+    if (label.find(only) == std::string::npos) continue;
     {
       const int len = case_lens[0], batch = static_cast<int>(case_lens.size());
       double total_tokens = 0;
