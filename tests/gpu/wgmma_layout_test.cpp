@@ -58,6 +58,12 @@ TEST(GpuHost, WgmmaDescriptorBitFields) {
     for (uint32_t off = 0; base + off < 228u * 1024u; off += 16)
       ASSERT_EQ(sw128_desc_advance(sw128_kmajor_desc(base), off), sw128_kmajor_desc(base + off))
           << "base " << base << " offset " << off;
+  // The same for the MLA kernels' V operand (its own LBO): a stage's V columns advanced by k16
+  // steps of 16 token rows, over stages up to the top of shared memory.
+  for (const uint32_t v0 : {0x12000u, 0x1e000u, 0x2a000u})
+    for (uint32_t off = 0; v0 + off < 228u * 1024u; off += 16)
+      ASSERT_EQ(sw128_desc_advance(mla_v_desc(v0), off), mla_v_desc(v0 + off))
+          << "V base " << v0 << " offset " << off;
 }
 
 // Every element of each k32 step of an operand, read through the descriptor the kernel builds
