@@ -21,9 +21,9 @@ for i, _ in enumerate(names):
 for i, n in enumerate(names):
     print(f"rung {i}: {os.path.basename(n)}")
 head = "".join(f"{'rung ' + str(i):>11s}" for i in range(len(names)))
-print(f"{'':70s}{head}{'last/0':>9s}")
+print(f"{'':78s}{head}{'last/0':>9s}")
 for sec in ("build", "gpu-tests", "gpu-bench"):
-    print(f"{sec:70s}" + "".join(f"{str(st.get(sec, '-'))[:10]:>11s}" for _, st in rungs))
+    print(f"{sec:78s}" + "".join(f"{str(st.get(sec, '-'))[:10]:>11s}" for _, st in rungs))
 order = [n for n in rungs[0][0] if rows_re.search(n)] if rungs else []
 for recs, _ in rungs[1:]:
     order += [n for n in recs if rows_re.search(n) and n not in order]
@@ -31,4 +31,4 @@ for n in order:
     vals = [recs.get(n, {}).get("value") for recs, _ in rungs]
     cells = "".join(f"{v:11.1f}" if isinstance(v, (int, float)) else f"{'-':>11s}" for v in vals)
     last = vals[-1] / vals[0] if isinstance(vals[0], (int, float)) and vals[0] and isinstance(vals[-1], (int, float)) else None
-    print(f"{n[:70]:70s}{cells}" + (f"{last:9.3f}" if last is not None else f"{'-':>9s}"))
+    print(f"{n[:78]:78s}{cells}" + (f"{last:9.3f}" if last is not None else f"{'-':>9s}"))
