@@ -400,6 +400,23 @@ ListParts list_parts(const std::vector<int32_t>& list, int batch, int items) {
   return {item, first, first + batch + 1};
 }
 
+// Each sequence b's items (first[b] .. first[b + 1]) name b and cover [0, lens[b]) in order, one
+// after another; check(b, i, w) adds the caller's assertions on item i (its ints at w).
+template <typename Check>
+void expect_sequences_covered(const ListParts& parts, const std::vector<int32_t>& lens, Check check) {
+  for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
+    int at = 0;
+    for (int i = parts.first[b]; i < parts.first[b + 1]; ++i) {
+      const int32_t* w = parts.item + kMlaWorkItemInts * i;
+      EXPECT_EQ(w[0], b);
+      EXPECT_EQ(w[1], at);
+      check(b, i, w);
+      at = w[2];
+    }
+    EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
+  }
+}
+
 // Segmented lists on the host mirror: each sequence's items cover it once, in order, cut only at
 // tile edges; items run slot by slot (slot_first agrees with each item's slot); a slot holds at
 // most its part of tiles and costs; at most slots + batch - 1 items.
@@ -436,27 +453,20 @@ TEST(GpuHost, MlaDecodePlanSegments) {
     ASSERT_EQ(l.size() * 4, mla_decode_work_list_bytes(batch, splits));
     EXPECT_EQ(l[2], slots);
     EXPECT_LE(used, slots + batch - 1);
-    const auto [item, first, slot_first] = list_parts(l, batch, items);
+    const ListParts parts = list_parts(l, batch, items);
+    const auto [item, first, slot_first] = parts;
     EXPECT_EQ(first[0], 0);
     EXPECT_EQ(first[batch], used);
     std::vector<int64_t> load(static_cast<size_t>(slots), 0);  // tiles and costs a slot
-    for (int b = 0; b < batch; ++b) {
-      int at = 0;
-      for (int i = first[b]; i < first[b + 1]; ++i) {
-        const int32_t* w = item + kMlaWorkItemInts * i;
-        EXPECT_EQ(w[0], b);
-        EXPECT_EQ(w[1], at);
-        EXPECT_GT(w[2], w[1]);
-        EXPECT_TRUE(w[2] % 64 == 0 || w[2] == lens[b]);
-        ASSERT_GE(w[3], 0);
-        ASSERT_LT(w[3], slots);
-        EXPECT_GE(i, slot_first[w[3]]);
-        EXPECT_LT(i, slot_first[w[3] + 1]);
-        load[w[3]] += (w[2] - w[1] + 63) / 64;
-        at = w[2];
-      }
-      EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
-    }
+    expect_sequences_covered(parts, lens, [&](int b, int i, const int32_t* w) {
+      EXPECT_GT(w[2], w[1]);
+      EXPECT_TRUE(w[2] % 64 == 0 || w[2] == lens[b]);
+      ASSERT_GE(w[3], 0);  // (a failure ends this item's checks: w[3] indexes below)
+      ASSERT_LT(w[3], slots);
+      EXPECT_GE(i, slot_first[w[3]]);
+      EXPECT_LT(i, slot_first[w[3] + 1]);
+      load[w[3]] += (w[2] - w[1] + 63) / 64;
+    });
     EXPECT_EQ(slot_first[0], 0);
     EXPECT_EQ(slot_first[slots], used);
     for (int k = 0; k < slots; ++k) {
@@ -511,21 +521,14 @@ TEST(GpuHost, MlaDecodePlan) {
     EXPECT_EQ(chunk % 64, 0);
     EXPECT_GE(chunk, 128);
     EXPECT_LE(used, items);
-    const auto [item, first, slot_first] = list_parts(list, batch, items);
+    const ListParts parts = list_parts(list, batch, items);
+    const auto [item, first, slot_first] = parts;
     EXPECT_EQ(slot_first[0], 0);  // (a one-item list's: zero)
     EXPECT_EQ(first[0], 0);
     EXPECT_EQ(first[batch], used);
-    for (int b = 0; b < batch; ++b) {
-      int at = 0;
-      for (int i = first[b]; i < first[b + 1]; ++i) {
-        const int32_t* w = item + kMlaWorkItemInts * i;
-        EXPECT_EQ(w[0], b);
-        EXPECT_EQ(w[1], at);
-        EXPECT_EQ(w[2], std::min(lens[b], at + chunk));
-        at = w[2];
-      }
-      EXPECT_EQ(at, lens[b]) << "sequence " << b << " covered";
-    }
+    expect_sequences_covered(parts, lens, [&](int b, int, const int32_t* w) {
+      EXPECT_EQ(w[2], std::min(lens[b], w[1] + chunk));
+    });
     for (int i = used; i < items; ++i) EXPECT_EQ(item[kMlaWorkItemInts * i], -1);
     // At most whole waves of items; the smallest chunk: 64 tokens less would not fit them (or
     // fall under the least chunk).
