@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(mla_pair_smem));
   const uint32_t q_s = (raw + 1023u) & ~1023u;  // Q's column blocks 0-7
   const uint32_t k_s = q_s + kWgmmaPairQBlocks * wgmma::kMlaBlockBytes;  // 2 x [64 tokens] tile
+  const uint64_t q_desc = wgmma::sw128_kmajor_desc(q_s);
   const uint32_t p_s = k_s + 2 * wgmma::kMlaTileBytes;                   // sP0, sP1
   float* m_x = reinterpret_cast<float*>(mla_pair_smem + (p_s + 2 * wgmma::kMlaBlockBytes - raw));
   float* l_x = m_x + 2 * 64;
@@ -186,6 +187,9 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   // (TMA writes are async-proxy, as wgmma reads); `zero`: the first wgmma starts the sum.
   auto issue_s = [&]<int kC0, int kC1>(int j, bool zero) {
     const uint32_t stage = stage_of(j % 2), use = static_cast<uint32_t>((j / 2) & 1);
+    // Each wgmma's descriptors: one add from the tile's and Q's (run 190: building every
+    // descriptor from its address cost ~1300 uniform instructions a tile in the ping-pong).
+    const uint64_t k_desc = wgmma::sw128_kmajor_desc(stage);
     constexpr int kSmemEnd = kC1 < kWgmmaPairQBlocks ? kC1 : kWgmmaPairQBlocks;
     // Q's shared-memory blocks in a loop (not unrolled: the kernel's code is large enough that
     // instruction fetch showed in its stalls, 17% of them with every block unrolled).
@@ -195,8 +199,9 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const uint32_t off = cb * wgmma::kMlaBlockBytes + kk * 32;
-        wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_kmajor_desc(q_s + off),
-                                wgmma::sw128_kmajor_desc(stage + off), !zero || cb > kC0 || kk > 0);
+        wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_desc_advance(q_desc, off),
+                                wgmma::sw128_desc_advance(k_desc, off),
+                                !zero || cb > kC0 || kk > 0);
       }
     }
     if constexpr (kC1 > kWgmmaPairQBlocks) {  // the rope block, Q from registers
@@ -206,7 +211,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
         wgmma_m64n64k16_bf16_rs(
-            s, q8[kk], wgmma::sw128_kmajor_desc(stage + cb * wgmma::kMlaBlockBytes + kk * 32),
+            s, q8[kk], wgmma::sw128_desc_advance(k_desc, cb * wgmma::kMlaBlockBytes + kk * 32),
             !zero || cb > kC0 || kk > 0);
     }
   };
@@ -270,21 +275,23 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   // This warpgroup's V columns (256 wg ..) of stage st.
   auto v_half = [&](int st) { return stage_of(st) + 4 * wg * wgmma::kMlaBlockBytes; };
   auto pv_rs = [&](int st) {
+    const uint64_t v_desc = wgmma::mla_v_desc(v_half(st));
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
       wgmma_m64n256k16_bf16_rs_t(
-          o, a[kk],
-          wgmma::mla_v_desc(v_half(st) + kk * 16 * wgmma::kSw128RowBytes));
+          o, a[kk], wgmma::sw128_desc_advance(v_desc, kk * 16 * wgmma::kSw128RowBytes));
     wgmma_commit();
   };
   auto pv_ss = [&](int st, int w) {  // P from block w
+    const uint64_t v_desc = wgmma::mla_v_desc(v_half(st));
+    const uint64_t p_desc = wgmma::sw128_kmajor_desc(p_buf(w));
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
       wgmma_m64n256k16_bf16_ss_t(
-          o, wgmma::sw128_kmajor_desc(p_buf(w) + kk * 32),
-          wgmma::mla_v_desc(v_half(st) + kk * 16 * wgmma::kSw128RowBytes));
+          o, wgmma::sw128_desc_advance(p_desc, kk * 32),
+          wgmma::sw128_desc_advance(v_desc, kk * 16 * wgmma::kSw128RowBytes));
     wgmma_commit();
   };
   // This warpgroup's V blocks of tile j, whose S the other warpgroup computed (landed: it waited

@@ -209,6 +209,7 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[kk][x])::"memory");
     };
     uint8_t* pb = mla_pp_smem + (p_s - raw);
+    const uint64_t q_desc = wgmma::sw128_kmajor_desc(q_s), p_desc = wgmma::sw128_kmajor_desc(p_s);
     const uint64_t v_col = static_cast<uint64_t>(4 * wg * wgmma::kMlaBlockBytes);
 
     for (int j = 0; j < tiles; ++j) {
@@ -217,6 +218,9 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       const uint32_t stage = k_s + owner * wgmma::kMlaTileBytes;
       const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
       const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
+      // This tile's descriptors, each wgmma's one add from them (run 190: building every
+      // descriptor from its address cost ~1300 uniform instructions a tile).
+      const uint64_t k_desc = wgmma::sw128_kmajor_desc(stage), v_desc = wgmma::mla_v_desc(v0);
       if (owner == wg) {
         if constexpr (kEarly) {  // P V_{j-1} done: release stage (j-1) % 2, then wait for tile j
           wgmma_wait<0>();
@@ -235,8 +239,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
           if constexpr (kTma)  // column block k / 4 landed (TMA: async proxy, as wgmma reads)
             if (k % 4 == 0) timed_out |= mla_pp_wait_timed_out(piece(wg, k / 4), use);
           const uint32_t off = (k / 4) * wgmma::kMlaBlockBytes + (k % 4) * 32;
-          wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_kmajor_desc(q_s + off),
-                                  wgmma::sw128_kmajor_desc(stage + off), k > 0);
+          wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_desc_advance(q_desc, off),
+                                  wgmma::sw128_desc_advance(k_desc, off), k > 0);
         }
         wgmma_commit();
         // (Unconditional waits: ptxas then sees every path retire the accumulators before use.)
@@ -314,8 +318,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
-          wgmma_m64n256k16_bf16_rs_t(o, a[kk],
-                                     wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
+          wgmma_m64n256k16_bf16_rs_t(
+              o, a[kk], wgmma::sw128_desc_advance(v_desc, kk * 16 * wgmma::kSw128RowBytes));
         wgmma_commit();
       } else {
         wgmma_wait<0>();  // own P V of tile j - 1 (rs: a) done
@@ -349,8 +353,9 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kWgmmaMlaTile / 16; ++kk)
-          wgmma_m64n256k16_bf16_ss_t(o, wgmma::sw128_kmajor_desc(p_s + kk * 32),
-                                     wgmma::mla_v_desc(v0 + kk * 16 * wgmma::kSw128RowBytes));
+          wgmma_m64n256k16_bf16_ss_t(
+              o, wgmma::sw128_desc_advance(p_desc, kk * 32),
+              wgmma::sw128_desc_advance(v_desc, kk * 16 * wgmma::kSw128RowBytes));
         wgmma_commit();
       }
     }
