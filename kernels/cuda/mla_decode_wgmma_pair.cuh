@@ -232,24 +232,31 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   };
   // Online softmax of this thread's two rows of S (tile j) against the maxima m_ref (the 4 lanes
   // of a row group hold its columns): the new maxima into m_new, P into s, its row sums into sum.
+  // Maxima in log2 units: the raw row maximum times scale_log2 (> 0: the same value as the
+  // maximum of the scaled scores), each score's scale folded into its exponent's FFMA; columns
+  // past the end only in the split's last tile (run 190: masking every tile cost ~400
+  // instructions a tile in the ping-pong).
   auto softmax = [&](int j, const float (&m_ref)[2], float (&m_new)[2], float (&sum)[2]) {
     const int tile = start + j * kWgmmaMlaTile;
-    float mx[2] = {m_ref[0], m_ref[1]};
+    if (tile + kWgmmaMlaTile > end) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int col = 8 * (i / 4) + 2 * c + (i % 2);
-      s[i] = tile + col < end ? s[i] * scale_log2 : -INFINITY;
-      mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+      for (int i = 0; i < 32; ++i)
+        if (tile + 8 * (i / 4) + 2 * c + (i % 2) >= end) s[i] = -INFINITY;
     }
+    float mx[2] = {-INFINITY, -INFINITY}, neg_m[2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      m_new[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));  // finite: a valid token
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      m_new[r] = fmaxf(m_ref[r], mx[r] * scale_log2);  // finite: a valid token
+      neg_m[r] = -m_new[r];
       sum[r] = 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
-      s[i] = fast_exp2(s[i] - m_new[(i / 2) % 2]);  // masked: 0
+      s[i] = fast_exp2(fmaf(s[i], scale_log2, neg_m[(i / 2) % 2]));  // masked: 0
       sum[(i / 2) % 2] += s[i];
     }
   };

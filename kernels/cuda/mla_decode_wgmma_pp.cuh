@@ -266,26 +266,32 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
           }
         }
 
-        // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns).
+        // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns),
+        // maxima in log2 units: the raw row maximum times scale_log2 (> 0: the same value as the
+        // maximum of the scaled scores), and each score's scale folded into its exponent's FFMA.
+        // Columns past the end exist only in the split's last tile (run 190: masking every tile
+        // cost ~400 instructions a tile, on the path from S to P).
+        if (tile + kWgmmaMlaTile > end) {
+#pragma unroll
+          for (int i = 0; i < 32; ++i)
+            if (tile + 8 * (i / 4) + 2 * c + (i % 2) >= end) s[i] = -INFINITY;
+        }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          const int col = 8 * (i / 4) + 2 * c + (i % 2);
-          s[i] = tile + col < end ? s[i] * scale_log2 : -INFINITY;
-          mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
-        }
-        float alpha[2], sum[2] = {0.0f, 0.0f};
+        for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+        float alpha[2], sum[2] = {0.0f, 0.0f}, neg_m[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
           mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-          const float m_new = fmaxf(m_run[r], mx[r]);  // finite: token `tile` is valid
-          alpha[r] = fast_exp2(m_run[r] - m_new);      // 2^-inf = 0 on the first tile
+          const float m_new = fmaxf(m_run[r], mx[r] * scale_log2);  // finite: token `tile` is valid
+          alpha[r] = fast_exp2(m_run[r] - m_new);                   // 2^-inf = 0 on the first tile
           m_run[r] = m_new;
+          neg_m[r] = -m_new;
         }
 #pragma unroll
         for (int i = 0; i < 32; ++i) {
-          s[i] = fast_exp2(s[i] - m_run[(i / 2) % 2]);  // masked: 0
+          s[i] = fast_exp2(fmaf(s[i], scale_log2, neg_m[(i / 2) % 2]));  // masked: 0
           sum[(i / 2) % 2] += s[i];
         }
 #pragma unroll
