@@ -208,7 +208,6 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
 #pragma unroll
         for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[kk][x])::"memory");
     };
-    uint8_t* pb = mla_pp_smem + (p_s - raw);
     const uint64_t q_desc = wgmma::sw128_kmajor_desc(q_s), p_desc = wgmma::sw128_kmajor_desc(p_s);
     const uint64_t v_col = static_cast<uint64_t>(4 * wg * wgmma::kMlaBlockBytes);
 
@@ -298,19 +297,22 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
         for (int r = 0; r < 2; ++r) l_run[r] = l_run[r] * alpha[r] + sum[r];
 
         // P_j as the A fragments of k16 step kk (tokens 16 kk ..: rows g / g + 8, columns 2c /
-        // 2c + 8), and into the swizzled [64 heads][64 tokens] block for the other warpgroup
-        // (register pair (i, i + 1): row 16 warp + g (+ 8), tokens 8 (i / 4) + 2c, + 1); m_j into
-        // slot j % 2; then p_full.
+        // 2c + 8), and into the swizzled [64 heads][64 tokens] block for the other warpgroup; m_j
+        // into slot j % 2; then p_full.
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
           for (int x = 0; x < 4; ++x)
             a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+        // (By stmatrix, four a thread: a[kk][m] is matrix m of k16 step kk, rows 8 (m % 2) ..
+        // + 7 of the warp's 16 and tokens 16 kk + 8 (m / 2) .. + 7, so lane l gives the address
+        // of row l % 8 of matrix l / 8. Run 190: 16 4-byte stores and their swizzled addresses
+        // a thread were ~270 instructions a tile where FlashMLA's stmatrix needs 16.)
+        {
+          const int m = lane / 8, prow = 16 * warp + 8 * (m % 2) + lane % 8;
 #pragma unroll
-        for (int i = 0; i < 32; i += 2) {
-          const int col = 8 * (i / 4) + 2 * c;
-          *reinterpret_cast<uint32_t*>(pb + wgmma::sw128_offset(rows[(i / 2) % 2], 2 * col)) =
-              a[i / 8][(i % 8) / 2];
+          for (int kk = 0; kk < 4; ++kk)
+            stmatrix_x4(p_s + wgmma::sw128_offset(prow, 2 * (16 * kk + 8 * (m / 2))), a[kk]);
         }
         if (c == 0) {
           m_x[owner * 64 + rows[0]] = m_run[0];

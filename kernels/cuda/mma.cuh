@@ -2,7 +2,8 @@
 //   mma_16816      m16n8k16 BF16 x BF16 -> FP32, accumulating in place
 //   mma_fp8_16832  m16n8k32 E4M3 x E4M3 -> FP32 (sm_89+), accumulating in place
 //   ldmatrix_x4    four 8x8 BF16 matrices from shared memory (lane l: a row address of matrix
-//                  l / 8), .trans variant for token-major operands used as B with k = token
+//                  l / 8), .trans variant for token-major operands used as B with k = token;
+//                  stmatrix_x4 (sm_90) the inverse store, to a shared-state-space address
 //   cp_async16     16-byte global -> shared copy, zero-filled when !valid (src then unread);
 //                  cp_async16_shared: the same to a shared-state-space address;
 //                  cp_async4_shared: 4 bytes
@@ -51,6 +52,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
+}
+
+// Four 8x8 b16 matrices to shared memory (sm_90+): register i of each thread holds its pair of
+// matrix i (row lane / 4, columns 2 (lane % 4), + 1; low half first), lane l gives the shared
+// address of row l % 8 of matrix l / 8 (16 contiguous bytes).
+__device__ __forceinline__ void stmatrix_x4(uint32_t row_addr, const uint32_t (&r)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n"
+               :: "r"(row_addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#else
+  (void)row_addr;
+  (void)r;
+  __trap();
+#endif
 }
 
 // Two floats -> packed BF16x2 (round to nearest even, low half first): one cvt instruction.
