@@ -177,6 +177,13 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   for (int i = 0; i < 128; ++i) o[i] = 0.0f;
   float s[32];
   uint32_t a[4][4] = {};  // P of this warpgroup's tile as the A fragments of its rs P V
+  // O *= f per row, skipped where no row of the warp changed its maximum (f 1: the product is O
+  // itself), as on most tiles of a long context: 128 multiplies a thread off the path to P V.
+  auto rescale_o = [&](const float (&f)[2]) {
+    if (__all_sync(0xffffffffu, f[0] == 1.0f && f[1] == 1.0f)) return;
+#pragma unroll
+    for (int k = 0; k < 128; ++k) o[k] *= f[(k / 2) % 2];
+  };
   auto hold_a = [&] {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
@@ -353,8 +360,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
         m_x[rows[1]] = m_a[1];
       }
       mbarrier_arrive(m_full(0));
-#pragma unroll
-      for (int k = 0; k < 128; ++k) o[k] *= alpha[(k / 2) % 2];
+      rescale_o(alpha);
       pack_p();
       pv_rs(0);
       timed_out |= mla_pp_wait_timed_out(m_full(1), use);
@@ -374,8 +380,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
       wgmma_hold_n(o);
       hold_a();
       refill(0, i, t0 + 2);
-#pragma unroll
-      for (int k = 0; k < 128; ++k) o[k] *= beta[(k / 2) % 2];
+      rescale_o(beta);
       if (has_b) {
         timed_out |= mla_pp_wait_timed_out(p_full(1), use);
         wait_v(t1);
@@ -422,8 +427,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
         m_x[64 + rows[1]] = m_b[1];
       }
       mbarrier_arrive(m_full(1));
-#pragma unroll
-      for (int k = 0; k < 128; ++k) o[k] *= gamma[(k / 2) % 2];
+      rescale_o(gamma);
       if (has_b) {
         const float one[2] = {1.0f, 1.0f};
         store_p(1, one);
