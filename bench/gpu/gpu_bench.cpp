@@ -930,7 +930,8 @@ int run(int argc, char** argv) {
     }
     bench_mla_decode(bench, c, info, min_tokens,
                      {MlaDecodeImpl::kWgmma, MlaDecodeImpl::kWgmmaSplitS,
-                      MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair},
+                      MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair,
+                      MlaDecodeImpl::kAuto},
                      mla_case);
   });
   if (!out_path.empty()) {

@@ -140,6 +140,13 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
                         : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
                         : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                               : "cuda-cores";
+      if (impl == MlaDecodeImpl::kAuto) {
+        // What a caller gets without choosing (mla_decode_resolve: the pair kernel for splits
+        // of >= kMlaPairMinSplitTokens, else the ping-pong), with kAuto's own splits.
+        run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
+            "wgmma-auto-1wave", true);
+        continue;
+      }
       run(impl, splits, tag);
       if (impl == MlaDecodeImpl::kWgmmaPingPong) {
         run(impl, splits_1wave, "wgmma-pingpong-1wave");

@@ -35,10 +35,13 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 
 bool mla_decode_wgmma_supported() { return hopper_kernels_usable(); }
 
-MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size, int64_t cache_blocks) {
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size, int64_t cache_blocks,
+                                 int split_tokens) {
   if (impl != MlaDecodeImpl::kAuto) return impl;
   if (heads % 64 != 0 || !mla_decode_wgmma_supported()) return MlaDecodeImpl::kTensorCores;
-  return block_size == 64 && cache_blocks > 0 ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kWgmmaSplitS;
+  if (block_size != 64 || cache_blocks <= 0) return MlaDecodeImpl::kWgmmaSplitS;
+  return split_tokens >= kMlaPairMinSplitTokens ? MlaDecodeImpl::kWgmmaPair
+                                                : MlaDecodeImpl::kWgmmaPingPong;
 }
 
 int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, int heads,
@@ -50,7 +53,12 @@ int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, in
 
 void mla_decode(const MlaDecodeParams& params, cudaStream_t stream) {
   MlaDecodeParams p = params;
-  p.impl = mla_decode_resolve(params.impl, params.heads, params.block_size, params.cache_blocks);
+  // A split's tokens are known here only without a work list (a list's chunk is on the device).
+  const int split_tokens = params.work_list == nullptr && params.num_splits >= 1
+                               ? (params.max_seq_len + params.num_splits - 1) / params.num_splits
+                               : 0;
+  p.impl = mla_decode_resolve(params.impl, params.heads, params.block_size, params.cache_blocks,
+                              split_tokens);
   HYMOE_CHECK(p.batch >= 0 && p.batch <= 65535 && p.heads >= 16 && p.heads % 16 == 0 &&
                   p.heads <= 65535 * 16,
               kInvalidArgument, "mla_decode: batch {} heads {} (heads a multiple of 16)", p.batch,

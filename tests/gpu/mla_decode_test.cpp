@@ -208,6 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaCase{64, 16, {5, 129, 2048}, 1},          // Kimi-K2 heads, no split
                       MlaCase{16, 64, {65536}, 0},                 // a 64K context
                       MlaCase{128, 64, {8191, 33}, 0},             // 2 head groups, long
+                      MlaCase{128, 64, {8191, 33}, 2},             // 4096-token splits: kAuto pair
                       MlaCase{80, 32, {700}, 3},                   // a partial head group
                       MlaCase{64, 64, {65536, 63}, 0},             // 64K at 64 heads (wgmma too)
                       MlaCase{128, 1, {100, 65, 64}, 2},           // 1-token blocks, tile edges
@@ -283,15 +284,22 @@ TEST(GpuHost, MlaSegmentedListChecks) {
   EXPECT_ANY_THROW(mla_decode(p, nullptr));
 }
 
-// kAuto: ping-pong wgmma where its tiles come by TMA (64-token blocks, the cache's extent given),
-// split-S wgmma elsewhere it can run, else the mma.sync kernel; the splits follow the kernel.
+// kAuto: where the tiles come by TMA (64-token blocks, the cache's extent given) the pair kernel
+// for splits known to be long, else the ping-pong; split-S wgmma elsewhere it can run, else the
+// mma.sync kernel; the splits follow the kernel.
 TEST(GpuHost, MlaDecodeAutoResolution) {
   const bool wgmma = mla_decode_wgmma_supported();
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128),
             wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000),
             wgmma ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000, kMlaPairMinSplitTokens - 1),
+            wgmma ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000, kMlaPairMinSplitTokens),
+            wgmma ? MlaDecodeImpl::kWgmmaPair : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000),
+            wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000, 8192),  // no TMA, no pair
             wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 0),
             wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);

@@ -100,13 +100,19 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
 bool mla_decode_wgmma_supported();
 
 // The implementation kAuto runs where the wgmma kernels can (heads a multiple of 64,
-// mla_decode_wgmma_supported()): kWgmmaPingPong when its tiles come by TMA (block_size 64 and
-// cache_blocks > 0, as MlaDecodeParams), the fastest measured on the H200 (run 143, one-wave
-// splits: 275 / 455 / 451 TFLOP/s at 64K context, batch 1 / 4 / 8, where kWgmmaSplitS ran 220 /
-// 324 / 307 and kWgmmaPingPong with cp.async 203 / 300 / 304; ahead at 1K and 8K too); else
-// kWgmmaSplitS (run 26: 240 / 333 / 318). Without wgmma, kTensorCores (mma.sync 96 / 137 / 139).
-// Other values are returned unchanged.
-MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size = 0, int64_t cache_blocks = 0);
+// mla_decode_wgmma_supported()): where the tiles come by TMA (block_size 64 and cache_blocks > 0,
+// as MlaDecodeParams), kWgmmaPair when every split is known to hold at least
+// kMlaPairMinSplitTokens tokens (split_tokens: a split's tokens where the host knows them, as
+// mla_decode does for a call without a work list, ceil(max_seq_len / num_splits); 0 unknown),
+// else kWgmmaPingPong. H200 run 193 (graph timing): the pair kernel 1.02x / 1.08x the ping-pong
+// at 64K batch 4 / 8 (4096- and 8192-token splits), the ping-pong ahead on shorter splits (64K
+// batch 1-2, 8K batch 8: 1.02-1.06x) and on work lists (the planned mixed batches; only it walks
+// segmented lists). Without TMA, kWgmmaSplitS (run 26: 240 / 333 / 318 TFLOP/s at 64K batch 1 /
+// 4 / 8; the ping-pong by cp.async ran slower, run 143). Without wgmma, kTensorCores (mma.sync
+// 96 / 137 / 139). Other values are returned unchanged.
+inline constexpr int kMlaPairMinSplitTokens = 3072;
+MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size = 0,
+                                 int64_t cache_blocks = 0, int split_tokens = 0);
 
 // The splits to use with impl: mla_decode_wgmma_splits for the wgmma kernels (kAuto resolved
 // first), mla_decode_splits for the others.
