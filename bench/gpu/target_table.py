@@ -92,16 +92,19 @@ def cpu_rows(recs):
 
 
 def moe_rows(recs):
+    """MoE rows for both FP8 decodes: the table (the records without a suffix) and the shifts
+    (`_shifts`: the engine's default where the CPU has AVX512-BF16, EngineOptions::shift_decode)."""
     out = []
-    b1 = next((r for r in recs if r["name"] == "moe_layer_b1"), None)
-    b2 = next((r for r in recs if r["name"] == "moe_b2_over_b1"), None)
-    if b1 and b1["ratio"] > 0:
-        # The record's ratio is floor / time (the median over rounds, each round's floor from its
-        # own probe); the target is on time / floor.
-        over = 1.0 / b1["ratio"]
-        out.append(("CPU MoE layer batch 1 time / its floor", over, "<= 1.2", over <= 1.2))
-    if b2:
-        out.append(("CPU MoE batch 2 / batch 1", b2["value"], "< 1.9", b2["value"] < 1.9))
+    for suffix, what in (("", "table decode"), ("_shifts", "shift decode")):
+        b1 = next((r for r in recs if r["name"] == "moe_layer_b1" + suffix), None)
+        b2 = next((r for r in recs if r["name"] == "moe_b2_over_b1" + suffix), None)
+        if b1 and b1["ratio"] > 0:
+            # The record's ratio is floor / time (the median over rounds, each round's floor from
+            # its own probe); the target is on time / floor.
+            over = 1.0 / b1["ratio"]
+            out.append((f"CPU MoE layer batch 1 time / its floor, {what}", over, "<= 1.2", over <= 1.2))
+        if b2:
+            out.append((f"CPU MoE batch 2 / batch 1, {what}", b2["value"], "< 1.9", b2["value"] < 1.9))
     return out
 
 
