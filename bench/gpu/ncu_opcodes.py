@@ -5,7 +5,9 @@
 #   ncu --launch-count 1 --section SourceCounters --page source --print-source sass --csv ... > F.csv
 # (the first "Kernel Name" block of each). With two CSVs (hymoe's kernel, then a peer's): both
 # columns and their difference, largest first. Used for docs/benchmarks.md's "MLA decode, round 9".
-import collections, csv, io, sys
+import collections, csv, io, signal, sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
 
 
 def opcodes(path):
