@@ -274,20 +274,16 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
       for (int x = 0; x < 4; ++x)
         a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
   };
-  // P (s times `scale` per row) into P block w, swizzled [64 heads][64 tokens], by stmatrix: the
-  // k16 step kk's four 8x8 matrices m (rows 8 (m % 2) .. + 7 of the warp's 16, tokens 16 kk +
-  // 8 (m / 2) .. + 7) are the pairs pack_p puts in a[kk][m], scaled; lane l gives the address of
-  // row l % 8 of matrix l / 8 (run 190: the ping-pong's 4-byte stores and their addresses cost
-  // ~300 instructions a tile).
+  // P (s times `scale` per row) into P block w, swizzled [64 heads][64 tokens], by stmatrix
+  // (mla_p_stmatrix_row: the registers pack_p puts in a[kk], scaled).
   auto store_p = [&](int w, const float (&scale)[2]) {
-    const int m = lane / 8, prow = 16 * warp + 8 * (m % 2) + lane % 8;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       uint32_t b[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x)
         b[x] = pack_bf16x2(s[8 * kk + 2 * x] * scale[x % 2], s[8 * kk + 2 * x + 1] * scale[x % 2]);
-      stmatrix_x4(p_buf(w) + wgmma::sw128_offset(prow, 2 * (16 * kk + 8 * (m / 2))), b);
+      stmatrix_x4(mla_p_stmatrix_row(p_buf(w), warp, lane, kk), b);
     }
     fence_proxy_async();  // the generic-proxy P stores, for the other warpgroup's wgmma
   };

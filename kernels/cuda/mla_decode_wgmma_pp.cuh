@@ -79,6 +79,19 @@ __device__ __forceinline__ void mla_pp_load_rows(uint32_t dst, int t, const void
   }
 }
 
+// Lane `lane`'s stmatrix.x4 row address for k16 step kk of warp `warp`'s 16 rows in a swizzled
+// [64 heads][64 tokens] P block at p_block (the ping-pong's and the pair kernel's): the step's four
+// 8x8 matrices m (rows 8 (m % 2) .. + 7 of the warp's 16, tokens 16 kk + 8 (m / 2) .. + 7) are
+// the pairs of P as the rs wgmma's A fragment a[kk][m]; lane l gives row l % 8 of matrix l / 8
+// (run 190: 16 4-byte stores and their swizzled addresses a thread were ~270 instructions a tile
+// where FlashMLA's stmatrix needs 16).
+__device__ __forceinline__ uint32_t mla_p_stmatrix_row(uint32_t p_block, int warp, int lane,
+                                                       int kk) {
+  const int m = lane / 8;
+  return p_block +
+         wgmma::sw128_offset(16 * warp + 8 * (m % 2) + lane % 8, 2 * (16 * kk + 8 * (m / 2)));
+}
+
 // mbarrier_wait for a point where a wgmma is in flight: the timeout does not trap there (ptxas
 // would then retire the wgmma first: "warpgroup.wait is injected"), it returns true and the
 // caller traps after its next wgmma wait.
@@ -304,16 +317,9 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
 #pragma unroll
           for (int x = 0; x < 4; ++x)
             a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
-        // (By stmatrix, four a thread: a[kk][m] is matrix m of k16 step kk, rows 8 (m % 2) ..
-        // + 7 of the warp's 16 and tokens 16 kk + 8 (m / 2) .. + 7, so lane l gives the address
-        // of row l % 8 of matrix l / 8. Run 190: 16 4-byte stores and their swizzled addresses
-        // a thread were ~270 instructions a tile where FlashMLA's stmatrix needs 16.)
-        {
-          const int m = lane / 8, prow = 16 * warp + 8 * (m % 2) + lane % 8;
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            stmatrix_x4(p_s + wgmma::sw128_offset(prow, 2 * (16 * kk + 8 * (m / 2))), a[kk]);
-        }
+        for (int kk = 0; kk < 4; ++kk)  // by stmatrix, four a thread (mla_p_stmatrix_row)
+          stmatrix_x4(mla_p_stmatrix_row(p_s, warp, lane, kk), a[kk]);
         if (c == 0) {
           m_x[owner * 64 + rows[0]] = m_run[0];
           m_x[owner * 64 + rows[1]] = m_run[1];
