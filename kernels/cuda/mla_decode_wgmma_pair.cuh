@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
                   cb * wgmma::kSw128RowBytes, row);
     }
   };
-  bool timed_out = false;
+  uint32_t timed_out = 0;  // any wait timed out (a word: as a bool ptxas packed it with byte moves at every wait)
   // This warpgroup's release of its half of stage st after pair i (its P V there done), and the
   // refill with tile j when there is one.
   // (The whole warpgroup waits, so that the only code thread 0 runs alone is the copies' issue:
@@ -199,17 +199,23 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
     const uint64_t k_desc = wgmma::sw128_kmajor_desc(stage);
     constexpr int kSmemEnd = kC1 < kWgmmaPairQBlocks ? kC1 : kWgmmaPairQBlocks;
     // Q's shared-memory blocks in a loop (not unrolled: the kernel's code is large enough that
-    // instruction fetch showed in its stalls, 17% of them with every block unrolled).
+    // instruction fetch showed in its stalls, 17% of them with every block unrolled). The two
+    // descriptors ride the loop, one add a block each, opaque to the compiler: left to itself it
+    // rebuilt both from the stage's address every block (run 192's ncu: ~25 uniform instructions
+    // a block, ~190 a tile, where FlashMLA's whole kernel issues ~60).
+    uint64_t qd = wgmma::sw128_desc_advance(q_desc, kC0 * wgmma::kMlaBlockBytes);
+    uint64_t kd = wgmma::sw128_desc_advance(k_desc, kC0 * wgmma::kMlaBlockBytes);
 #pragma unroll 1
     for (int cb = kC0; cb < kSmemEnd; ++cb) {
       timed_out |= mla_pp_wait_timed_out(piece(j % 2, cb), use);
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const uint32_t off = cb * wgmma::kMlaBlockBytes + kk * 32;
-        wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_desc_advance(q_desc, off),
-                                wgmma::sw128_desc_advance(k_desc, off),
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_m64n64k16_bf16_ss(s, wgmma::sw128_desc_advance(qd, kk * 32),
+                                wgmma::sw128_desc_advance(kd, kk * 32),
                                 !zero || cb > kC0 || kk > 0);
-      }
+      qd = wgmma::sw128_desc_advance(qd, wgmma::kMlaBlockBytes);
+      kd = wgmma::sw128_desc_advance(kd, wgmma::kMlaBlockBytes);
+      asm volatile("" : "+l"(qd), "+l"(kd));
     }
     if constexpr (kC1 > kWgmmaPairQBlocks) {  // the rope block, Q from registers
       constexpr int cb = kWgmmaPairQBlocks;
@@ -237,35 +243,10 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
     fence_proxy_async();
     mla_pair_warpgroup_sync(wg);
   };
-  // Online softmax of this thread's two rows of S (tile j) against the maxima m_ref (the 4 lanes
-  // of a row group hold its columns): the new maxima into m_new, P into s, its row sums into sum.
-  // Maxima in log2 units: the raw row maximum times scale_log2 (> 0: the same value as the
-  // maximum of the scaled scores), each score's scale folded into its exponent's FFMA; columns
-  // past the end only in the split's last tile (run 190: masking every tile cost ~400
-  // instructions a tile in the ping-pong).
+  // Online softmax of this thread's two rows of S (tile j) against the maxima m_ref
+  // (mla_tile_softmax): the new maxima into m_new, P into s, its row sums into sum.
   auto softmax = [&](int j, const float (&m_ref)[2], float (&m_new)[2], float (&sum)[2]) {
-    const int tile = start + j * kWgmmaMlaTile;
-    if (tile + kWgmmaMlaTile > end) {
-#pragma unroll
-      for (int i = 0; i < 32; ++i)
-        if (tile + 8 * (i / 4) + 2 * c + (i % 2) >= end) s[i] = -INFINITY;
-    }
-    float mx[2] = {-INFINITY, -INFINITY}, neg_m[2];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      m_new[r] = fmaxf(m_ref[r], mx[r] * scale_log2);  // finite: a valid token
-      neg_m[r] = -m_new[r];
-      sum[r] = 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      s[i] = fast_exp2(fmaf(s[i], scale_log2, neg_m[(i / 2) % 2]));  // masked: 0
-      sum[(i / 2) % 2] += s[i];
-    }
+    mla_tile_softmax(s, start + j * kWgmmaMlaTile, end, c, scale_log2, m_ref, m_new, sum);
   };
   auto pack_p = [&] {  // P (s) as the A fragments of P V's k16 steps (tokens 16 kk ..)
 #pragma unroll

@@ -79,6 +79,40 @@ __device__ __forceinline__ void mla_pp_load_rows(uint32_t dst, int t, const void
   }
 }
 
+// Online softmax of one thread's two rows of a 64-token S tile (the ping-pong's and the pair
+// kernel's: register i of s holds row (i / 2) % 2, token tile + 8 (i / 4) + 2c + i % 2; the 4 lanes
+// of a row group hold its columns) against the running maxima m_ref, in log2 units: the raw row
+// maximum times scale_log2 (> 0: the same value as the maximum of the scaled scores), each
+// score's scale folded into its exponent's FFMA. Tokens from `end` on are masked; only a split's
+// last tile has any (run 190: masking every tile cost ~400 instructions a tile, on the path from
+// S to P). The new maxima into m_new (finite: token `tile` is valid), P into s (masked: 0), its
+// row sums into sum.
+__device__ __forceinline__ void mla_tile_softmax(float (&s)[32], int tile, int end, int c,
+                                                 float scale_log2, const float (&m_ref)[2],
+                                                 float (&m_new)[2], float (&sum)[2]) {
+  if (tile + kWgmmaMlaTile > end) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (tile + 8 * (i / 4) + 2 * c + (i % 2) >= end) s[i] = -INFINITY;
+  }
+  float mx[2] = {-INFINITY, -INFINITY}, neg_m[2];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    m_new[r] = fmaxf(m_ref[r], mx[r] * scale_log2);
+    neg_m[r] = -m_new[r];
+    sum[r] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = fast_exp2(fmaf(s[i], scale_log2, neg_m[(i / 2) % 2]));
+    sum[(i / 2) % 2] += s[i];
+  }
+}
+
 // Lane `lane`'s stmatrix.x4 row address for k16 step kk of warp `warp`'s 16 rows in a swizzled
 // [64 heads][64 tokens] P block at p_block (the ping-pong's and the pair kernel's): the step's four
 // 8x8 matrices m (rows 8 (m % 2) .. + 7 of the warp's 16, tokens 16 kk + 8 (m / 2) .. + 7) are
@@ -278,33 +312,13 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
           }
         }
 
-        // Online softmax of the thread's two rows (the 4 lanes of a row group hold its columns),
-        // maxima in log2 units: the raw row maximum times scale_log2 (> 0: the same value as the
-        // maximum of the scaled scores), and each score's scale folded into its exponent's FFMA.
-        // Columns past the end exist only in the split's last tile (run 190: masking every tile
-        // cost ~400 instructions a tile, on the path from S to P).
-        if (tile + kWgmmaMlaTile > end) {
-#pragma unroll
-          for (int i = 0; i < 32; ++i)
-            if (tile + 8 * (i / 4) + 2 * c + (i % 2) >= end) s[i] = -INFINITY;
-        }
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
-        float alpha[2], sum[2] = {0.0f, 0.0f}, neg_m[2];
+        // Online softmax of the thread's two rows (mla_tile_softmax), then O's and l's factor.
+        float m_new[2], sum[2], alpha[2];
+        mla_tile_softmax(s, tile, end, c, scale_log2, m_run, m_new, sum);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-          const float m_new = fmaxf(m_run[r], mx[r] * scale_log2);  // finite: token `tile` is valid
-          alpha[r] = fast_exp2(m_run[r] - m_new);                   // 2^-inf = 0 on the first tile
-          m_run[r] = m_new;
-          neg_m[r] = -m_new;
-        }
-#pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          s[i] = fast_exp2(fmaf(s[i], scale_log2, neg_m[(i / 2) % 2]));  // masked: 0
-          sum[(i / 2) % 2] += s[i];
+          alpha[r] = fast_exp2(m_run[r] - m_new[r]);  // 2^-inf = 0 on the first tile
+          m_run[r] = m_new[r];
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r) l_run[r] = l_run[r] * alpha[r] + sum[r];
