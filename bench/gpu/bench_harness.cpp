@@ -31,12 +31,16 @@ DeviceBuffer random_f32(size_t count, float lo, float hi, cudaStream_t s) {
   return b;
 }
 
-double time_enqueue(Bench& bench, const std::string& label, bool graph, const std::function<void()>& enqueue) {
+double time_enqueue(Bench& bench, const std::string& label, bool graph,
+                    const std::function<void()>& enqueue, bool steady) {
   cudaStream_t s = bench.stream();
-  if (!graph) return bench.time_ms(enqueue);
+  auto timed = [&](const std::function<void()>& fn) {
+    return steady ? bench.steady_ms(fn) : bench.time_ms(fn);
+  };
+  if (!graph) return timed(enqueue);
   try {
     const CapturedGraph g(s, enqueue);
-    return bench.time_ms([&] { g.launch(s); });
+    return timed([&] { g.launch(s); });
   } catch (const Error& e) {
     std::printf("%-52s unsupported: %s\n", label.c_str(), e.message().c_str());
     (void)cudaGetLastError();

@@ -132,6 +132,8 @@ struct Ceilings {
 
 // Milliseconds of one enqueue (a chain of launches, a few calls), from the stream or replayed as
 // one captured CUDA graph; 0 where the graph cannot be captured (said on stdout, as `label`).
-double time_enqueue(Bench& bench, const std::string& label, bool graph, const std::function<void()>& enqueue);
+// steady: timed by Bench::steady_ms (the power-limited steady state) instead of time_ms.
+double time_enqueue(Bench& bench, const std::string& label, bool graph,
+                    const std::function<void()>& enqueue, bool steady = false);
 
 }  // namespace hymoe::gpu::bench

@@ -5,7 +5,8 @@
 // ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
 // launches after a warm-up, median of 5 batches; the grouped expert GEMM of kAuto (or of
 // --moe-backend) also in the power-limited steady state beside an FP8 ceiling timed the same way
-// (Bench::steady_ms). Inputs are random (device-side hash fill, never zeros); inputs larger than
+// (Bench::steady_ms), and MLA decode's contest rows (mla_decode_steady) beside copy and BF16
+// ceilings timed that way. Inputs are random (device-side hash fill, never zeros); inputs larger than
 // L2 or rotated among copies so that repeats do not run from cache. The harness (timer, records,
 // random buffers) is bench_harness.h; the MLA attention sections are mla_bench.cpp.
 #include <algorithm>
@@ -116,26 +117,46 @@ Ceilings measure_ceilings(Bench& bench, const CublasLt& lt) {
   return c;
 }
 
-// The FP8 ceiling (cuBLASLt, per-tensor scales, 8192^3 and 16384^3, the larger) timed by
-// Bench::steady_ms: the ceiling of a figure timed the same way, next to it in the same process.
-double steady_fp8_ceiling(Bench& bench, const CublasLt& lt) {
+// A GEMM ceiling (cuBLASLt at 8192^3 and 16384^3, the larger; BF16, or FP8 with per-tensor
+// scales) timed by Bench::steady_ms: the ceiling of a figure timed the same way, next to it in
+// the same process.
+double steady_gemm_ceiling(Bench& bench, const CublasLt& lt, GemmKind kind) {
   cudaStream_t s = bench.stream();
   double best = 0.0;
   for (int n : {8192, 16384}) {
     const GemmShape shape{n, n, n, n, n, n};
-    DeviceBuffer a = random_fp8(size_t(n) * n, s), b = random_fp8(size_t(n) * n, s);
+    const bool bf16 = kind == GemmKind::kBf16;
+    DeviceBuffer a = bf16 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
+    DeviceBuffer b = bf16 ? random_bf16(size_t(n) * n, s) : random_fp8(size_t(n) * n, s);
     DeviceBuffer d(size_t(n) * n * 2);
     DeviceBuffer sa = random_f32(1, 0.5f, 1.0f, s), sb = random_f32(1, 0.5f, 1.0f, s);
-    GemmPlan plan(lt, GemmKind::kFp8TensorScale, shape);
+    GemmPlan plan(lt, kind, shape);
     const GemmOperands ops{a.data(), sa.as<float>(), b.data(), sb.as<float>(), d.as<Bf16>()};
-    tune_plan(plan, ops, s, fmt::format("steady ceiling {}^3", n), n <= 8192);  // the fastest candidate
+    tune_plan(plan, ops, s, fmt::format("steady ceiling {} {}^3", gemm_kind_name(kind), n),
+              n <= 8192);  // the fastest candidate
     const double ms = bench.steady_ms([&] { plan.run(ops, s); });
     const double tflops = plan.flops() / (ms * 1e-3) / 1e12;
     best = std::max(best, tflops);
-    bench.add({fmt::format("ceiling/cublaslt_fp8-tensor-scale_gemm_{}^3, steady state", n), tflops, "TFLOP/s",
-               0, ""});
+    bench.add({fmt::format("ceiling/cublaslt_{}_gemm_{}^3, steady state", gemm_kind_name(kind), n),
+               tflops, "TFLOP/s", 0, ""});
   }
   return best;
+}
+
+// The copy and BF16 GEMM ceilings in the steady state (the FP8 one is left at the short-run
+// figure: no steady section divides by it but moe's, which times its own).
+Ceilings steady_ceilings(Bench& bench, const CublasLt& lt, const Ceilings& short_run) {
+  Ceilings c = short_run;
+  cudaStream_t s = bench.stream();
+  const size_t bytes = size_t{2} << 30;
+  DeviceBuffer src = random_fp8(bytes, s), dst(bytes);
+  const double ms = bench.steady_ms([&] {
+    HYMOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
+  });
+  c.copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;
+  bench.add({"ceiling/d2d_copy_2GiB (read+write), steady state", c.copy_gbs, "GB/s", 0, ""});
+  c.bf16_tflops = steady_gemm_ceiling(bench, lt, GemmKind::kBf16);
+  return c;
 }
 
 struct Linear {
@@ -774,7 +795,7 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
           if (!backend_only.empty() || backend == steady_backend) {
             // The layer and the FP8 ceiling each after 0.5 s of their own load (Bench::steady_ms):
             // both at the power limit, as a long prefill runs them.
-            const double ceiling = steady_fp8_ceiling(bench, lt);
+            const double ceiling = steady_gemm_ceiling(bench, lt, GemmKind::kFp8TensorScale);
             const double steady = bench.steady_ms(run_layer);
             bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down), steady state",
                                    gemm_backend_name(backend), tokens),
@@ -881,7 +902,7 @@ int run(int argc, char** argv) {
                    "                       [--mla-case TEXT (mla_decode: the cases whose label, "
                    "e.g. \"ctx=65536+39x1024 batch=40\", holds TEXT)]\n"
                    "sections: fp8_gemv fp8_quant rowwise mla_decode sampling fp8_block_gemm moe "
-                   "mla_prefill mla_decode_wgmma\n");
+                   "mla_prefill mla_decode_wgmma mla_decode_steady\n");
       return 2;
     }
   }
@@ -933,6 +954,18 @@ int run(int argc, char** argv) {
                       MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair,
                       MlaDecodeImpl::kAuto},
                      mla_case);
+  });
+  // The same kernels' contest rows in the power-limited steady state (beside FlashMLA's driver
+  // run with --steady): fair where the rows above inherit their predecessors' clocks.
+  section("mla_decode_steady", [&] {
+    if (!mla_decode_wgmma_supported()) {
+      fmt::print("mla_decode_steady: skipped (needs compute capability 9.0 and an sm_90a build)\n");
+      return;
+    }
+    // Against the copy and BF16 GEMM ceilings timed the same way.
+    bench_mla_decode(bench, steady_ceilings(bench, lt, c), info, min_tokens,
+                     {MlaDecodeImpl::kWgmmaPingPong, MlaDecodeImpl::kWgmmaPair, MlaDecodeImpl::kAuto},
+                     mla_case, /*steady=*/true);
   });
   if (!out_path.empty()) {
     nlohmann::json j = {{"device", info.name}, {"sm", info.sm()}, {"records", bench.json()}};

@@ -25,7 +25,8 @@ namespace hymoe::gpu::bench {
 // batch); cases whose longest sequence is below min_len, or whose label does not hold only_case,
 // left out (one shape under ncu).
 void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, int min_len,
-                      std::initializer_list<MlaDecodeImpl> impls, const std::string& only_case) {
+                      std::initializer_list<MlaDecodeImpl> impls, const std::string& only_case,
+                      bool steady) {
   cudaStream_t s = bench.stream();
   const int heads = 128, block_size = 64;
   const double mscale = 0.1 * std::log(40.0) + 1.0;
@@ -101,15 +102,17 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
     // graph: 8 calls (as 8 layers of a decode step) captured in one CUDA graph and replayed,
     // per call: without the host's launch rate (a call is two launches), as the engine's
     // captured decode step runs them; rows tagged ",graph".
-    const double plan_ms = bench.time_ms([&] {
-      mla_decode_plan(lens.as<int32_t>(), batch, splits_plan, wave_items, work_list.as<int32_t>(), s);
-    });
-    bench.add({fmt::format("mla_decode_plan/{} (us per call)", cs.label), plan_ms * 1e3, "us", 0, ""});
-    const double seg_plan_ms = bench.time_ms([&] {
-      mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, slots, seg_list.as<int32_t>(), s);
-    });
-    bench.add({fmt::format("mla_decode_plan_segments/{} (us per call)", cs.label),
-               seg_plan_ms * 1e3, "us", 0, ""});
+    if (!steady) {  // (the planners' rows once, with the kernels' first rows)
+      const double plan_ms = bench.time_ms([&] {
+        mla_decode_plan(lens.as<int32_t>(), batch, splits_plan, wave_items, work_list.as<int32_t>(), s);
+      });
+      bench.add({fmt::format("mla_decode_plan/{} (us per call)", cs.label), plan_ms * 1e3, "us", 0, ""});
+      const double seg_plan_ms = bench.time_ms([&] {
+        mla_decode_plan_segments(lens.as<int32_t>(), batch, splits_seg, slots, seg_list.as<int32_t>(), s);
+      });
+      bench.add({fmt::format("mla_decode_plan_segments/{} (us per call)", cs.label),
+                 seg_plan_ms * 1e3, "us", 0, ""});
+    }
     // planned: with a work list for num_splits (0: mla_decode_plan_splits'); segmented: with the
     // segmented list (num_splits ignored; planned above, once).
     auto run = [&](MlaDecodeImpl impl, int num_splits, const std::string& tag, bool graph = false,
@@ -123,9 +126,9 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       constexpr int kGraphCalls = 8;
       const double ms = graph ? time_enqueue(bench, tag, true, [&] {
         for (int i = 0; i < kGraphCalls; ++i) mla_decode(p, s);
-      }) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
+      }, steady) / kGraphCalls : bench.time_ms([&] { mla_decode(p, s); });
       if (ms <= 0) return;
-      const std::string name = graph ? tag + ",graph" : tag;
+      const std::string name = graph ? tag + (steady ? ",steady" : ",graph") : tag;
       const double bytes = total_tokens * kMlaHeadDim * 2;
       bench.add({fmt::format("mla_decode[{}]/{} (cache bytes)", name, cs.label),
                  bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"});
@@ -140,6 +143,23 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
                         : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
                         : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                               : "cuda-cores";
+      if (steady) {
+        // The power-limited steady state: the rows that decide kAuto's rule and the comparison
+        // with FlashMLA (its driver's --steady), each timed after 500 ms of its own calls, so
+        // that no row inherits the clocks its predecessors left (docs/benchmarks.md, MLA decode
+        // round 11: the H200's SM clock moved between 1.3 and 1.97 GHz across 100 ms rows).
+        if (impl == MlaDecodeImpl::kAuto) {
+          run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
+              "wgmma-auto-1wave", true);
+        } else if (impl == MlaDecodeImpl::kWgmmaPingPong) {
+          run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
+          run(impl, 0, "wgmma-pingpong-plan", true, true);
+          run(impl, 0, "wgmma-pingpong-seg", true, false, true);
+        } else if (impl == MlaDecodeImpl::kWgmmaPair) {
+          run(impl, splits_1wave, "wgmma-pair-1wave", true);
+        }
+        continue;
+      }
       if (impl == MlaDecodeImpl::kAuto) {
         // What a caller gets without choosing (mla_decode_resolve: the pair kernel for splits
         // of >= kMlaPairMinSplitTokens, else the ping-pong), with kAuto's own splits.

@@ -10,13 +10,15 @@
 // Timing: the scheduling metadata once per shape (FlashMLA computes it once a decode step for
 // every layer), then the attention and combine launches, median of 7 batches of 20 calls after a
 // warm-up; `+meta` also counts a metadata launch per call; `,graph` 8 calls replayed as one
-// captured CUDA graph, per call.
+// captured CUDA graph, per call. --steady: only the graph, in the power-limited steady state
+// (500 ms of replays, then the median of 7 batches of >= 40 ms; rows tagged `,steady`), as
+// hymoe-bench-gpu's mla_decode_steady section times hymoe's rows.
 // Correctness: 4 heads of sequence 0 against a host FP64 softmax(q k^T * scale) v over the same
 // BF16 values (max |error| / max |reference|; BF16 output rounding is ~4e-3).
 // Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
 // Build (a FlashMLA checkout at 9241ae3 with its CUTLASS submodule at 147f567), sm_90a:
 //   bench/gpu/peers/build-flashmla-driver $FLASHMLA $CUTLASS   (-> .carry/peer/flashmla_bench)
-// Run: flashmla_bench [CASE]   (CASE: only the cases whose label holds it, e.g. under ncu)
+// Run: flashmla_bench [--steady] [CASE]   (CASE: only the cases whose label holds it, e.g. under ncu)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -74,8 +76,44 @@ static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
   return t[t.size() / 2];
 }
 
+// Milliseconds of one enqueue in the power-limited steady state, as hymoe-bench-gpu's
+// Bench::steady_ms: back to back for 500 ms first, then the median of 7 batches of >= 40 ms.
+template <typename F>
+static double steady_ms(cudaStream_t s, F&& enqueue) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  auto batch_ms = [&](int reps) {
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) enqueue();
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return double(ms);
+  };
+  double settled = 0, once = 1e30;
+  while (settled < 500.0) {
+    const double ms = batch_ms(1);
+    settled += ms;
+    once = std::min(once, ms);
+  }
+  const int reps = std::clamp(static_cast<int>(40.0 / once), 2, 400);
+  std::vector<double> t;
+  for (int b = 0; b < 7; ++b) t.push_back(batch_ms(reps) / reps);
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 int main(int argc, char** argv) {
-  const std::string only = argc > 1 ? argv[1] : "";
+  std::string only;
+  bool steady = false;  // --steady: only the graph timing, in the power-limited steady state
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--steady")) steady = true;
+    else only = argv[i];
+  }
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   int sms = 0;
@@ -243,8 +281,8 @@ int main(int argc, char** argv) {
         }
       }
 
-      const double ms = median_ms(s, 20, attend);
-      const double ms_meta = median_ms(s, 20, [&] {
+      const double ms = steady ? 0.0 : median_ms(s, 20, attend);
+      const double ms_meta = steady ? 0.0 : median_ms(s, 20, [&] {
         smxx::decode::run_get_decoding_sched_meta_kernel(mp);
         attend();
       });
@@ -257,13 +295,15 @@ int main(int argc, char** argv) {
       for (int i = 0; i < kGraphCalls; ++i) attend();
       CK(cudaStreamEndCapture(s, &graph));
       CK(cudaGraphInstantiate(&exec, graph, 0));
-      const double ms_graph = median_ms(s, 20, [&] { CK(cudaGraphLaunch(exec, s)); }) / kGraphCalls;
+      auto replay = [&] { CK(cudaGraphLaunch(exec, s)); };
+      const double ms_graph = (steady ? steady_ms(s, replay) : median_ms(s, 20, replay)) / kGraphCalls;
       CK(cudaGraphExecDestroy(exec));
       CK(cudaGraphDestroy(graph));
       CK(cudaGetLastError());
       const double bytes = total_tokens * kDk * 2, flops = 2.0 * kHeads * total_tokens * (kDk + kDv);
       for (const auto& [tag, t] :
-           {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{",graph", ms_graph}}) {
+           {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{steady ? ",steady" : ",graph", ms_graph}}) {
+        if (t <= 0) continue;  // (not timed: --steady)
         std::printf("mla_decode[flashmla%s]/%s  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
                     "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
                     tag, label.c_str(), t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
