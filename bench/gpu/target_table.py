@@ -86,7 +86,9 @@ def cpu_rows(recs):
         # Both decodes, the worse of the two expert shapes: by shifts (the engine's default where
         # AVX512-BF16 runs: CpuExecutorOptions::shift_decode) and by the table (--load-mode mmap,
         # and where the shift variant does not run).
-        for suffix, what in (("_shifts", "shifts"), ("", "table")):
+        # Also the engine's split of a dense GEMV (cpu::parallel_rows: the shares' tails shared
+        # out as workers finish; its probe split the same way), table decode.
+        for suffix, what in (("_shifts", "shifts"), ("", "table"), ("_tail", "split")):
             hits = [r for r in recs
                     if re.match(rf"^fp8_gemv_(2048x7168|7168x2048)_b1{suffix}$", r["name"])
                     and r.get("threads") == t]
