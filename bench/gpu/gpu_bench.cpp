@@ -5,10 +5,11 @@
 // ceiling that bounds it, in the same run. Timing: CUDA events around batches of back-to-back
 // launches after a warm-up, median of 5 batches; the grouped expert GEMM of kAuto (or of
 // --moe-backend) also in the power-limited steady state beside an FP8 ceiling timed the same way
-// (Bench::steady_ms), and MLA decode's contest rows (mla_decode_steady) beside copy and BF16
-// ceilings timed that way. Inputs are random (device-side hash fill, never zeros); inputs larger than
-// L2 or rotated among copies so that repeats do not run from cache. The harness (timer, records,
-// random buffers) is bench_harness.h; the MLA attention sections are mla_bench.cpp.
+// (Bench::steady_ms), and MLA decode's contest rows (mla_decode_steady) and cuDNN's MLA prefill
+// beside copy and BF16 ceilings timed that way. Inputs are random (device-side hash fill, never
+// zeros); inputs larger than L2 or rotated among copies so that repeats do not run from cache.
+// The harness (timer, records, random buffers) is bench_harness.h; the MLA attention sections
+// are mla_bench.cpp.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -143,8 +144,9 @@ double steady_gemm_ceiling(Bench& bench, const CublasLt& lt, GemmKind kind) {
   return best;
 }
 
-// The copy and BF16 GEMM ceilings in the steady state (the FP8 one is left at the short-run
-// figure: no steady section divides by it but moe's, which times its own).
+// The copy and BF16 GEMM ceilings in the steady state, measured where a section's steady rows
+// are (the FP8 one is left at the short-run figure: no steady row divides by it but moe's, which
+// times its own).
 Ceilings steady_ceilings(Bench& bench, const CublasLt& lt, const Ceilings& short_run) {
   Ceilings c = short_run;
   cudaStream_t s = bench.stream();
@@ -942,7 +944,9 @@ int run(int argc, char** argv) {
   section("sampling", [&] { bench_sampling(bench, c); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, min_tokens, max_tokens, moe_backend); });
-  section("mla_prefill", [&] { bench_mla_prefill(bench, c, max_tokens); });
+  section("mla_prefill", [&] {
+    bench_mla_prefill(bench, c, steady_ceilings(bench, lt, c), max_tokens);
+  });
   // Last: the opt-in wgmma MLA decode kernels, so that a fault there cannot cost other sections.
   section("mla_decode_wgmma", [&] {
     if (!mla_decode_wgmma_supported()) {

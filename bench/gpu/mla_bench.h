@@ -24,7 +24,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
 
 // Causal MLA prefill attention (naive form) at 128 heads; kv_b's [tokens, heads, 256] layout.
 // hymoe's kernels and cuDNN's fused attention (where cuDNN loads), whole prompts and a chunk of
-// 4096 new tokens after a cached prefix (chunked prefill).
-void bench_mla_prefill(Bench& bench, const Ceilings& c, int max_tokens);
+// 4096 new tokens after a cached prefix (chunked prefill). cuDNN with K in place also in the
+// power-limited steady state, against `steady`'s BF16 ceiling (timed the same way).
+void bench_mla_prefill(Bench& bench, const Ceilings& c, const Ceilings& steady, int max_tokens);
 
 }  // namespace hymoe::gpu::bench

@@ -58,7 +58,11 @@ def gpu_rows(recs):
         r = best(recs, rf"^mla_prefill\[[^\]]*\]/causal {tokens} tokens x 128 heads$")
         if r:
             rows.append((f"MLA prefill causal {tokens}", r, 0.75, tag(r)))
-    r = best(recs, r"^mla_prefill\[[^\]]*\]/chunk ")
+    for tokens in (4096, 16384, 32768, 65536):
+        r = best(recs, rf"^mla_prefill\[[^\]]*\]/causal {tokens} tokens x 128 heads, steady state$")
+        if r:
+            rows.append((f"MLA prefill causal {tokens} (steady)", r, 0.75, tag(r)))
+    r = best(recs, r"^mla_prefill\[[^\]]*\]/chunk [^,]*$")
     if r:
         rows.append(("MLA prefill chunk " + r["name"].split("chunk ")[1], r, 0.75, tag(r)))
     shapes = sorted({m.group(1) for r in recs
@@ -118,9 +122,19 @@ def moe_rows(recs):
             # The record's ratio is floor / time (the median over rounds, each round's floor from
             # its own probe); the target is on time / floor.
             over = 1.0 / b1["ratio"]
-            out.append((f"CPU MoE layer batch 1 time / its floor, {what}", over, "<= 1.2", over <= 1.2))
+            out.append((f"CPU MoE layer batch 1 time / its floor, {what}", over, "<= 1.2", over <= 1.2,
+                        ""))
+        raw_rec = next((r for r in recs if r["name"] == "moe_b2_over_b1_raw" + suffix), None)
+        raw = raw_rec["value"] if raw_rec else None
+        if b2 and raw is None:  # (records before session 30: the raw ratio is in the note)
+            m = re.search(r"raw median times give ([\d.]+)", b2.get("note", ""))
+            raw = float(m.group(1)) if m else None
         if b2:
-            out.append((f"CPU MoE batch 2 / batch 1, {what}", b2["value"], "< 1.9", b2["value"] < 1.9))
+            # Met only where the drift-free ratio (each round's time x its probe) and the raw
+            # median times' ratio both are: the first swings with the probe's own noise.
+            worst = max(b2["value"], raw) if raw else b2["value"]
+            out.append((f"CPU MoE batch 2 / batch 1, {what}", b2["value"], "< 1.9", worst < 1.9,
+                        f"raw medians {raw:.2f}x" if raw else ""))
     return out
 
 
@@ -164,8 +178,8 @@ def main():
             shown = f"{r['ratio']:.2f}x" if goal > 1 else f"{100 * r['ratio']:.1f}%"
             goal_s = f"{goal:.1f}x" if goal > 1 else f"{100 * goal:.0f}%"
             print(fmt.format(name, shown, goal_s, "yes" if r["ratio"] >= goal else "no", t))
-        for name, value, goal_s, met in moe_rows(crecs):
-            print(fmt.format(name, f"{value:.2f}x", goal_s, "yes" if met else "no", ""))
+        for name, value, goal_s, met, extra in moe_rows(crecs):
+            print(fmt.format(name, f"{value:.2f}x", goal_s, "yes" if met else "no", extra))
     for timing, what in (("graph", "graph timing"),
                          ("steady", "graph timing in the power-limited steady state")):
         rows = flashmla_rows(recs, args.peer_log, timing) if args.peer_log else []
