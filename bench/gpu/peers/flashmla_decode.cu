@@ -54,57 +54,50 @@ __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed, float scale
 
 static float bf16f(uint16_t b) { uint32_t u = uint32_t(b) << 16; float f; std::memcpy(&f, &u, 4); return f; }
 
+// Milliseconds of `reps` back-to-back enqueues, by CUDA events around them.
 template <typename F>
-static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
+static double batch_ms(cudaStream_t s, int reps, F& enqueue) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 10; ++i) enqueue();
-  std::vector<float> t;
-  for (int b = 0; b < 7; ++b) {
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < reps; ++i) enqueue();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / reps);
-  }
+  CK(cudaEventRecord(e0, s));
+  for (int i = 0; i < reps; ++i) enqueue();
+  CK(cudaEventRecord(e1, s));
+  CK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
+  return ms;
+}
+
+// The median over 7 batches of `reps` calls of one call's milliseconds.
+template <typename F>
+static double median_of_batches(cudaStream_t s, int reps, F& enqueue) {
+  std::vector<double> t;
+  for (int b = 0; b < 7; ++b) t.push_back(batch_ms(s, reps, enqueue) / reps);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// Milliseconds of one enqueue: 10 warm-up calls, then the median of 7 batches of `reps`.
+template <typename F>
+static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
+  for (int i = 0; i < 10; ++i) enqueue();
+  return median_of_batches(s, reps, enqueue);
 }
 
 // Milliseconds of one enqueue in the power-limited steady state, as hymoe-bench-gpu's
 // Bench::steady_ms: back to back for 500 ms first, then the median of 7 batches of >= 40 ms.
 template <typename F>
 static double steady_ms(cudaStream_t s, F&& enqueue) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  auto batch_ms = [&](int reps) {
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < reps; ++i) enqueue();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    return double(ms);
-  };
   double settled = 0, once = 1e30;
   while (settled < 500.0) {
-    const double ms = batch_ms(1);
+    const double ms = batch_ms(s, 1, enqueue);
     settled += ms;
     once = std::min(once, ms);
   }
-  const int reps = std::clamp(static_cast<int>(40.0 / once), 2, 400);
-  std::vector<double> t;
-  for (int b = 0; b < 7; ++b) t.push_back(batch_ms(reps) / reps);
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_of_batches(s, std::clamp(static_cast<int>(40.0 / once), 2, 400), enqueue);
 }
 
 int main(int argc, char** argv) {
