@@ -1,7 +1,8 @@
 // The harness of hymoe-bench-gpu, shared by its sections: a record of the printed table and JSON
 // output, the timer (CUDA events around batches of back-to-back launches), device buffers of
 // random values (device-side hash fill, never zeros), the ceilings measured first, and the
-// timing of an enqueue replayed as a captured CUDA graph.
+// timing of an enqueue replayed as a captured CUDA graph. Figures timed in the steady state carry
+// the SM clock they ran at (SmClockProbe).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hymoe/gpu/buffer.h"
+#include "hymoe/gpu/sm_clock.h"
 #include "hymoe/gpu/stream.h"
 
 namespace hymoe::gpu::bench {
@@ -58,22 +60,37 @@ class Bench {
       once = std::min(once, ms);
     }
     const int reps = std::clamp(static_cast<int>(40.0 / once), 2, 400);
-    return median(batches_ms(enqueue, reps, 7));
+    // Each batch followed by a reading of the SM clock (SmClockProbe, 200 us): the median of
+    // those is what the figure ran at (last_steady_mhz).
+    std::vector<double> per_call, mhz;
+    for (int batch = 0; batch < 7; ++batch) {
+      per_call.push_back(batches_ms(enqueue, reps, 1)[0]);
+      mhz.push_back(clock_.measure_mhz(stream_.get()));
+    }
+    last_steady_mhz_ = median(mhz);
+    return median(per_call);
   }
+  // The SM clock (MHz) over steady_ms's last measured batches, their median; 0 before any.
+  double last_steady_mhz() const { return last_steady_mhz_; }
 
-  void add(Record r) {
+  // A record of the table and the JSON; sm_mhz > 0: the SM clock it ran at (JSON "sm_mhz").
+  void add(Record r, double sm_mhz = 0.0) {
     const double ratio = r.ceiling > 0 ? r.value / r.ceiling : 0.0;
     std::printf("%-52s %10.1f %-8s", r.name.c_str(), r.value, r.unit.c_str());
     if (r.ceiling > 0) std::printf(" %5.1f%% of %s", 100.0 * ratio, r.ceiling_name.c_str());
+    if (sm_mhz > 0) std::printf("  at %.0f MHz", sm_mhz);
     std::printf("\n");
     std::fflush(stdout);
     records_.push_back(std::move(r));
+    sm_mhz_.push_back(sm_mhz);
   }
 
   nlohmann::json json() const {
     nlohmann::json out = nlohmann::json::array();
-    for (const Record& r : records_) {
+    for (size_t i = 0; i < records_.size(); ++i) {
+      const Record& r = records_[i];
       nlohmann::json j = {{"name", r.name}, {"value", r.value}, {"unit", r.unit}};
+      if (sm_mhz_[i] > 0) j["sm_mhz"] = sm_mhz_[i];
       if (r.ceiling > 0) {
         j["ceiling"] = r.ceiling;
         j["ceiling_name"] = r.ceiling_name;
@@ -113,7 +130,10 @@ class Bench {
   }
 
   Stream stream_;
+  SmClockProbe clock_;
+  double last_steady_mhz_ = 0.0;
   std::vector<Record> records_;
+  std::vector<double> sm_mhz_;  // per record (0: not measured)
 };
 
 // A new seed for a random fill (one sequence per process, so every run fills the same values).

@@ -4,6 +4,8 @@
 // cannot compile fmt's compile-time format strings (HYMOE_CHECK) in .cu files.
 #pragma once
 
+#include <cstdint>
+
 #include <cuda_runtime_api.h>
 
 #include "hymoe/gpu/activation.h"
@@ -23,6 +25,7 @@ namespace hymoe::gpu::launch {
 
 // vec: the 16-byte path (caller checked sizes and alignment).
 cudaError_t rmsnorm(const RmsNormParams& p, bool vec, int threads, cudaStream_t stream);
+cudaError_t sm_clock(uint64_t spin_ns, float* mhz, cudaStream_t stream);
 cudaError_t silu_mul(const SiluMulParams& p, bool vec, cudaStream_t stream);
 cudaError_t embedding_gather(const EmbeddingParams& p, bool vec, int threads, cudaStream_t stream);
 cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);

@@ -8,6 +8,7 @@
 #include "gpu_test_util.h"
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/sm_clock.h"
 
 namespace hymoe::gpu {
 namespace {
@@ -127,6 +128,27 @@ TEST(Gpu, EventsTimeWork) {
   stop.record(stream);
   stop.synchronize();
   EXPECT_GT(Event::elapsed_ms(start, stop), 0.0f);
+}
+
+// The probe reads the clock the SMs run at: above a floor no running GPU drops under and at most
+// the device's rated peak (+5%), and a probe of 4x the span reads within 25% of a short one (the
+// clock may move between them, not by more).
+TEST(Gpu, SmClockProbeReadsTheRunningClock) {
+  HYMOE_REQUIRE_GPU();
+  Stream stream;
+  SmClockProbe probe;
+  int peak_khz = 0;
+  HYMOE_CUDA_CHECK(cudaDeviceGetAttribute(&peak_khz, cudaDevAttrClockRate, 0));
+  const double short_mhz = probe.measure_mhz(stream, 100.0);
+  const double long_mhz = probe.measure_mhz(stream, 400.0);
+  for (const double mhz : {short_mhz, long_mhz}) {
+    EXPECT_GT(mhz, 100.0);
+    if (peak_khz > 0) {
+      EXPECT_LE(mhz, 1.05 * peak_khz / 1e3);
+    }
+  }
+  EXPECT_NEAR(long_mhz / short_mhz, 1.0, 0.25);
+  EXPECT_ANY_THROW(probe.measure_mhz(stream, 0.5));
 }
 
 TEST(Gpu, CreatesCublasLtHandle) {

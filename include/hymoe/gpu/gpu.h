@@ -8,6 +8,8 @@
 //   buffer.h       RAII DeviceBuffer (optionally budgeted), PinnedBuffer
 //   cublaslt.h     RAII cuBLASLt handle + workspace
 //   dtypes.h       Bf16 / Fp8E4M3 element types shared by host and device code
+//   sm_clock.h     SmClockProbe: the SM clock as it runs, measured by a kernel (benchmarks
+//                  quote it beside compute-bound figures)
 // Kernels (device code in kernels/cuda/, launchers in src/gpu/; each takes a params struct and a
 // cudaStream_t, checks shapes on the host, and has a scalar reference in tests/gpu/)
 //   norm.h         RMSNorm (HF rounding order)
@@ -46,4 +48,5 @@
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
 #include "hymoe/gpu/sampling.h"
+#include "hymoe/gpu/sm_clock.h"
 #include "hymoe/gpu/stream.h"
