@@ -139,22 +139,27 @@ def moe_rows(recs):
 
 
 def flashmla_rows(recs, log_path, timing="graph"):
-    """(shape, hymoe's best TFLOP/s record, kAuto's record or None, FlashMLA's TFLOP/s) per shape,
-    for one timing: "graph" (short runs of captured graphs) or "steady" (the same in the
-    power-limited steady state: hymoe-bench-gpu's mla_decode_steady, FlashMLA's --steady)."""
-    peer = {}
+    """(shape, hymoe's best TFLOP/s record, kAuto's record or None, FlashMLA's TFLOP/s, the SM
+    clock FlashMLA's row ran at or None) per shape, for one timing: "graph" (short runs of
+    captured graphs) or "steady" (the same in the power-limited steady state: hymoe-bench-gpu's
+    mla_decode_steady, FlashMLA's --steady; both read the clock there, hymoe's records as
+    `sm_mhz`)."""
+    peer, peer_mhz = {}, {}
     with open(log_path, errors="replace") as f:
         for line in f:
             m = re.match(rf"^mla_decode\[flashmla,{timing}\]/(ctx=\S+ batch=\d+)\s.*?([\d.]+) TFLOP/s", line)
             if m:
                 peer[m.group(1)] = float(m.group(2))
+                clock = re.search(r" at (\d+) MHz", line)
+                if clock:
+                    peer_mhz[m.group(1)] = float(clock.group(1))
     out = []
     for label, tflops in peer.items():
         r = best(recs, rf"^mla_decode\[[^\]]*,{timing}\]/{re.escape(label)} \(compute\)$", key="value")
         auto = best(recs, rf"^mla_decode\[wgmma-auto-1wave,{timing}\]/{re.escape(label)} \(compute\)$",
                     key="value")
         if r:
-            out.append((label, r, auto, tflops))
+            out.append((label, r, auto, tflops, peer_mhz.get(label)))
     return out
 
 
@@ -187,11 +192,13 @@ def main():
             continue
         print(f"MLA decode against FlashMLA ({what}, same run; the proposed re-scope: >= 0.9x;"
               " kAuto's own ratio last)")
-        for label, r, auto, tflops in rows:
+        for label, r, auto, tflops, peer_mhz in rows:
             ratio = r["value"] / tflops
             auto_s = f"  kAuto {auto['value'] / tflops:.2f}x" if auto else ""
+            clock_s = (f"  at {r['sm_mhz']:.0f} / {peer_mhz:.0f} MHz"
+                       if r.get("sm_mhz") and peer_mhz else "")
             print(fmt.format(f"  {label}: {r['value']:.0f} / {tflops:.0f} TFLOP/s", f"{ratio:.2f}x",
-                             "0.9x", "yes" if ratio >= 0.9 else "no", tag(r) + auto_s))
+                             "0.9x", "yes" if ratio >= 0.9 else "no", tag(r) + auto_s + clock_s))
     return 0
 
 

@@ -11,8 +11,9 @@
 // every layer), then the attention and combine launches, median of 7 batches of 20 calls after a
 // warm-up; `+meta` also counts a metadata launch per call; `,graph` 8 calls replayed as one
 // captured CUDA graph, per call. --steady: only the graph, in the power-limited steady state
-// (500 ms of replays, then the median of 7 batches of >= 40 ms; rows tagged `,steady`), as
-// hymoe-bench-gpu's mla_decode_steady section times hymoe's rows.
+// (500 ms of replays, then the median of 7 batches of >= 40 ms; rows tagged `,steady`, with the
+// SM clock read after each batch, "at N MHz"), as hymoe-bench-gpu's mla_decode_steady section
+// times hymoe's rows.
 // Correctness: 4 heads of sequence 0 against a host FP64 softmax(q k^T * scale) v over the same
 // BF16 values (max |error| / max |reference|; BF16 output rounding is ~4e-3).
 // Not part of hymoe's build: the peer is fetched and built outside the project, never committed.
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "params.h"
+#include "sm_clock.cuh"  // hymoe's SM clock probe (kernels/cuda)
 #include "sm90/decode/dense/splitkv_mla.h"
 #include "smxx/decode/combine/combine.h"
 #include "smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.h"
@@ -71,11 +73,31 @@ static double batch_ms(cudaStream_t s, int reps, F& enqueue) {
   return ms;
 }
 
-// The median over 7 batches of `reps` calls of one call's milliseconds.
+// The SM clock now (MHz): hymoe's probe kernel (kernels/cuda/sm_clock.cuh) for 200 us on `s`.
+static double sm_clock_mhz(cudaStream_t s) {
+  static float* d_mhz = nullptr;
+  if (!d_mhz) CK(cudaMalloc(&d_mhz, sizeof(float)));
+  hymoe::gpu::kernels::sm_clock_kernel<<<1, 32, 0, s>>>(200000, d_mhz);
+  CK(cudaGetLastError());
+  float mhz = 0;
+  CK(cudaMemcpyAsync(&mhz, d_mhz, sizeof(float), cudaMemcpyDeviceToHost, s));
+  CK(cudaStreamSynchronize(s));
+  return mhz;
+}
+
+// The median over 7 batches of `reps` calls of one call's milliseconds; with `mhz`, the SM clock
+// read after each batch too, its median there (as hymoe-bench-gpu's steady records carry it).
 template <typename F>
-static double median_of_batches(cudaStream_t s, int reps, F& enqueue) {
-  std::vector<double> t;
-  for (int b = 0; b < 7; ++b) t.push_back(batch_ms(s, reps, enqueue) / reps);
+static double median_of_batches(cudaStream_t s, int reps, F& enqueue, double* mhz = nullptr) {
+  std::vector<double> t, clock;
+  for (int b = 0; b < 7; ++b) {
+    t.push_back(batch_ms(s, reps, enqueue) / reps);
+    if (mhz) clock.push_back(sm_clock_mhz(s));
+  }
+  if (mhz) {
+    std::sort(clock.begin(), clock.end());
+    *mhz = clock[clock.size() / 2];
+  }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
@@ -89,15 +111,16 @@ static double median_ms(cudaStream_t s, int reps, F&& enqueue) {
 
 // Milliseconds of one enqueue in the power-limited steady state, as hymoe-bench-gpu's
 // Bench::steady_ms: back to back for 500 ms first, then the median of 7 batches of >= 40 ms.
+// *mhz: the SM clock it ran at.
 template <typename F>
-static double steady_ms(cudaStream_t s, F&& enqueue) {
+static double steady_ms(cudaStream_t s, F&& enqueue, double* mhz) {
   double settled = 0, once = 1e30;
   while (settled < 500.0) {
     const double ms = batch_ms(s, 1, enqueue);
     settled += ms;
     once = std::min(once, ms);
   }
-  return median_of_batches(s, std::clamp(static_cast<int>(40.0 / once), 2, 400), enqueue);
+  return median_of_batches(s, std::clamp(static_cast<int>(40.0 / once), 2, 400), enqueue, mhz);
 }
 
 int main(int argc, char** argv) {
@@ -289,18 +312,25 @@ int main(int argc, char** argv) {
       CK(cudaStreamEndCapture(s, &graph));
       CK(cudaGraphInstantiate(&exec, graph, 0));
       auto replay = [&] { CK(cudaGraphLaunch(exec, s)); };
-      const double ms_graph = (steady ? steady_ms(s, replay) : median_ms(s, 20, replay)) / kGraphCalls;
+      double mhz = 0;  // (steady: the SM clock it ran at)
+      const double ms_graph = (steady ? steady_ms(s, replay, &mhz) : median_ms(s, 20, replay)) / kGraphCalls;
       CK(cudaGraphExecDestroy(exec));
       CK(cudaGraphDestroy(graph));
       CK(cudaGetLastError());
       const double bytes = total_tokens * kDk * 2, flops = 2.0 * kHeads * total_tokens * (kDk + kDv);
-      for (const auto& [tag, t] :
-           {std::pair{"", ms}, std::pair{"+meta", ms_meta}, std::pair{steady ? ",steady" : ",graph", ms_graph}}) {
+      struct Row {
+        const char* tag;
+        double t, mhz;  // ms a call; the SM clock it ran at (0: not read)
+      };
+      for (const auto& [tag, t, row_mhz] :
+           {Row{"", ms, 0}, Row{"+meta", ms_meta, 0}, Row{steady ? ",steady" : ",graph", ms_graph, mhz}}) {
         if (t <= 0) continue;  // (not timed: --steady)
         std::printf("mla_decode[flashmla%s]/%s  %.3f us  %.1f GB/s  %.1f%% of d2d copy  %.1f TFLOP/s  "
-                    "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)\n",
+                    "%.1f%% of bf16 gemm  (spot check max err %.2e of max %.2e)",
                     tag, label.c_str(), t * 1e3, bytes / (t * 1e-3) / 1e9, 100.0 * bytes / (t * 1e-3) / 1e9 / copy_gbs,
                     flops / (t * 1e-3) / 1e12, 100.0 * flops / (t * 1e-3) / 1e12 / bf16_tflops, max_err, max_ref);
+        if (row_mhz > 0) std::printf("  at %.0f MHz", row_mhz);
+        std::printf("\n");
       }
       for (void* ptr : {(void*)q, (void*)kc, (void*)out, (void*)lse, (void*)lse_acc, (void*)o_acc, (void*)table,
                         (void*)lens, (void*)splits, (void*)meta})
