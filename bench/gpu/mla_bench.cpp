@@ -146,28 +146,25 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
                         : impl == MlaDecodeImpl::kWgmmaPair     ? "wgmma-pair"
                         : impl == MlaDecodeImpl::kTensorCores ? "mma"
                                                               : "cuda-cores";
+      if (impl == MlaDecodeImpl::kAuto) {
+        // What a caller gets without choosing (mla_decode_resolve: the pair kernel for splits
+        // of >= kMlaPairMinSplitTokens, else the ping-pong), with kAuto's own splits.
+        run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
+            "wgmma-auto-1wave", true);
+        continue;
+      }
       if (steady) {
         // The power-limited steady state: the rows that decide kAuto's rule and the comparison
         // with FlashMLA (its driver's --steady), each timed after 500 ms of its own calls, so
         // that no row inherits the clocks its predecessors left (docs/benchmarks.md, MLA decode
         // round 11: the H200's SM clock moved between 1.3 and 1.97 GHz across 100 ms rows).
-        if (impl == MlaDecodeImpl::kAuto) {
-          run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
-              "wgmma-auto-1wave", true);
-        } else if (impl == MlaDecodeImpl::kWgmmaPingPong) {
+        if (impl == MlaDecodeImpl::kWgmmaPingPong) {
           run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
           run(impl, 0, "wgmma-pingpong-plan", true, true);
           run(impl, 0, "wgmma-pingpong-seg", true, false, true);
         } else if (impl == MlaDecodeImpl::kWgmmaPair) {
           run(impl, splits_1wave, "wgmma-pair-1wave", true);
         }
-        continue;
-      }
-      if (impl == MlaDecodeImpl::kAuto) {
-        // What a caller gets without choosing (mla_decode_resolve: the pair kernel for splits
-        // of >= kMlaPairMinSplitTokens, else the ping-pong), with kAuto's own splits.
-        run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
-            "wgmma-auto-1wave", true);
         continue;
       }
       run(impl, splits, tag);

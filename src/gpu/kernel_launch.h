@@ -25,7 +25,6 @@ namespace hymoe::gpu::launch {
 
 // vec: the 16-byte path (caller checked sizes and alignment).
 cudaError_t rmsnorm(const RmsNormParams& p, bool vec, int threads, cudaStream_t stream);
-cudaError_t sm_clock(uint64_t spin_ns, float* mhz, cudaStream_t stream);
 cudaError_t silu_mul(const SiluMulParams& p, bool vec, cudaStream_t stream);
 cudaError_t embedding_gather(const EmbeddingParams& p, bool vec, int threads, cudaStream_t stream);
 cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
@@ -87,5 +86,8 @@ cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
 cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
 // dst [keys, heads, 192] = k_nope | k_pe of keys 0..keys-1 (16-byte aligned, checked by the caller).
 cudaError_t mla_gather_k(const MlaPrefillParams& p, int keys, Bf16* dst, cudaStream_t stream);
+
+// The SM clock probe (kernels/cuda/sm_clock.cuh): one warp spinning spin_ns of the global timer.
+cudaError_t sm_clock(uint64_t spin_ns, float* mhz, cudaStream_t stream);
 
 }  // namespace hymoe::gpu::launch

@@ -52,8 +52,9 @@ HYMOE_WGMMA_HD uint64_t sw128_kmajor_desc(uint32_t smem_addr) {
 
 // sw128_kmajor_desc(smem_addr + bytes) from base = sw128_kmajor_desc(smem_addr) (and the same
 // for mla_v_desc: only the start field moves): one add to the start field, valid while
-// smem_addr + bytes stays below 2^18 (every shared address does) and bytes is a multiple of 16. The hot loops build one descriptor per ring and advance it, instead
-// of masking and shifting each wgmma's address (run 72: ~9 integer instructions per wgmma).
+// smem_addr + bytes stays below 2^18 (every shared address does) and bytes is a multiple of 16.
+// The hot loops build one descriptor per ring and advance it, instead of masking and shifting
+// each wgmma's address (run 72: ~9 integer instructions per wgmma).
 HYMOE_WGMMA_HD uint64_t sw128_desc_advance(uint64_t base, uint32_t bytes) {
   return base + (bytes >> 4);
 }
