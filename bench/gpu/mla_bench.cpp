@@ -148,7 +148,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
                                                               : "cuda-cores";
       if (impl == MlaDecodeImpl::kAuto) {
         // What a caller gets without choosing (mla_decode_resolve: the pair kernel for splits
-        // of >= kMlaPairMinSplitTokens, else the ping-pong), with kAuto's own splits.
+        // of >= kMlaPairMinSplitTokens or <= kMlaPairMaxShortSplitTokens, else the ping-pong),
+        // with kAuto's own splits.
         run(impl, mla_decode_splits_for(impl, info.multiprocessors, batch, heads, len),
             "wgmma-auto-1wave", true);
         continue;

@@ -40,8 +40,9 @@ MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size, 
   if (impl != MlaDecodeImpl::kAuto) return impl;
   if (heads % 64 != 0 || !mla_decode_wgmma_supported()) return MlaDecodeImpl::kTensorCores;
   if (block_size != 64 || cache_blocks <= 0) return MlaDecodeImpl::kWgmmaSplitS;
-  return split_tokens >= kMlaPairMinSplitTokens ? MlaDecodeImpl::kWgmmaPair
-                                                : MlaDecodeImpl::kWgmmaPingPong;
+  const bool pair = split_tokens >= kMlaPairMinSplitTokens ||
+                    (split_tokens > 0 && split_tokens <= kMlaPairMaxShortSplitTokens);
+  return pair ? MlaDecodeImpl::kWgmmaPair : MlaDecodeImpl::kWgmmaPingPong;
 }
 
 int mla_decode_splits_for(MlaDecodeImpl impl, int multiprocessors, int batch, int heads,

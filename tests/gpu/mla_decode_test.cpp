@@ -285,7 +285,8 @@ TEST(GpuHost, MlaSegmentedListChecks) {
 }
 
 // kAuto: where the tiles come by TMA (64-token blocks, the cache's extent given) the pair kernel
-// for splits known to be long, else the ping-pong; split-S wgmma elsewhere it can run, else the
+// for splits known to be long or short (<= 256 tokens), else the ping-pong (also where a split's
+// tokens are unknown: 0); split-S wgmma elsewhere it can run, else the
 // mma.sync kernel; the splits follow the kernel.
 TEST(GpuHost, MlaDecodeAutoResolution) {
   const bool wgmma = mla_decode_wgmma_supported();
@@ -297,6 +298,14 @@ TEST(GpuHost, MlaDecodeAutoResolution) {
             wgmma ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000, kMlaPairMinSplitTokens),
             wgmma ? MlaDecodeImpl::kWgmmaPair : MlaDecodeImpl::kTensorCores);
+  for (int short_split : {1, 128, kMlaPairMaxShortSplitTokens})
+    EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000, short_split),
+              wgmma ? MlaDecodeImpl::kWgmmaPair : MlaDecodeImpl::kTensorCores)
+        << short_split;
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 64, 1000, kMlaPairMaxShortSplitTokens + 1),
+            wgmma ? MlaDecodeImpl::kWgmmaPingPong : MlaDecodeImpl::kTensorCores);
+  EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000, 128),  // no TMA, no pair
+            wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000),
             wgmma ? MlaDecodeImpl::kWgmmaSplitS : MlaDecodeImpl::kTensorCores);
   EXPECT_EQ(mla_decode_resolve(MlaDecodeImpl::kAuto, 128, 32, 1000, 8192),  // no TMA, no pair

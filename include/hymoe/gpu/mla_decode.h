@@ -102,15 +102,19 @@ bool mla_decode_wgmma_supported();
 // The implementation kAuto runs where the wgmma kernels can (heads a multiple of 64,
 // mla_decode_wgmma_supported()): where the tiles come by TMA (block_size 64 and cache_blocks > 0,
 // as MlaDecodeParams), kWgmmaPair when every split is known to hold at least
-// kMlaPairMinSplitTokens tokens (split_tokens: a split's tokens where the host knows them, as
-// mla_decode does for a call without a work list, ceil(max_seq_len / num_splits); 0 unknown),
-// else kWgmmaPingPong. H200 run 193 (graph timing): the pair kernel 1.02x / 1.08x the ping-pong
-// at 64K batch 4 / 8 (4096- and 8192-token splits), the ping-pong ahead on shorter splits (64K
-// batch 1-2, 8K batch 8: 1.02-1.06x) and on work lists (the planned mixed batches; only it walks
-// segmented lists). Without TMA, kWgmmaSplitS (run 26: 240 / 333 / 318 TFLOP/s at 64K batch 1 /
-// 4 / 8; the ping-pong by cp.async ran slower, run 143). Without wgmma, kTensorCores (mma.sync
-// 96 / 137 / 139). Other values are returned unchanged.
+// kMlaPairMinSplitTokens tokens or at most kMlaPairMaxShortSplitTokens (split_tokens: a split's
+// tokens where the host knows them, as mla_decode does for a call without a work list,
+// ceil(max_seq_len / num_splits); 0 unknown), else kWgmmaPingPong. H200 runs 201 and 204 (graph
+// and steady-state timing, four samples a shape): the pair kernel 1.02-1.05x / 1.08-1.10x the
+// ping-pong at 64K batch 4 / 8 (4096- and 8192-token splits) and 1.02-1.05x on 128- and
+// 256-token splits (1K batch 2-8, 8K batch 1-2), the ping-pong 1.01-1.07x ahead on 512- to
+// 2048-token splits (64K batch 1-2, 8K batch 4-8), and on work lists (the planned mixed batches;
+// only it walks segmented lists). The one short-split shape where the pair kernel trails, 1K
+// batch 1 (16 blocks), reads 0.975-0.996x. Without TMA, kWgmmaSplitS (run 26: 240 / 333 / 318
+// TFLOP/s at 64K batch 1 / 4 / 8; the ping-pong by cp.async ran slower, run 143). Without wgmma,
+// kTensorCores (mma.sync 96 / 137 / 139). Other values are returned unchanged.
 inline constexpr int kMlaPairMinSplitTokens = 3072;
+inline constexpr int kMlaPairMaxShortSplitTokens = 256;
 MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size = 0,
                                  int64_t cache_blocks = 0, int split_tokens = 0);
 
