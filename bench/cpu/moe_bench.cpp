@@ -7,6 +7,10 @@
 // random routing over >= 16 experts still touches mostly uncached experts each layer.
 // moe_layer_shifts/batch:N (records moe_layer_bN_shifts, moe_b2_over_b1_shifts): the same experts
 // with their special codes attached, so the GEMVs decode by shifts (fp8_special_codes.h).
+// moe_layer_lag0/batch:N (records moe_layer_bN_lag0, moe_b2_over_b1_lag0): the executor's queue
+// in the order before session 31 (MoeTuning::down_lag 0: an expert's down tasks right behind its
+// gate/up tasks), for an A/B against the default. Every record's note has the workers' time at the
+// per-expert barriers (RunStats::barrier_wait_us, per layer run, summed over the workers).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -110,7 +114,7 @@ int64_t choose_experts(const BenchContext& ctx) {
   return n;
 }
 
-void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts) {
+void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts, int down_lag) {
   const int threads = ctx->max_threads();
   cpu::ThreadPool& pool = ctx->pool(threads);
   MoeLayer& layer = ctx->cached<MoeLayer>("moe", "layer", [&] {
@@ -123,12 +127,15 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
                             n * kExpertBytes / 1e9);
     return new MoeLayer(n, pool);
   });
-  auto& moe = ctx->cached<cpu::MoeExecutor>("moe_exec", std::to_string(threads), [&] {
-    return new cpu::MoeExecutor(pool, {.num_experts = layer.experts, .hidden = kHidden,
-                                       .intermediate = kInter, .max_tokens = 8, .max_top_k = 8});
+  const bool lag0 = down_lag != cpu::MoeTuning{}.down_lag;
+  auto& moe = ctx->cached<cpu::MoeExecutor>("moe_exec", fmt::format("{}/{}", threads, down_lag), [&] {
+    return new cpu::MoeExecutor(pool,
+                                {.num_experts = layer.experts, .hidden = kHidden,
+                                 .intermediate = kInter, .max_tokens = 8, .max_top_k = 8},
+                                {.down_lag = down_lag});
   });
   const std::vector<MlpWeights>& views = shifts ? layer.with_specials(pool) : layer.views;
-  const std::string suffix = shifts ? "_shifts" : "";
+  const std::string suffix = std::string(shifts ? "_shifts" : "") + (lag0 ? "_lag0" : "");
   // 64 random routings, cycled: distinct experts per token, uniform over the layer.
   std::mt19937 rng(static_cast<unsigned>(tokens));
   std::vector<std::vector<int32_t>> routes(64);
@@ -155,6 +162,7 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
   PairedProbe& probe = PairedProbe::get(*ctx, ctx->streaming_bytes(), threads);
   size_t next = 0;
   // One round: kMoeCalls layer runs (distinct routings) and the bytes they touch.
+  double wait_us = 0;  // barrier time, summed over the measured rounds' runs
   auto moe_round = [&](double& seconds, double& distinct_bytes) {
     seconds = distinct_bytes = 0;
     for (int i = 0; i < kMoeCalls; ++i) {
@@ -164,11 +172,13 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
       moe.run(views, b);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       distinct_bytes += static_cast<double>(moe.last_run_stats().active_experts * kExpertBytes);
+      wait_us += moe.last_run_stats().barrier_wait_us;
     }
   };
   double sec = 0, bytes = 0;
   probe.read_seconds(pool);  // warm-up round
   moe_round(sec, bytes);
+  wait_us = 0;
   std::vector<double> times_ms, floors_ms, ratios, probe_gbps;
   for (auto _ : state) {
     const double gbps = probe.read_gbps(pool);
@@ -185,14 +195,16 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
   state.counters["ratio"] = ratio;
   const std::string note =
       fmt::format("{} experts, top-8; {} rounds of a probe pass then {} layer runs: value, ceiling = median ms and "
-                  "floor (distinct expert bytes / that round's probe GB/s), ratio = median per-round floor / time",
-                  layer.experts, ratios.size(), kMoeCalls);
+                  "floor (distinct expert bytes / that round's probe GB/s), ratio = median per-round floor / time; "
+                  "down_lag {}: the workers waited {:.0f} us a layer run at the per-expert barriers ({} threads)",
+                  layer.experts, ratios.size(), kMoeCalls, down_lag,
+                  wait_us / std::max<size_t>(1, times_ms.size() * kMoeCalls), threads);
   ctx->put({"moe_layer_b" + std::to_string(tokens) + suffix, threads, ms, "ms", floor_ms, ratio, note});
   // Each round's time x its probe GB/s: the batch-2 / batch-1 cost compared without the drift
   // of the machine's bandwidth between the two cases.
   std::vector<double> scaled(times_ms.size());
   for (size_t i = 0; i < times_ms.size(); ++i) scaled[i] = times_ms[i] * probe_gbps[i];
-  const int key = tokens + (shifts ? 100 : 0);
+  const int key = tokens + (shifts ? 100 : 0) + (lag0 ? 200 : 0);
   probe_scaled_ms()[key] = median(scaled);
   distinct_experts_per_call()[key] = distinct_experts;
   if (tokens == 2 && probe_scaled_ms().count(key - 1)) {
@@ -220,16 +232,24 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts)
 }  // namespace
 
 void register_moe(BenchContext& ctx) {
+  const int lag = cpu::MoeTuning{}.down_lag;
   for (const bool shifts : {false, true}) {
     if (shifts && kernels::best_isa() != kernels::Isa::kAvx512Bf16) continue;  // (no shift decode)
     for (int tokens : {1, 2, 4}) {
       benchmark::RegisterBenchmark(
           ((shifts ? "moe_layer_shifts/batch:" : "moe_layer/batch:") + std::to_string(tokens)).c_str(), bm_moe, &ctx,
-          tokens, shifts)
+          tokens, shifts, lag)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->Iterations(kMoeRounds);
     }
+  }
+  for (int tokens : {1, 2}) {  // the A/B: the queue's order before session 31
+    benchmark::RegisterBenchmark(("moe_layer_lag0/batch:" + std::to_string(tokens)).c_str(), bm_moe, &ctx, tokens,
+                                 false, 0)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(kMoeRounds);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "hymoe/cpu/moe_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "hymoe/common/error.h"
@@ -113,20 +114,32 @@ void MoeExecutor::plan(std::span<const MlpWeights> experts, const MoeBatch& b) {
                 experts_[a].id, w.gate.rows, w.gate.cols, w.up.rows, w.up.cols, w.down.rows,
                 w.down.cols);
   }
-  // Tasks per node: each expert's gate/up tasks, then its down tasks.
+  // Tasks per node: each expert's gate/up tasks, and its down tasks behind the gate/up tasks of
+  // the node's next down_lag experts (every expert's gate/up tasks stay ahead of its down tasks in
+  // the one queue they share, so a worker waiting at a barrier waits for tasks already taken).
+  const int lag = std::max(0, tuning_.down_lag);
   for (int g = 0; g < pool_.num_groups(); ++g) {
-    groups_[g].n_tasks = 0;
-    groups_[g].next.store(0, std::memory_order_relaxed);
-  }
-  for (int a = 0; a < n_active_; ++a) {
-    Expert& ex = experts_[a];
-    Group& g = groups_[ex.node];
-    int gu = 0;
-    for (int64_t r = 0; r < shape_.intermediate; r += gu_rows_, ++gu)
-      g.tasks[g.n_tasks++] = Task{a, false, r, std::min(shape_.intermediate, r + gu_rows_)};
-    for (int64_t r = 0; r < shape_.hidden; r += down_rows_)
-      g.tasks[g.n_tasks++] = Task{a, true, r, std::min(shape_.hidden, r + down_rows_)};
-    ex.gate_up_left.store(gu, std::memory_order_relaxed);
+    Group& grp = groups_[g];
+    grp.n_tasks = 0;
+    grp.next.store(0, std::memory_order_relaxed);
+    int order[kMaxMoeTokens * kMaxMoeTopK];  // this node's active experts, in order
+    int n = 0;
+    for (int a = 0; a < n_active_; ++a)
+      if (experts_[a].node == g) order[n++] = a;
+    for (int i = 0; i < n + lag; ++i) {
+      if (i < n) {
+        Expert& ex = experts_[order[i]];
+        int gu = 0;
+        for (int64_t r = 0; r < shape_.intermediate; r += gu_rows_, ++gu)
+          grp.tasks[grp.n_tasks++] =
+              Task{order[i], false, r, std::min(shape_.intermediate, r + gu_rows_)};
+        ex.gate_up_left.store(gu, std::memory_order_relaxed);
+      }
+      if (i >= lag && i - lag < n)
+        for (int64_t r = 0; r < shape_.hidden; r += down_rows_)
+          grp.tasks[grp.n_tasks++] =
+              Task{order[i - lag], true, r, std::min(shape_.hidden, r + down_rows_)};
+    }
   }
   weights_ = experts.data();
 }
@@ -160,7 +173,14 @@ void MoeExecutor::run_task(const Task& t) {
     ex.gate_up_left.fetch_sub(1, std::memory_order_release);
     return;
   }
-  while (ex.gate_up_left.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  if (ex.gate_up_left.load(std::memory_order_acquire) != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (ex.gate_up_left.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+    barrier_wait_ns_.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count(),
+        std::memory_order_relaxed);
+  }
   p.w = w.down;
   for (int b = 0; b < ex.n_tok; ++b) {
     p.x[b] = act_buf_.data() + base + b * inter;
@@ -201,6 +221,7 @@ void MoeExecutor::combine(const WorkerInfo& w, const MoeBatch& b) {
 void MoeExecutor::run(std::span<const MlpWeights> experts, const MoeBatch& batch) {
   plan(experts, batch);
   stolen_.store(0, std::memory_order_relaxed);
+  barrier_wait_ns_.store(0, std::memory_order_relaxed);
   batch_hidden_ = batch.hidden;
   batch_top_k_ = batch.top_k;
   pool_.run([this](const WorkerInfo& w) { work(w); });                    // sync 1
@@ -212,6 +233,7 @@ MoeExecutor::RunStats MoeExecutor::last_run_stats() const {
   s.active_experts = n_active_;
   for (int g = 0; g < pool_.num_groups(); ++g) s.tasks += groups_[g].n_tasks;
   s.stolen = stolen_.load(std::memory_order_relaxed);
+  s.barrier_wait_us = static_cast<double>(barrier_wait_ns_.load(std::memory_order_relaxed)) / 1e3;
   return s;
 }
 

@@ -8,7 +8,10 @@
 // (expert_numa_node() of hymoe/model/placement.h), gate/up tasks before down tasks, and workers
 // take tasks in order from an atomic counter; a group that runs dry steals from the others.
 // Per-expert barrier: a counter of unfinished gate/up tasks; a down task of expert e waits only
-// for e's counter to reach zero, so experts flow through without a layer-wide barrier.
+// for e's counter to reach zero, so experts flow through without a layer-wide barrier. A node's
+// queue holds an expert's down tasks behind the next expert's gate/up tasks (MoeTuning::down_lag),
+// so that the workers who reach them find the barrier open instead of spinning on the expert's
+// last gate/up tasks.
 // Two global synchronisations per layer: after all tasks (then the top_k partial outputs of each
 // token are summed, split over the hidden dim), and at the end of that sum.
 #pragma once
@@ -49,6 +52,9 @@ struct MoeBatch {
 struct MoeTuning {
   int64_t task_bytes = 384 << 10;  // weight bytes per task (sets the rows per task)
   bool steal = true;               // idle groups take tasks of other nodes
+  // Experts of a node whose gate/up tasks come between an expert's gate/up tasks and its down
+  // tasks in the node's queue (0: right after them, the order before session 31).
+  int down_lag = 1;
 };
 
 class MoeExecutor {
@@ -64,11 +70,13 @@ class MoeExecutor {
   void run(std::span<const MlpWeights> experts, const MoeBatch& batch);
 
   const MoeShape& shape() const { return shape_; }
-  // Of the last run(): experts computed, tasks, and tasks a group took from another node's queue.
+  // Of the last run(): experts computed, tasks, tasks a group took from another node's queue, and
+  // the workers' time spent at the per-expert barriers (summed over workers).
   struct RunStats {
     int active_experts = 0;
     int tasks = 0;
     int stolen = 0;
+    double barrier_wait_us = 0;
   };
   RunStats last_run_stats() const;
   // Rows per gate/up task and per down task (for logs and benchmarks).
@@ -101,6 +109,7 @@ class MoeExecutor {
   const uint16_t* batch_hidden_ = nullptr;
   int batch_top_k_ = 1;
   std::atomic<int> stolen_{0};
+  std::atomic<int64_t> barrier_wait_ns_{0};
 };
 
 // Reference: per token, sum_k w_k * down_e(bf16(silu(gate_e x) * up_e x)) in double, with the
