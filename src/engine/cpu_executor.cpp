@@ -8,6 +8,7 @@
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/kernels/fp8_gemv.h"
 #include "hymoe/kernels/isa.h"
 #include "hymoe/kernels/mla_attention.h"
 #include "hymoe/kernels/moe_router.h"
@@ -95,6 +96,15 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
       softmax_scale_(static_cast<float>(config_.softmax_scale())),
       buf_(std::make_unique<Buffers>()) {
   weights_.config = &config_;
+  if (options.amx_decode_gemv) {
+    amx_gemv_ = kernels::fp8_gemv_amx_supported();
+    if (amx_gemv_)
+      log::get("engine")->info("decode GEMVs of the dense weights on AMX (amx_decode_gemv)");
+    else
+      log::get("engine")->warn(
+          "amx_decode_gemv: this CPU has no usable AMX-BF16 (or the kernel is not built): the dense "
+          "weights' decode GEMVs stay on {}", kernels::isa_name(kernels::best_isa()));
+  }
   if (options.shift_decode && kernels::best_isa() == kernels::Isa::kAvx512Bf16) {
     const auto t0 = std::chrono::steady_clock::now();
     specials_ = Fp8SpecialIndex::attach(weights_, pool_);
@@ -285,13 +295,13 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
   }
   // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x).
   float* qa = room(b.qa, static_cast<size_t>(T * qlora));
-  engine::fp8_linear(pool_, w.attn.q_a, xb, hidden, T, decode_rows_, qa);
+  engine::fp8_linear(pool_, w.attn.q_a, xb, hidden, T, decode_rows_, qa, amx_gemv_);
   uint16_t* qab = room(b.qab, static_cast<size_t>(T * qlora));
   for (int64_t t = 0; t < T; ++t) kernels::rmsnorm_bf16(qa + t * qlora, layer.q_a_norm.data(), qlora, eps, qab + t * qlora);
   float* q = room(b.q, static_cast<size_t>(T * heads * qk));
-  engine::fp8_linear(pool_, w.attn.q_b, qab, qlora, T, decode_rows_, q);
+  engine::fp8_linear(pool_, w.attn.q_b, qab, qlora, T, decode_rows_, q, amx_gemv_);
   float* kva = room(b.kva, static_cast<size_t>(T * (lora + rope)));
-  engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, decode_rows_, kva);
+  engine::fp8_linear(pool_, w.attn.kv_a_with_mqa, xb, hidden, T, decode_rows_, kva, amx_gemv_);
 
   // Rope q_pe and k_pe; write this step's latent rows into the cache.
   float* ckv = room(b.ckv, static_cast<size_t>(lora));
@@ -348,7 +358,7 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
   uint16_t* attnb = room(b.attnb, static_cast<size_t>(T * heads * vd));
   kernels::to_bf16(attn, T * heads * vd, attnb);
   float* proj = room(b.proj, static_cast<size_t>(T * hidden));
-  engine::fp8_linear(pool_, w.attn.o, attnb, heads * vd, T, decode_rows_, proj);
+  engine::fp8_linear(pool_, w.attn.o, attnb, heads * vd, T, decode_rows_, proj, amx_gemv_);
   for (int64_t i = 0; i < T * hidden; ++i) h[i] += proj[i];
 }
 
@@ -358,16 +368,16 @@ void CpuExecutor::mlp(const MlpWeights& w, const uint16_t* x, int64_t T, int64_t
   Buffers& b = *buf_;
   float* gate = room(b.gate, static_cast<size_t>(T * inter));
   float* up = room(b.up, static_cast<size_t>(T * inter));
-  engine::fp8_linear(pool_, w.gate, x, w.gate.cols, T, D, gate);
-  engine::fp8_linear(pool_, w.up, x, w.up.cols, T, D, up);
+  engine::fp8_linear(pool_, w.gate, x, w.gate.cols, T, D, gate, amx_gemv_);
+  engine::fp8_linear(pool_, w.up, x, w.up.cols, T, D, up, amx_gemv_);
   uint16_t* act = room(b.act, static_cast<size_t>(T * inter));
   for (int64_t t = 0; t < T; ++t) kernels::silu_mul_bf16(gate + t * inter, up + t * inter, inter, act + t * inter);
   if (!accumulate) {
-    engine::fp8_linear(pool_, w.down, act, inter, T, D, out);
+    engine::fp8_linear(pool_, w.down, act, inter, T, D, out, amx_gemv_);
     return;
   }
   float* tmp = room(b.tmp, static_cast<size_t>(T * hidden));
-  engine::fp8_linear(pool_, w.down, act, inter, T, D, tmp);
+  engine::fp8_linear(pool_, w.down, act, inter, T, D, tmp, amx_gemv_);
   for (int64_t i = 0; i < T * hidden; ++i) out[i] += tmp[i];
 }
 

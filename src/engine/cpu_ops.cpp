@@ -12,7 +12,7 @@
 namespace hymoe::engine {
 
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride, int64_t tokens,
-                int64_t decode_rows, float* y) {
+                int64_t decode_rows, float* y, bool amx) {
   HYMOE_CHECK(decode_rows >= 0 && decode_rows <= tokens, kInternal, "fp8_linear: {} decode rows of {}",
               decode_rows, tokens);
   for (int64_t t0 = 0; t0 < decode_rows; t0 += kernels::kMaxGemvBatch) {
@@ -26,7 +26,10 @@ void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, in
       kernels::Fp8GemvParams q = p;
       q.row_begin = b;
       q.row_end = e;
-      kernels::fp8_gemv(q);
+      if (amx)
+        kernels::fp8_gemv_amx(q);
+      else
+        kernels::fp8_gemv(q);
     });
   }
   if (decode_rows == tokens) return;

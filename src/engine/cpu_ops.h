@@ -26,9 +26,11 @@ void parallel_for(cpu::ThreadPool& pool, int64_t n, int64_t align, F&& fn) {
 // Rows [0, decode_rows) are decode tokens: GEMV, up to 8 sharing a pass over the weights; the
 // other rows are prompt tokens: the prefill GEMM, however few. Both kernels compute a row
 // independently of the rows beside it, so a row's result depends only on its kind (batch
-// invariance: a request's output does not change with the server's load).
+// invariance: a request's output does not change with the server's load). amx: the decode rows
+// through kernels::fp8_gemv_amx (the caller checked fp8_gemv_amx_supported(); rows are as
+// independent there), else kernels::fp8_gemv.
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride,
-                int64_t tokens, int64_t decode_rows, float* y);
+                int64_t tokens, int64_t decode_rows, float* y, bool amx = false);
 
 // y[t][0..rows) = M x[t] for a dense matrix (lm_head, router): BF16 through the bf16_gemv kernel,
 // F16/F32 through a plain loop. x FP32 [tokens][cols].

@@ -74,6 +74,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   // The special-code scan reads every weight once: with mmap it would page the whole checkpoint
   // in at startup, which mmap's fast start is for avoiding (the GEMVs then decode by table).
   eo.shift_decode = config.load_mode != "mmap";
+  eo.amx_decode_gemv = config.amx_decode_gemv;
   rt->executor = std::make_unique<CpuExecutor>(*rt->store, *rt->pool, eo);
   SchedulerConfig sc;
   sc.max_running = config.max_running;

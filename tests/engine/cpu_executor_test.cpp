@@ -70,10 +70,11 @@ class CpuExecutorTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<CpuExecutor> make_executor() {
+  std::unique_ptr<CpuExecutor> make_executor(bool amx_decode_gemv = false) {
     CpuExecutorOptions o;
     o.kv_cache_bytes = 64 << 20;
     o.kv_block_tokens = 16;
+    o.amx_decode_gemv = amx_decode_gemv;
     return std::make_unique<CpuExecutor>(*store_, *pool_, o);
   }
 
@@ -90,6 +91,8 @@ class CpuExecutorTest : public ::testing::Test {
     const size_t v = 2048;
     return std::vector<float>(all.end() - static_cast<ptrdiff_t>(v), all.end());
   }
+
+  void check_batch_invariance(CpuExecutor* ex);  // below
 
   static inline std::filesystem::path dir_;
   static inline WeightStore* store_ = nullptr;
@@ -225,11 +228,10 @@ TEST_F(CpuExecutorTest, MixedBatchEqualsSeparateRuns) {
   }
 }
 
-TEST_F(CpuExecutorTest, BatchCompositionDoesNotChangeResults) {
-  // Batch invariance: a sequence's logits are bitwise the same whether its prompt runs alone in
-  // one chunk or in other chunks beside other prompts and decodes, and whether its decode steps
-  // run alone or beside 0..9 other decode tokens (more than one GEMV pass) and a prompt chunk.
-  auto ex = make_executor();
+// Batch invariance: a sequence's logits are bitwise the same whether its prompt runs alone in
+// one chunk or in other chunks beside other prompts and decodes, and whether its decode steps
+// run alone or beside 0..9 other decode tokens (more than one GEMV pass) and a prompt chunk.
+void CpuExecutorTest::check_batch_invariance(CpuExecutor* ex) {
   const auto a = random_tokens(20, 21);
   constexpr int kDecodeSteps = 6;
   const int32_t V = static_cast<int32_t>(ex->config().vocab_size);
@@ -302,6 +304,43 @@ TEST_F(CpuExecutorTest, BatchCompositionDoesNotChangeResults) {
               0)
         << "decode step " << step << " beside " << others_per_step[step] << " other decode tokens";
   }
+}
+
+TEST_F(CpuExecutorTest, BatchCompositionDoesNotChangeResults) {
+  auto ex = make_executor();
+  check_batch_invariance(ex.get());
+}
+
+// The dense weights' decode GEMVs on AMX (CpuExecutorOptions::amx_decode_gemv): batch invariance
+// holds the same way, and a decode's logits stay within summation-order distance of the default
+// kernels' (the same BF16 products, summed by the tile unit in its own order). Where AMX is not
+// usable the option is ignored, and there is nothing AMX-specific to test.
+TEST_F(CpuExecutorTest, AmxDecodeGemvKeepsBatchInvarianceAndTheResults) {
+  auto amx = make_executor(true);
+  if (!amx->amx_decode_gemv()) GTEST_SKIP() << "no usable AMX-BF16 on this CPU";
+  check_batch_invariance(amx.get());
+  auto plain = make_executor(false);
+  ASSERT_FALSE(plain->amx_decode_gemv());
+  const auto prompt = random_tokens(12, 41);
+  const int32_t V = static_cast<int32_t>(plain->config().vocab_size);
+  std::vector<std::vector<float>> logits[2];
+  CpuExecutor* exs[2] = {plain.get(), amx.get()};
+  for (int i = 0; i < 2; ++i) {
+    BlockTable t;
+    ASSERT_TRUE(exs[i]->kv_cache().reserve(t, 12 + 4));
+    std::vector<float> lg(static_cast<size_t>(V), NAN);
+    StepItem p{&t, prompt, 0, true, false};
+    exs[i]->forward({&p, 1}, lg);
+    // The same decode tokens for both (the prompt's tokens again), so the steps stay comparable.
+    for (int step = 0; step < 4; ++step) {
+      StepItem d{&t, std::span<const int32_t>(prompt).subspan(static_cast<size_t>(step), 1), 12 + step, true, true};
+      exs[i]->forward({&d, 1}, lg);
+      logits[i].push_back(lg);
+    }
+    exs[i]->kv_cache().release(t);
+  }
+  for (size_t step = 0; step < logits[0].size(); ++step)
+    EXPECT_LT(rel_error(logits[1][step], logits[0][step]), kRecomputeTolerance) << "decode step " << step;
 }
 
 TEST_F(CpuExecutorTest, GreedyGenerationFollowsReference) {

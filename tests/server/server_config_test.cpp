@@ -51,6 +51,20 @@ TEST(ServerConfig, FlagsBeatEnvironmentBeatsFile) {
   EXPECT_EQ(c.api_keys, std::vector<std::string>{"k1"});
 }
 
+TEST(ServerConfig, AmxDecodeGemvFromFileEnvironmentAndFlag) {
+  EXPECT_FALSE(parse({"--model", "/m"}).amx_decode_gemv);  // off unless asked
+  TempFile on(R"({"amx_decode_gemv": true})");
+  EXPECT_TRUE(parse({"--config", on.path.string(), "--model", "/m"}).amx_decode_gemv);
+  EXPECT_FALSE(parse({"--config", on.path.string(), "--model", "/m", "--amx-decode-gemv", "false"}).amx_decode_gemv);
+  ::setenv("HYMOE_AMX_DECODE_GEMV", "true", 1);
+  const bool from_env = parse({"--model", "/m"}).amx_decode_gemv;
+  ::unsetenv("HYMOE_AMX_DECODE_GEMV");
+  EXPECT_TRUE(from_env);
+  TempFile wrong(R"({"amx_decode_gemv": "yes"})");
+  EXPECT_THROW(parse({"--config", wrong.path.string(), "--model", "/m"}), Error);
+  EXPECT_TRUE(parse({"--model", "/m", "--amx-decode-gemv", "true"}).to_json()["amx_decode_gemv"].get<bool>());
+}
+
 TEST(ServerConfig, ClearErrors) {
   TempFile unknown(R"({"prot": 1})");
   EXPECT_THROW(parse({"--config", unknown.path.string()}), Error);

@@ -34,6 +34,7 @@ struct ServerConfig {
   // Engine and scheduling.
   int32_t threads = 0;               // compute threads; 0 = all hardware threads
   int64_t kv_cache_bytes = 1ll << 30;
+  bool amx_decode_gemv = false;      // dense weights' decode GEMVs on AMX (CpuExecutorOptions)
   int32_t max_running = 8;
   int32_t max_waiting = 256;
   int64_t max_prefill_chunk = 512;

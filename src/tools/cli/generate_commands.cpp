@@ -29,6 +29,7 @@ void register_generate_commands(CLI::App& app) {
     std::string load_format = "auto", preset = "deepseek-v3";
     int layers = -1;
     bool profile = false;
+    bool amx_decode_gemv = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--model", a->model, "Checkpoint directory");
@@ -45,6 +46,8 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Sampling seed (-1 = random)")->capture_default_str();
   cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
+  cmd->add_flag("--amx-decode-gemv", a->amx_decode_gemv,
+                "Dense weights' decode GEMVs on AMX where the CPU has it (as hymoe-server's option)");
   cmd->callback([a] {
 #ifndef HYMOE_CLI_HAS_RUNTIME
     HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the runtime (tokenizer and CPU engine)");
@@ -57,6 +60,7 @@ void register_generate_commands(CLI::App& app) {
     config.dummy_layers = a->layers;
     config.validate();
     config.threads = a->threads;
+    config.amx_decode_gemv = a->amx_decode_gemv;
     config.max_running = 1;
     auto rt = server::Runtime::load(config);
     std::string prompt = a->prompt;
