@@ -34,8 +34,9 @@ struct CpuExecutorOptions {
   // AVX512-BF16 GEMV (one token an expert, mostly). Off by default: on the GPU machine's Xeon
   // (device run 207, 16 threads) the AMX GEMV reads 0.89-0.94x the AVX512-BF16 shift decode's
   // bandwidth at 1-2 tokens and 1.45-1.5x / 2.2-2.6x it at 4 / 8 tokens, where vdpbf16ps per token
-  // bounds the AVX512-BF16 kernel. Fixed for the executor's life, so batch invariance holds either
-  // way. Where AMX is not usable the option is ignored (a warning at construction).
+  // bounds the AVX512-BF16 kernel; a single sequence's decode ran its attention and dense parts
+  // 1.2-1.5x slower with it (run 208). Fixed for the executor's life, so batch invariance holds
+  // either way. Where AMX is not usable the option is ignored (a warning at construction).
   bool amx_decode_gemv = false;
 };
 
