@@ -30,6 +30,7 @@ void register_generate_commands(CLI::App& app) {
     int layers = -1;
     bool profile = false;
     bool amx_decode_gemv = false;
+    int parallel = 1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--model", a->model, "Checkpoint directory");
@@ -46,6 +47,11 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Sampling seed (-1 = random)")->capture_default_str();
   cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
+  cmd->add_option("--parallel", a->parallel,
+                  "Copies of the request decoding together (one engine step serves all; the first's "
+                  "text is printed, the rates count every copy)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--amx-decode-gemv", a->amx_decode_gemv,
                 "Dense weights' decode GEMVs on AMX where the CPU has it (as hymoe-server's option)");
   cmd->callback([a] {
@@ -61,7 +67,7 @@ void register_generate_commands(CLI::App& app) {
     config.validate();
     config.threads = a->threads;
     config.amx_decode_gemv = a->amx_decode_gemv;
-    config.max_running = 1;
+    config.max_running = a->parallel;
     auto rt = server::Runtime::load(config);
     std::string prompt = a->prompt;
     bool add_special = true;
@@ -71,29 +77,37 @@ void register_generate_commands(CLI::App& app) {
       prompt = rt->chat_template->render(messages, {});
       add_special = false;
     }
-    std::vector<int32_t> ids = rt->tokenizer->encode(prompt, add_special);
-    server::GenerationOptions go;
-    go.id = "cli";
-    go.prompt_tokens = static_cast<int64_t>(ids.size());
-    auto gen = std::make_shared<server::Generation>(*rt->tokenizer, go, nullptr);
-    GenerationRequest req;
-    req.id = go.id;
-    req.prompt = std::move(ids);
-    req.sampling.max_tokens = a->max_tokens;
-    req.sampling.temperature = a->temperature;
-    req.sampling.top_p = a->top_p;
-    req.sampling.top_k = a->top_k;
-    if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed);
-    req.callbacks = gen->callbacks(gen);
+    const std::vector<int32_t> ids = rt->tokenizer->encode(prompt, add_special);
+    const int n = a->parallel;
+    std::vector<std::shared_ptr<server::Generation>> gens;
+    std::vector<GenerationRequest> reqs;
+    for (int i = 0; i < n; ++i) {
+      server::GenerationOptions go;
+      go.id = n == 1 ? "cli" : fmt::format("cli-{}", i);
+      go.prompt_tokens = static_cast<int64_t>(ids.size());
+      gens.push_back(std::make_shared<server::Generation>(*rt->tokenizer, go, nullptr));
+      GenerationRequest req;
+      req.id = go.id;
+      req.prompt = ids;
+      req.sampling.max_tokens = a->max_tokens;
+      req.sampling.temperature = a->temperature;
+      req.sampling.top_p = a->top_p;
+      req.sampling.top_k = a->top_k;
+      if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed);
+      req.callbacks = gens.back()->callbacks(gens.back());
+      reqs.push_back(std::move(req));
+    }
     auto* cpu = dynamic_cast<CpuExecutor*>(rt->executor.get());
     const auto t0 = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point first{};
     CpuExecutor::Profile prefill_profile;
-    rt->scheduler->submit(std::move(req));
+    for (auto& req : reqs) rt->scheduler->submit(std::move(req));
+    // The first copy's text as it comes; its first token ends the prefill's profile. Then the
+    // other copies to their ends.
     server::Generation::Delta d;
     while (true) {
-      if (!gen->wait(d, std::chrono::milliseconds(1000))) continue;
-      if (first == std::chrono::steady_clock::time_point{} && gen->usage().completion_tokens > 0) {
+      if (!gens[0]->wait(d, std::chrono::milliseconds(1000))) continue;
+      if (first == std::chrono::steady_clock::time_point{} && gens[0]->usage().completion_tokens > 0) {
         first = std::chrono::steady_clock::now();
         if (cpu) {
           prefill_profile = cpu->profile();
@@ -104,15 +118,30 @@ void register_generate_commands(CLI::App& app) {
       std::fflush(stdout);
       if (d.finished) break;
     }
+    const server::Generation::Delta first_end = d;
+    int64_t completion = gens[0]->usage().completion_tokens;
+    for (int i = 1; i < n; ++i) {
+      server::Generation::Delta di;
+      do {
+        while (!gens[static_cast<size_t>(i)]->wait(di, std::chrono::milliseconds(1000))) {
+        }
+      } while (!di.finished);
+      HYMOE_CHECK(di.reason != FinishReason::kError, kInternal, "generation {} failed: {}", i, di.error);
+      completion += gens[static_cast<size_t>(i)]->usage().completion_tokens;
+    }
     const auto t1 = std::chrono::steady_clock::now();
-    const auto usage = gen->usage();
+    const auto usage = gens[0]->usage();
     const double ttft = std::chrono::duration<double>(first - t0).count();
     const double decode = std::chrono::duration<double>(t1 - first).count();
     std::fprintf(stdout, "\n");
     std::fprintf(stderr, "[%s] prompt %lld tokens, output %lld tokens, TTFT %.3f s, decode %.2f tokens/s\n",
-                 finish_reason_name(d.reason), static_cast<long long>(usage.prompt_tokens),
+                 finish_reason_name(first_end.reason), static_cast<long long>(usage.prompt_tokens),
                  static_cast<long long>(usage.completion_tokens), ttft,
                  usage.completion_tokens > 1 && decode > 0 ? (usage.completion_tokens - 1) / decode : 0.0);
+    if (n > 1)
+      std::fprintf(stderr, "%d copies: %lld tokens, decode %.2f tokens/s in all\n", n,
+                   static_cast<long long>(completion),
+                   completion > n && decode > 0 ? static_cast<double>(completion - n) / decode : 0.0);
     if (cpu && a->profile) {
       auto show = [](const char* what, const CpuExecutor::Profile& p) {
         const double total = p.attention_s + p.dense_s + p.moe_s + p.lm_head_s;
@@ -124,8 +153,8 @@ void register_generate_commands(CLI::App& app) {
       show("prefill", prefill_profile);
       show("decode", cpu->profile());
     }
-    if (d.reason == FinishReason::kError) {
-      HYMOE_THROW(kInternal, "generation failed: {}", d.error);
+    if (first_end.reason == FinishReason::kError) {
+      HYMOE_THROW(kInternal, "generation failed: {}", first_end.error);
     }
 #endif
   });
