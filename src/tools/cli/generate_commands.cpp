@@ -1,6 +1,7 @@
 // generate: offline text generation through the same runtime as hymoe-server (weights,
 // tokenizer, chat template, executor, scheduler), streaming text to stdout and a summary with
 // tokens/s to stderr.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -102,13 +103,18 @@ void register_generate_commands(CLI::App& app) {
     std::chrono::steady_clock::time_point first{};
     CpuExecutor::Profile prefill_profile;
     for (auto& req : reqs) rt->scheduler->submit(std::move(req));
-    // The first copy's text as it comes; its first token ends the prefill's profile. Then the
-    // other copies to their ends.
+    // The first copy's text as it comes; its first token starts the decode's clock, and the
+    // first token of every copy (all prompts done) ends the prefill's profile. Then the other
+    // copies to their ends.
+    bool all_decoding = false;
     server::Generation::Delta d;
     while (true) {
       if (!gens[0]->wait(d, std::chrono::milliseconds(1000))) continue;
-      if (first == std::chrono::steady_clock::time_point{} && gens[0]->usage().completion_tokens > 0) {
+      if (first == std::chrono::steady_clock::time_point{} && gens[0]->usage().completion_tokens > 0)
         first = std::chrono::steady_clock::now();
+      if (!all_decoding && std::all_of(gens.begin(), gens.end(),
+                                       [](const auto& g) { return g->usage().completion_tokens > 0; })) {
+        all_decoding = true;
         if (cpu) {
           prefill_profile = cpu->profile();
           cpu->reset_profile();
