@@ -156,8 +156,12 @@ void register_generate_commands(CLI::App& app) {
                      what, static_cast<long long>(p.steps), static_cast<long long>(p.tokens), total, p.attention_s,
                      p.dense_s, p.moe_s, p.lm_head_s);
       };
-      show("prefill", prefill_profile);
-      show("decode", cpu->profile());
+      if (all_decoding) {
+        show("prefill", prefill_profile);
+        show("decode", cpu->profile());
+      } else {  // a copy still had prompt tokens when the first one finished
+        show("prefill and decode (not separable)", cpu->profile());
+      }
     }
     if (first_end.reason == FinishReason::kError) {
       HYMOE_THROW(kInternal, "generation failed: {}", first_end.error);
