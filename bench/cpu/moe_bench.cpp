@@ -127,7 +127,8 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts,
                             n * kExpertBytes / 1e9);
     return new MoeLayer(n, pool);
   });
-  const bool lag0 = down_lag != cpu::MoeTuning{}.down_lag;
+  // Another queue order than the executor's default: its records get a suffix (_lag<N>).
+  const bool other_order = down_lag != cpu::MoeTuning{}.down_lag;
   auto& moe = ctx->cached<cpu::MoeExecutor>("moe_exec", fmt::format("{}/{}", threads, down_lag), [&] {
     return new cpu::MoeExecutor(pool,
                                 {.num_experts = layer.experts, .hidden = kHidden,
@@ -135,7 +136,8 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts,
                                 {.down_lag = down_lag});
   });
   const std::vector<MlpWeights>& views = shifts ? layer.with_specials(pool) : layer.views;
-  const std::string suffix = std::string(shifts ? "_shifts" : "") + (lag0 ? "_lag0" : "");
+  const std::string suffix =
+      std::string(shifts ? "_shifts" : "") + (other_order ? fmt::format("_lag{}", down_lag) : "");
   // 64 random routings, cycled: distinct experts per token, uniform over the layer.
   std::mt19937 rng(static_cast<unsigned>(tokens));
   std::vector<std::vector<int32_t>> routes(64);
@@ -204,7 +206,7 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts,
   // of the machine's bandwidth between the two cases.
   std::vector<double> scaled(times_ms.size());
   for (size_t i = 0; i < times_ms.size(); ++i) scaled[i] = times_ms[i] * probe_gbps[i];
-  const int key = tokens + (shifts ? 100 : 0) + (lag0 ? 200 : 0);
+  const int key = tokens + (shifts ? 100 : 0) + (other_order ? 1000 * (down_lag + 1) : 0);
   probe_scaled_ms()[key] = median(scaled);
   distinct_experts_per_call()[key] = distinct_experts;
   if (tokens == 2 && probe_scaled_ms().count(key - 1)) {

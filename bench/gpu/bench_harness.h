@@ -28,6 +28,7 @@ struct Record {
   std::string unit;
   double ceiling = 0.0;  // 0: this record is itself a ceiling
   std::string ceiling_name;
+  double sm_mhz = 0.0;  // > 0: the SM clock it ran at (steady-state figures; JSON "sm_mhz")
 };
 
 // The median of a few timings.
@@ -73,24 +74,22 @@ class Bench {
   // The SM clock (MHz) over steady_ms's last measured batches, their median; 0 before any.
   double last_steady_mhz() const { return last_steady_mhz_; }
 
-  // A record of the table and the JSON; sm_mhz > 0: the SM clock it ran at (JSON "sm_mhz").
-  void add(Record r, double sm_mhz = 0.0) {
+  // A record of the table and the JSON.
+  void add(Record r) {
     const double ratio = r.ceiling > 0 ? r.value / r.ceiling : 0.0;
     std::printf("%-52s %10.1f %-8s", r.name.c_str(), r.value, r.unit.c_str());
     if (r.ceiling > 0) std::printf(" %5.1f%% of %s", 100.0 * ratio, r.ceiling_name.c_str());
-    if (sm_mhz > 0) std::printf("  at %.0f MHz", sm_mhz);
+    if (r.sm_mhz > 0) std::printf("  at %.0f MHz", r.sm_mhz);
     std::printf("\n");
     std::fflush(stdout);
     records_.push_back(std::move(r));
-    sm_mhz_.push_back(sm_mhz);
   }
 
   nlohmann::json json() const {
     nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < records_.size(); ++i) {
-      const Record& r = records_[i];
+    for (const Record& r : records_) {
       nlohmann::json j = {{"name", r.name}, {"value", r.value}, {"unit", r.unit}};
-      if (sm_mhz_[i] > 0) j["sm_mhz"] = sm_mhz_[i];
+      if (r.sm_mhz > 0) j["sm_mhz"] = r.sm_mhz;
       if (r.ceiling > 0) {
         j["ceiling"] = r.ceiling;
         j["ceiling_name"] = r.ceiling_name;
@@ -133,7 +132,6 @@ class Bench {
   SmClockProbe clock_;
   double last_steady_mhz_ = 0.0;
   std::vector<Record> records_;
-  std::vector<double> sm_mhz_;  // per record (0: not measured)
 };
 
 // A new seed for a random fill (one sequence per process, so every run fills the same values).

@@ -139,8 +139,7 @@ double steady_gemm_ceiling(Bench& bench, const CublasLt& lt, GemmKind kind) {
     const double tflops = plan.flops() / (ms * 1e-3) / 1e12;
     best = std::max(best, tflops);
     bench.add({fmt::format("ceiling/cublaslt_{}_gemm_{}^3, steady state", gemm_kind_name(kind), n),
-               tflops, "TFLOP/s", 0, ""},
-              bench.last_steady_mhz());
+               tflops, "TFLOP/s", 0, "", bench.last_steady_mhz()});
   }
   return best;
 }
@@ -157,8 +156,8 @@ Ceilings steady_ceilings(Bench& bench, const CublasLt& lt, const Ceilings& short
     HYMOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
   });
   c.copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;
-  bench.add({"ceiling/d2d_copy_2GiB (read+write), steady state", c.copy_gbs, "GB/s", 0, ""},
-            bench.last_steady_mhz());
+  bench.add({"ceiling/d2d_copy_2GiB (read+write), steady state", c.copy_gbs, "GB/s", 0, "",
+             bench.last_steady_mhz()});
   c.bf16_tflops = steady_gemm_ceiling(bench, lt, GemmKind::kBf16);
   return c;
 }
@@ -803,8 +802,8 @@ void bench_moe(Bench& bench, const CublasLt& lt, const Ceilings& c, int min_toke
             const double steady = bench.steady_ms(run_layer);
             bench.add({fmt::format("moe_grouped_gemm[{}]/{} tokens x top8 (gate+up+down), steady state",
                                    gemm_backend_name(backend), tokens),
-                       flops / (steady * 1e-3) / 1e12, "TFLOP/s", ceiling, "fp8 tensor-scale gemm, steady state"},
-                      bench.last_steady_mhz());
+                       flops / (steady * 1e-3) / 1e12, "TFLOP/s", ceiling, "fp8 tensor-scale gemm, steady state",
+                       bench.last_steady_mhz()});
           }
           if (!backend_only.empty()) {
             // One backend's process (--moe-backend): gate (K 7168, 56 K blocks a tile), up and

@@ -132,12 +132,10 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       const double bytes = total_tokens * kMlaHeadDim * 2;
       const double mhz = steady && graph ? bench.last_steady_mhz() : 0.0;  // the clock it ran at
       bench.add({fmt::format("mla_decode[{}]/{} (cache bytes)", name, cs.label),
-                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy"},
-                mhz);
+                 bytes / (ms * 1e-3) / 1e9, "GB/s", c.copy_gbs, "d2d copy", mhz});
       const double flops = 2.0 * heads * total_tokens * (kMlaHeadDim + kMlaLatentDim);
       bench.add({fmt::format("mla_decode[{}]/{} (compute)", name, cs.label),
-                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm"},
-                mhz);
+                 flops / (ms * 1e-3) / 1e12, "TFLOP/s", c.bf16_tflops, "bf16 gemm", mhz});
     };
     for (const MlaDecodeImpl impl : impls) {
       const char* tag = impl == MlaDecodeImpl::kWgmma         ? "wgmma"
@@ -282,8 +280,7 @@ void bench_mla_prefill(Bench& bench, const Ceilings& c, const Ceilings& steady, 
         const double sms = bench.steady_ms([&] { cudnn->run(pi, s); });
         bench.add({fmt::format("mla_prefill[cudnn, K in place]/{}, steady state", what),
                    flops / (sms * 1e-3) / 1e12, "TFLOP/s", steady.bf16_tflops,
-                   "bf16 gemm, steady state"},
-                  bench.last_steady_mhz());
+                   "bf16 gemm, steady state", bench.last_steady_mhz()});
       }
       // The warm-up call tunes: every engine once, the fastest kept.
       const double tms = bench.time_ms([&] { tuned->run(p, s); });

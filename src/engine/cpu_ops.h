@@ -30,7 +30,7 @@ void parallel_for(cpu::ThreadPool& pool, int64_t n, int64_t align, F&& fn) {
 // through kernels::fp8_gemv_amx (the caller checked fp8_gemv_amx_supported(); rows are as
 // independent there), else kernels::fp8_gemv.
 void fp8_linear(cpu::ThreadPool& pool, const Fp8Matrix& w, const uint16_t* x, int64_t x_stride,
-                int64_t tokens, int64_t decode_rows, float* y, bool amx = false);
+                int64_t tokens, int64_t decode_rows, float* y, bool amx);
 
 // y[t][0..rows) = M x[t] for a dense matrix (lm_head, router): BF16 through the bf16_gemv kernel,
 // F16/F32 through a plain loop. x FP32 [tokens][cols].
