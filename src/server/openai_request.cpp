@@ -15,14 +15,6 @@ using json = nlohmann::ordered_json;
                                        code ? std::optional<std::string>(code) : std::nullopt));
 }
 
-json parse_body(std::string_view body) {
-  if (!is_valid_utf8(body)) fail("request body is not valid UTF-8", "body", "invalid_encoding");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail("request body is not valid JSON", "body", "invalid_json");
-  if (!j.is_object()) fail("request body must be a JSON object", "body");
-  return j;
-}
-
 const char* type_name(const json& v) { return v.type_name(); }
 
 // Optional number in [lo, hi]; null counts as absent.
@@ -168,46 +160,104 @@ json normalise_content(const json& content, size_t index) {
   return text;
 }
 
+// Length of the valid UTF-8 sequence starting at s[i] (1-4), or 0 when none starts there.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) return 0;
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + static_cast<size_t>(len) > n) return false;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) return false;
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += static_cast<size_t>(len);
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0) return false;
+    i += len;
   }
   return true;
 }
 
+std::string to_valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+int32_t json_nesting_depth(std::string_view text, int32_t stop_after) {
+  int32_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > stop_after) return deepest;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+json parse_json_object(std::string_view body, const RequestLimits& limits) {
+  if (!is_valid_utf8(body)) fail("request body is not valid UTF-8", "body", "invalid_encoding");
+  if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
+    fail(fmt::format("request body is nested too deeply: at most {} levels of arrays and objects",
+                     limits.max_json_depth), "body", "json_too_deep");
+  }
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) fail("request body is not valid JSON", "body", "invalid_json");
+  if (!j.is_object()) fail("request body must be a JSON object", "body");
+  return j;
+}
+
 ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLimits& limits) {
-  json j = parse_body(body);
+  json j = parse_json_object(body, limits);
   ChatCompletionRequest r;
   r.model = read_string(j, "model", true);
   auto it = j.find("messages");
@@ -268,7 +318,7 @@ ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLim
 }
 
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits) {
-  json j = parse_body(body);
+  json j = parse_json_object(body, limits);
   CompletionRequest r;
   r.model = read_string(j, "model", true);
   auto it = j.find("prompt");

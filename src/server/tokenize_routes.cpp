@@ -15,11 +15,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 json parse_object(const std::string& body) {
-  if (!is_valid_utf8(body)) throw ApiException(ApiError::invalid("request body is not valid UTF-8", "body", "invalid_encoding"));
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw ApiException(ApiError::invalid("request body must be a JSON object", "body", "invalid_json"));
-  }
+  json j = parse_json_object(body);
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) throw ApiException(ApiError::invalid("'model' must be a string", "model"));
   }

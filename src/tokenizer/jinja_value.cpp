@@ -7,7 +7,13 @@
 
 namespace hymoe::tokenizer::jinja {
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+
+Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
+  if (j.is_structured()) {
+    HYMOE_CHECK(depth < kMaxJsonDepth, kInvalidArgument,
+                "chat template: a value is nested deeper than {} levels of arrays and objects", kMaxJsonDepth);
+  }
   switch (j.type()) {
     case nlohmann::json::value_t::null: return none();
     case nlohmann::json::value_t::boolean: return boolean(j.get<bool>());
@@ -17,12 +23,12 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::json::value_t::string: return string(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       Value v = new_list();
-      for (const auto& x : j) v.list->push_back(from_json(x));
+      for (const auto& x : j) v.list->push_back(from_json(x, depth + 1));
       return v;
     }
     case nlohmann::json::value_t::object: {
       Value v = new_dict();
-      for (auto it = j.begin(); it != j.end(); ++it) v.dict->emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) v.dict->emplace_back(it.key(), from_json(it.value(), depth + 1));
       return v;
     }
     default: return Value();

@@ -37,6 +37,9 @@ struct Value {
   static Value string(std::string v) { Value x = make(Kind::kString); x.s = std::move(v); return x; }
   static Value new_list() { Value x = make(Kind::kList); x.list = std::make_shared<List>(); return x; }
   static Value new_dict() { Value x = make(Kind::kDict); x.dict = std::make_shared<Dict>(); return x; }
+  // Arrays and objects nested deeper than kMaxJsonDepth throw kInvalidArgument (the conversion
+  // and everything that later walks the value recurse once per level).
+  static constexpr int kMaxJsonDepth = 256;
   static Value from_json(const nlohmann::ordered_json& j);
 
   bool is_undefined() const { return kind == Kind::kUndefined; }
@@ -57,6 +60,7 @@ struct Value {
 
  private:
   static Value make(Kind k) { Value x; x.kind = k; return x; }
+  static Value from_json(const nlohmann::ordered_json& j, int depth);
 };
 
 bool operator==(const Value& a, const Value& b);

@@ -112,6 +112,64 @@ TEST(CompletionRequest, PromptForms) {
   expect_param_error(completion, R"({"model":"m","prompt":"x","suffix":"y"})", "suffix");
 }
 
+// `levels` arrays nested inside `field` of an otherwise valid chat body, e.g. [[[1]]] for 3.
+std::string nested_field(const std::string& field, int levels, bool before_messages) {
+  const std::string deep = std::string(static_cast<size_t>(levels), '[') + "1" + std::string(static_cast<size_t>(levels), ']');
+  const std::string messages = R"("messages":[{"role":"user","content":"x"}])";
+  return before_messages ? R"({"model":"m",")" + field + "\":" + deep + "," + messages + "}"
+                         : R"({"model":"m",)" + messages + ",\"" + field + "\":" + deep + "}";
+}
+
+TEST(JsonDepth, CountsBracketsOutsideStrings) {
+  EXPECT_EQ(json_nesting_depth("1"), 0);
+  EXPECT_EQ(json_nesting_depth("{}"), 1);
+  EXPECT_EQ(json_nesting_depth(R"({"a":[{"b":[]}],"c":{}})"), 4);
+  EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[{{{{","b":"\"[[[\\"})"), 1);  // brackets in strings, escapes
+  EXPECT_EQ(json_nesting_depth("]]]][[]"), 2);                              // malformed: still bounded
+  EXPECT_EQ(json_nesting_depth(std::string(100000, '['), 10), 11);          // stops past the limit
+}
+
+TEST(JsonDepth, DeepBodiesAreRefusedBeforeParsing) {
+  // 100,000 levels overflowed the stack in the recursive copy of the parsed document (an
+  // object member re-allocated behind a deep value, `tools`, `prompt`) before the limit existed.
+  const RequestLimits limits;
+  for (const bool before : {false, true}) {
+    for (const std::string field : {"tools", "unknown_field"}) {
+      try {
+        parse_chat_request(nested_field(field, 100000, before), limits);
+        ADD_FAILURE() << field << " accepted";
+      } catch (const ApiException& e) {
+        EXPECT_EQ(e.error().status, 400);
+        EXPECT_EQ(e.error().code.value_or(""), "json_too_deep");
+        EXPECT_NE(e.error().message.find(std::to_string(limits.max_json_depth)), std::string::npos);
+      }
+    }
+  }
+  const std::string deep_prompt = R"({"model":"m","prompt":)" + std::string(100000, '[') + "1" +
+                                  std::string(100000, ']') + "}";
+  expect_param_error(completion, deep_prompt, "body");
+  // Just under the limit is parsed: the body is level 1, `tools` adds its own levels.
+  const auto r = parse_chat_request(nested_field("tools", limits.max_json_depth - 1, false), limits);
+  EXPECT_TRUE(r.tools.is_array());
+  expect_param_error(chat, nested_field("tools", limits.max_json_depth, false), "body");
+  // The limit is the caller's.
+  RequestLimits tight;
+  tight.max_json_depth = 4;
+  EXPECT_NO_THROW(parse_chat_request(nested_field("tools", 3, true), tight));  // 4 levels
+  EXPECT_THROW(parse_chat_request(nested_field("tools", 4, true), tight), ApiException);
+}
+
+TEST(Utf8, ReplacesInvalidBytes) {
+  EXPECT_EQ(to_valid_utf8("plain"), "plain");
+  EXPECT_EQ(to_valid_utf8("\xe4\xbd\xa0"), "\xe4\xbd\xa0");
+  EXPECT_EQ(to_valid_utf8("/\xff"), "/\xef\xbf\xbd");
+  EXPECT_EQ(to_valid_utf8("a\xe4\xbd"), "a\xef\xbf\xbd\xef\xbf\xbd");  // truncated: one U+FFFD a byte
+  EXPECT_EQ(to_valid_utf8("\xed\xa0\x80!"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!");
+  for (const std::string s : {"\xff", "\xc0\xaf", "x\x80y", "\xf4\x90\x80\x80"}) {
+    EXPECT_TRUE(is_valid_utf8(to_valid_utf8(s)));
+  }
+}
+
 TEST(Utf8, Validation) {
   EXPECT_TRUE(is_valid_utf8("plain ascii"));
   EXPECT_TRUE(is_valid_utf8("\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80"));  // 你好 😀

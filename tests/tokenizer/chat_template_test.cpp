@@ -88,6 +88,33 @@ TEST(ChatTemplateJinja, ErrorsAreClear) {
   EXPECT_EQ(kind_of("{{ 'a' + 1 }}"), ErrorKind::kInvalidArgument);
 }
 
+TEST(ChatTemplateJinja, DeeplyNestedValuesAreRefused) {
+  // Request values reach the template through a recursive conversion; nesting past its bound
+  // is an invalid argument, not a stack overflow. (nlohmann's parse and destruction are
+  // iterative, so the deep document itself is safe to build here.)
+  const auto deep = [](int levels) {
+    return json::parse(std::string(static_cast<size_t>(levels), '[') + "\"x\"" + std::string(static_cast<size_t>(levels), ']'));
+  };
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  ChatTemplate t("{{ messages[0]['content'] }}{{ tools | length }}", "<s>", "</s>");
+  ChatRenderOptions o;
+  o.tools = deep(100000);
+  try {
+    t.render(messages, o);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("nested deeper than"), std::string::npos);
+  }
+  o.tools = deep(256);  // the bound itself renders
+  EXPECT_EQ(t.render(messages, o), "hi1");
+  o.tools = deep(257);
+  EXPECT_THROW(t.render(messages, o), Error);
+  o.tools = nullptr;
+  o.extra = {{"thinking", deep(300)}};
+  EXPECT_THROW(t.render(messages, o), Error);
+}
+
 TEST(ChatTemplateFamily, DetectedFromTheTemplate) {
   EXPECT_EQ(detect_template_family("{{'<｜Assistant｜>' + content}}"), TemplateFamily::kDeepSeekV3);
   EXPECT_EQ(detect_template_family("{{'<｜Assistant｜>'}}{% set c = c.split('</think>')[-1] %}"),

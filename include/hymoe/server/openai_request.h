@@ -20,6 +20,10 @@ struct RequestLimits {
   size_t max_stop_length = 256;       // bytes per stop string
   int32_t max_top_logprobs = 20;
   int32_t max_tokens_limit = 1 << 20; // upper bound on max_tokens
+  // Deepest nesting of arrays and objects a body may have (the body's own object is level 1).
+  // Checked on the bytes before parsing: everything that walks a parsed document recursively
+  // (copies, the chat template's values, dump) then stays far from the stack's end.
+  int32_t max_json_depth = 128;
 };
 
 struct ChatCompletionRequest {
@@ -49,7 +53,23 @@ struct CompletionRequest {
 ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLimits& limits = {});
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
 
+// A client's JSON body as an object: valid UTF-8, nested at most limits.max_json_depth deep,
+// well-formed JSON, an object at the top. Anything else throws ApiException 400 with param
+// "body" and code invalid_encoding | json_too_deep | invalid_json.
+nlohmann::ordered_json parse_json_object(std::string_view body, const RequestLimits& limits = {});
+
+// The deepest nesting of arrays and objects in JSON text (0 for a scalar, 1 for `[]` or `{}`),
+// counted over the bytes ([ { ] } outside strings) without parsing, so that it is safe on any
+// input; it stops counting at `stop_after` + 1. Malformed text gets a count too (the parser
+// refuses it afterwards).
+int32_t json_nesting_depth(std::string_view text, int32_t stop_after = INT32_MAX);
+
 // True when `text` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
+
+// `text` with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD: what
+// error messages, logs and JSON use when they quote client bytes (nlohmann::json::dump throws on
+// invalid UTF-8).
+std::string to_valid_utf8(std::string_view text);
 
 }  // namespace hymoe::server
