@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hymoe/server/openai_request.h"
+
 namespace hymoe::server {
 
 ApiError ApiError::invalid(std::string message, std::optional<std::string> param,
@@ -42,12 +44,23 @@ ApiError ApiError::from(const Error& err) {
 }
 
 nlohmann::json ApiError::to_json() const {
-  nlohmann::json inner = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
-  if (param) inner["param"] = *param;
-  if (code) inner["code"] = *code;
+  // Messages and params may quote client bytes (a URL path, a header): made valid UTF-8 here
+  // so that serialising the error can never throw.
+  nlohmann::json inner = {{"message", to_valid_utf8(message)},
+                          {"type", to_valid_utf8(type)},
+                          {"param", nullptr},
+                          {"code", nullptr}};
+  if (param) inner["param"] = to_valid_utf8(*param);
+  if (code) inner["code"] = to_valid_utf8(*code);
   return {{"error", inner}};
 }
 
-std::string ApiError::body() const { return to_json().dump(); }
+std::string ApiError::body() const noexcept {
+  try {
+    return to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (...) {
+    return kFallbackBody;
+  }
+}
 
 }  // namespace hymoe::server

@@ -18,6 +18,18 @@ TEST(ApiError, OpenAiShape) {
   EXPECT_EQ(e.status, 400);
 }
 
+TEST(ApiError, ClientBytesNeverBreakTheBody) {
+  // A URL path like /%FF decodes to a lone 0xFF: the body is still valid JSON and UTF-8.
+  ApiError e;
+  e.status = 404;
+  e.message = "no route for GET /\xff\xfe";
+  e.param = "\xc0";
+  const std::string body = e.body();
+  const auto j = nlohmann::json::parse(body);
+  EXPECT_EQ(j["error"]["message"], "no route for GET /\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(j["error"]["param"], "\xef\xbf\xbd");
+}
+
 TEST(ApiError, MapsInternalKinds) {
   EXPECT_EQ(ApiError::from(Error(ErrorKind::kNotFound, "no model")).status, 404);
   EXPECT_EQ(ApiError::from(Error(ErrorKind::kResourceExhausted, "full")).status, 429);

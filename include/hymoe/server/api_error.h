@@ -24,8 +24,14 @@ struct ApiError {
   // kResourceExhausted 429, kUnavailable 503, everything else 500 (message kept, location dropped).
   static ApiError from(const Error& e);
 
+  // Strings are made valid UTF-8 (invalid bytes become U+FFFD), so both always serialise.
   nlohmann::json to_json() const;
-  std::string body() const;  // to_json().dump()
+  // to_json().dump(); kFallbackBody if even that fails (out of memory): never throws, so an
+  // error response can always be built.
+  std::string body() const noexcept;
+
+  static constexpr const char* kFallbackBody =
+      R"({"error":{"message":"internal error while reporting an error","type":"server_error","param":null,"code":null}})";
 };
 
 // Thrown by request parsing; carries the ApiError to send.
