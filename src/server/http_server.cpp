@@ -3,25 +3,76 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <mutex>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
 #include "hymoe/server/api_error.h"
+#include "hymoe/server/openai_request.h"
+#include "http_core.h"
 #include "http_routes.h"
 
 namespace hymoe::server {
 
 using nlohmann::json;
 
+// Why a request's framing (how its body is delimited) cannot be trusted, or "" when it can.
+// The body is not read after such a request, so its answer closes the connection.
+std::string framing_problem(const httplib::Request& req, int64_t max_body_bytes, int& status) {
+  status = 400;
+  const size_t te_count = req.get_header_value_count("Transfer-Encoding");
+  const size_t cl_count = req.get_header_value_count("Content-Length");
+  if (te_count > 0) {
+    std::string te = req.get_header_value("Transfer-Encoding");
+    for (auto& c : te) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (te_count > 1 || te != "chunked") return "only 'Transfer-Encoding: chunked' is supported";
+    if (cl_count > 0) return "a request must not have both Content-Length and Transfer-Encoding";
+    return "";
+  }
+  std::string length;
+  for (size_t i = 0; i < cl_count; ++i) {
+    const std::string v = req.get_header_value("Content-Length", i);
+    const bool digits = !v.empty() && v.size() <= 18 &&
+                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) return "Content-Length must be a decimal number of bytes";
+    if (i > 0 && v != length) return "conflicting Content-Length headers";
+    length = v;
+  }
+  if (cl_count > 0 && std::stoll(length) > max_body_bytes) {
+    status = 413;
+    return "request body larger than " + std::to_string(max_body_bytes) + " bytes";
+  }
+  const bool has_body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                               req.method == "DELETE";
+  if (has_body_method && cl_count == 0) {
+    status = 411;
+    return "a " + req.method + " request needs a Content-Length (or chunked Transfer-Encoding)";
+  }
+  return "";
+}
+
+// The error body, made never to throw: a failure here answers a plain 500.
+void write_error_safely(httplib::Response& res, const ApiError& e) noexcept {
+  try {
+    write_error(res, e);
+  } catch (...) {
+    res.status = 500;
+    res.body = ApiError::kFallbackBody;
+    res.set_header("Content-Type", "application/json");
+  }
+}
+
 struct HttpServer::Impl {
   const ServerConfig& config;
   Metrics& metrics;
-  httplib::Server http;
+  HttpCore http;
   std::mutex model_mutex;
   std::shared_ptr<const ServedModel> model;
   std::atomic<bool> draining{false};
@@ -46,6 +97,17 @@ struct HttpServer::Impl {
       return nullptr;
     }
     return m;
+  }
+
+  // httplib bounds Content-Length bodies; a chunked body is checked here once read.
+  bool body_fits(const httplib::Request& req, httplib::Response& res) const {
+    if (static_cast<int64_t>(req.body.size()) <= config.max_body_bytes) return true;
+    ApiError e;
+    e.status = 413;
+    e.code = "request_too_large";
+    e.message = "request body larger than " + std::to_string(config.max_body_bytes) + " bytes";
+    write_error(res, e);
+    return false;
   }
 
   bool authorised(const httplib::Request& req) const {
@@ -119,6 +181,8 @@ void HttpServer::Impl::routes() {
   const int threads = config.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http.set_payload_max_length(static_cast<size_t>(config.max_body_bytes));
+  // Line and headers plus a chunked body's framing fit in the slack.
+  http.set_request_byte_budget(2 * static_cast<size_t>(config.max_body_bytes) + (1u << 20));
   // Replaces httplib's default socket options (SO_REUSEADDR kept; no SO_REUSEPORT, so a second
   // server on the same port fails to bind instead of sharing it) and remembers the socket.
   http.set_socket_options([this](socket_t sock) {
@@ -131,6 +195,23 @@ void HttpServer::Impl::routes() {
   http.set_keep_alive_max_count(1000);
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    int status = 400;
+    if (const std::string problem = framing_problem(req, config.max_body_bytes, status); !problem.empty()) {
+      ApiError e;
+      e.status = status;
+      e.code = status == 413 ? "request_too_large" : "invalid_framing";
+      e.message = problem;
+      write_error_safely(res, e);
+      HttpCore::close_after(res);  // the body was not read: the connection cannot be reused
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A body where none is read (GET with Content-Length): what follows cannot be trusted.
+    const bool reads_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                            req.method == "DELETE";
+    if (!reads_body && (req.has_header("Transfer-Encoding") ||
+                        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))) {
+      HttpCore::close_after(res);
+    }
     add_cors(req, res);
     if (req.method == "OPTIONS") {
       res.status = 204;
@@ -149,23 +230,40 @@ void HttpServer::Impl::routes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // Bodies for errors httplib raises itself (unknown route, body too large, bad request line).
+  // Bodies for errors httplib raises itself (unknown route, body too large, bad request line or
+  // framing). Client bytes in the message are made valid UTF-8 (ApiError::to_json) and nothing
+  // here may throw: httplib calls this outside its exception handling.
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    ApiError e;
-    e.status = res.status;
-    if (res.status == 404) {
-      e.type = "not_found_error";
-      e.message = "no route for " + req.method + " " + req.path;
-    } else if (res.status == 413) {
-      e.code = "request_too_large";
-      e.message = "request body larger than " + std::to_string(config.max_body_bytes) + " bytes";
-    } else if (res.status == 405) {
-      e.message = "method " + req.method + " not allowed on " + req.path;
-    } else {
-      e.message = "bad request";
+    try {
+      ApiError e;
+      if (HttpCore::request_over_budget()) res.status = 413;
+      e.status = res.status;
+      if (res.status == 404) {
+        e.type = "not_found_error";
+        e.message = "no route for " + req.method + " " + req.path;
+      } else if (res.status == 413) {
+        e.code = "request_too_large";
+        e.message = "request larger than " + std::to_string(config.max_body_bytes) + " bytes";
+      } else if (res.status == 405) {
+        e.message = "method " + req.method + " not allowed on " + req.path;
+      } else if (res.status >= 500) {
+        e.type = "server_error";
+        e.message = "internal error";
+      } else {
+        e.message = "bad request (malformed request line, headers or body framing)";
+      }
+      if (res.status != 404 && res.status != 405) HttpCore::close_after(res);  // the stream may be out of step
+      res.set_content(e.body(), "application/json");
+    } catch (...) {
+      res.status = 500;
+      res.body = ApiError::kFallbackBody;
+      HttpCore::close_after(res);
     }
-    res.set_content(e.body(), "application/json");
+  });
+
+  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    HttpCore::tidy_connection_headers(res);
   });
 
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -180,9 +278,19 @@ void HttpServer::Impl::routes() {
       e.status = 500;
       e.type = "server_error";
       e.message = ex.what();
+    } catch (...) {
+      e.status = 500;
+      e.type = "server_error";
+      e.message = "unknown error";
     }
-    if (e.status >= 500) log::get("server")->error("{} {}: {}", req.method, req.path, e.message);
-    write_error(res, e);
+    if (e.status >= 500) {
+      try {
+        log::get("server")->error("{} {}: {}", to_valid_utf8(req.method), to_valid_utf8(req.path),
+                                  to_valid_utf8(e.message));
+      } catch (...) {
+      }
+    }
+    write_error_safely(res, e);
   });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -212,16 +320,16 @@ void HttpServer::Impl::routes() {
   });
 
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_chat(*m, config, metrics, req, res);
+    if (auto m = ready_or_503(res); m && body_fits(req, res)) handle_chat(*m, config, metrics, req, res);
   });
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_completion(*m, config, metrics, req, res);
+    if (auto m = ready_or_503(res); m && body_fits(req, res)) handle_completion(*m, config, metrics, req, res);
   });
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_tokenize(*m, req.body, res);
+    if (auto m = ready_or_503(res); m && body_fits(req, res)) handle_tokenize(*m, req.body, res);
   });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    if (auto m = ready_or_503(res)) handle_detokenize(*m, req.body, res);
+    if (auto m = ready_or_503(res); m && body_fits(req, res)) handle_detokenize(*m, req.body, res);
   });
 }
 

@@ -4,61 +4,18 @@
 // Environment (set by ctest): HYMOE_SERVER, HYMOE_MAKE_MODEL, HYMOE_TOKENIZER_DIR, HYMOE_JS_DIR.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { env, run, sleep, makeTinyModel, startServer as start, metric } from './harness.mjs';
 
-const run = promisify(execFile);
-const env = (k) => {
-  if (!process.env[k]) throw new Error(`${k} is not set`);
-  return process.env[k];
-};
-const SERVER = env('HYMOE_SERVER');
-const MAKE_MODEL = env('HYMOE_MAKE_MODEL');
-const TOKENIZER = env('HYMOE_TOKENIZER_DIR');
 const OpenAI = createRequire(join(env('HYMOE_JS_DIR'), 'x.js'))('openai').OpenAI;
 const KEY = 'sk-hymoe-test';
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let workdir, model, A, B;
 
-// Starts hymoe-server on a free port; resolves once /health says ready.
-async function startServer(args) {
-  const proc = spawn(SERVER, ['--model', model, '--port', '0', '--threads', '2', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no port in 60 s:\n' + log)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited ${code}:\n${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const r = await fetch(base + '/health').catch(() => null);
-    if (r && r.status === 200) break;
-    if (i === 599) throw new Error('not ready in 60 s:\n' + log);
-    await sleep(100);
-  }
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  return { proc, base, exited, log: () => log };
-}
-
-async function metric(base, name, labels = '') {
-  const text = await (await fetch(base + '/metrics')).text();
-  const line = text.split('\n').find((l) => l.startsWith(name + '{') && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : NaN;
-}
+const startServer = (args) => start(model, args);
 
 const post = (base, path, body, headers = {}) =>
   fetch(base + path, {
@@ -70,7 +27,7 @@ const post = (base, path, body, headers = {}) =>
 before(async () => {
   workdir = mkdtempSync(join(tmpdir(), 'hymoe-it-'));
   model = join(workdir, 'tiny');
-  await run(MAKE_MODEL, ['--preset', 'tiny', '--seed', '7', '--tokenizer', TOKENIZER, '--out', model, '--log-level', 'warn']);
+  await makeTinyModel(model);
   A = await startServer(['--api-key', KEY, '--served-model-name', 'tiny', '--max-running', '8']);
   B = await startServer(['--served-model-name', 'tiny', '--max-context', '64', '--max-body-bytes', '4096',
                          '--max-running', '1', '--max-waiting', '1']);
