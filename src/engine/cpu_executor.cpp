@@ -14,38 +14,11 @@
 #include "hymoe/kernels/moe_router.h"
 #include "hymoe/kernels/rmsnorm.h"
 #include "hymoe/kernels/silu_mul.h"
+#include "hymoe/engine/layer_prep.h"
 #include "hymoe/model/weight_store.h"
 
 namespace hymoe {
 namespace {
-
-void dense_row(const DenseMatrix& m, int64_t row, float* out) {
-  switch (m.dtype) {
-    case DType::kBF16: {
-      const auto* p = static_cast<const uint16_t*>(m.data) + row * m.cols;
-      for (int64_t j = 0; j < m.cols; ++j) out[j] = bf16_to_float(p[j]);
-      return;
-    }
-    case DType::kF16: {
-      const auto* p = static_cast<const uint16_t*>(m.data) + row * m.cols;
-      for (int64_t j = 0; j < m.cols; ++j) out[j] = f16_to_float(p[j]);
-      return;
-    }
-    case DType::kF32: {
-      const auto* p = static_cast<const float*>(m.data) + row * m.cols;
-      std::copy(p, p + m.cols, out);
-      return;
-    }
-    default:
-      HYMOE_THROW(kUnsupported, "dtype {} is not supported for a dense tensor", dtype_name(m.dtype));
-  }
-}
-
-std::vector<float> dense_vector(const DenseMatrix& m) {
-  std::vector<float> v(static_cast<size_t>(m.rows * m.cols));
-  for (int64_t r = 0; r < m.rows; ++r) dense_row(m, r, v.data() + r * m.cols);
-  return v;
-}
 
 // Grows a buffer to at least n elements (a no-op once sized: steps do not allocate).
 template <typename T>
@@ -56,25 +29,10 @@ T* room(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-struct CpuExecutor::Layer {
-  std::vector<float> input_norm, post_attn_norm, q_a_norm, kv_a_norm;
-  std::vector<uint16_t> w_uk;    // [heads][qk_nope][kv_lora] BF16
-  std::vector<uint16_t> w_uv_t;  // [heads][kv_lora][v_head] BF16 (W_UV transposed)
-  std::vector<float> router_bias;
-};
-
 struct CpuExecutor::Buffers {
-  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv, expert_out;
-  // Prefill MoE: the prompt tokens' (token, weight) slots sorted by expert, with offsets.
-  std::vector<int64_t> expert_off, expert_cur;
-  std::vector<std::pair<int64_t, float>> expert_slots;
-  std::vector<uint16_t> xb, qab, attnb, act, gather;
+  std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;
+  std::vector<uint16_t> xb, qab, attnb, act;
   std::vector<int32_t> rids;
-  // The step's tokens: their item, position and id; the rows that produce logits.
-  std::vector<const StepItem*> token_item;
-  std::vector<int64_t> token_pos, logit_rows, item_last_row;
-  std::vector<size_t> item_order;  // decode items first, then prompt chunks
-  std::vector<int32_t> token_id;
   // The step's sequences for the attention (runs of tokens, their page lists of the current
   // layer, flat) and each worker's attention scratch.
   std::vector<kernels::MlaSequence> sequences;
@@ -120,42 +78,11 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
   HYMOE_CHECK(lora % 64 == 0 && config_.qk_rope_head_dim % 32 == 0, kUnsupported,
               "cpu executor: MLA attention needs kv_lora_rank % 64 == 0 and qk_rope_head_dim % 32 == 0 (got {}, {})",
               lora, config_.qk_rope_head_dim);
-  layers_.resize(static_cast<size_t>(config_.num_hidden_layers));
-  for (size_t li = 0; li < layers_.size(); ++li) {
-    const LayerWeights& w = weights_.layers[li];
-    Layer& l = layers_[li];
-    l.input_norm = dense_vector(w.input_norm);
-    l.post_attn_norm = dense_vector(w.post_attn_norm);
-    l.q_a_norm = dense_vector(w.attn.q_a_norm);
-    l.kv_a_norm = dense_vector(w.attn.kv_a_norm);
-    // kv_b rows per head: qk_nope rows of W_UK, then v_head rows of W_UV, each kv_lora wide.
-    const Fp8Matrix& kvb = w.attn.kv_b;
-    l.w_uk.resize(static_cast<size_t>(heads * nope * lora));
-    l.w_uv_t.resize(static_cast<size_t>(heads * vd * lora));
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t r = 0; r < nope + vd; ++r) {
-        const int64_t row = h * (nope + vd) + r;
-        for (int64_t c = 0; c < lora; ++c) {
-          const uint16_t v = float_to_bf16(fp8_e4m3_to_float(kvb.data[row * kvb.cols + c]) * kvb.scale(row, c));
-          if (r < nope) {
-            l.w_uk[static_cast<size_t>((h * nope + r) * lora + c)] = v;
-          } else {
-            l.w_uv_t[static_cast<size_t>((h * lora + c) * vd + r - nope)] = v;
-          }
-        }
-      }
-    }
-    if (w.moe) l.router_bias = dense_vector(w.moe->router_bias);
-  }
-  final_norm_ = dense_vector(weights_.final_norm);
-  if (config_.n_routed_experts > 0 && config_.num_hidden_layers > config_.first_k_dense_replace) {
-    cpu::MoeShape shape;
-    shape.num_experts = config_.n_routed_experts;
-    shape.hidden = config_.hidden_size;
-    shape.intermediate = config_.moe_intermediate_size;
-    shape.max_top_k = static_cast<int>(config_.num_experts_per_tok);
-    moe_ = std::make_unique<cpu::MoeExecutor>(pool_, shape);
-  }
+  layers_.reserve(static_cast<size_t>(config_.num_hidden_layers));
+  for (const LayerWeights& w : weights_.layers) layers_.push_back(prepare_layer(w, config_));
+  final_norm_ = dense_to_float(weights_.final_norm);
+  if (config_.n_routed_experts > 0 && config_.num_hidden_layers > config_.first_k_dense_replace)
+    routed_ = std::make_unique<CpuRoutedExperts>(pool_, config_);
   {
     // Sized for a chunk of its heads up front (steps allocate nothing).
     const size_t rows = static_cast<size_t>((heads + pool_.size() - 1) / pool_.size() * kernels::kMlaTokenChunk);
@@ -186,11 +113,11 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
     b.qab.resize(T * static_cast<size_t>(config_.q_lora_rank));
     b.attnb.resize(T * static_cast<size_t>(heads * vd));
     b.act.resize(T * inter);
-    b.token_item.reserve(T);
     b.sequences.reserve(T);
-    b.token_pos.reserve(T);
-    b.token_id.reserve(T);
-    b.logit_rows.reserve(T);
+    plan_.token_item.reserve(T);
+    plan_.token_pos.reserve(T);
+    plan_.token_id.reserve(T);
+    plan_.logit_rows.reserve(T);
   }
   log::get("engine")->info("cpu executor: {} layers, {} threads, KV cache {} tokens in {} blocks",
                            config_.num_hidden_layers, pool_.size(), kv_.capacity_tokens(), kv_.total_blocks());
@@ -201,72 +128,28 @@ CpuExecutor::~CpuExecutor() = default;
 void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logits) {
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size;
-  // Flatten the step into tokens, each with its item and position.
-  // Flat per-token views of the step, in buffers reused across steps (no allocation per token).
-  std::vector<const StepItem*>& token_item = buf_->token_item;
-  std::vector<int64_t>& token_pos = buf_->token_pos;
-  std::vector<int32_t>& token_id = buf_->token_id;
-  token_item.clear();
-  token_pos.clear();
-  token_id.clear();
-  // Decode items first, then prompt chunks (each in step order): rows [0, decode_rows_) of every
-  // buffer are decode tokens, which take their own kernel path (see fp8_linear).
-  std::vector<size_t>& order = buf_->item_order;
-  order.clear();
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].decode) order.push_back(i);
-  decode_rows_ = static_cast<int64_t>(order.size());
-  for (size_t i = 0; i < items.size(); ++i)
-    if (!items[i].decode) order.push_back(i);
-  for (const size_t i : order) {
-    const StepItem& it = items[i];
-    HYMOE_CHECK(!it.decode || it.tokens.size() == 1, kInternal, "decode item with {} tokens", it.tokens.size());
-    HYMOE_CHECK(it.table && it.start == it.table->tokens, kInternal, "step item out of sync with its KV table");
-    HYMOE_CHECK(kv_.blocks_for(it.start + static_cast<int64_t>(it.tokens.size())) <=
-                    static_cast<int64_t>(it.table->blocks.size()),
-                kInternal, "step item without reserved KV blocks");
-    for (size_t k = 0; k < it.tokens.size(); ++k) {
-      HYMOE_CHECK(it.tokens[k] >= 0 && it.tokens[k] < c.vocab_size, kInvalidArgument, "token id {} out of range",
-                  it.tokens[k]);
-      token_item.push_back(&it);
-      token_pos.push_back(it.start + static_cast<int64_t>(k));
-      token_id.push_back(it.tokens[k]);
-    }
-  }
-  const int64_t T = static_cast<int64_t>(token_id.size());
+  StepPlan& plan = plan_;
+  plan.build(items, kv_, c.vocab_size);
+  decode_rows_ = plan.decode_rows;
+  const int64_t T = plan.tokens();
   if (T == 0) return;
   Buffers& b = *buf_;
   float* h = room(b.h, static_cast<size_t>(T * hidden));
-  for (int64_t t = 0; t < T; ++t) dense_row(weights_.embed, token_id[static_cast<size_t>(t)], h + t * hidden);
+  for (int64_t t = 0; t < T; ++t) dense_row_to_float(weights_.embed, plan.token_id[static_cast<size_t>(t)], h + t * hidden);
 
   using Clock = std::chrono::steady_clock;
-  auto seconds = [](Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); };
-  for (size_t li = 0; li < layers_.size(); ++li) {
-    const auto t0 = Clock::now();
-    attention(layers_[li], static_cast<int64_t>(li), token_item, token_pos, T);
-    const auto t1 = Clock::now();
-    ffn(layers_[li], static_cast<int64_t>(li), T);
-    const auto t2 = Clock::now();
-    profile_.attention_s += seconds(t0, t1);
-    (weights_.layers[li].dense ? profile_.dense_s : profile_.moe_s) += seconds(t1, t2);
-  }
+  LayerTimes times;
+  run_layers(weights_, *this, &times);
+  profile_.attention_s += times.attention_s;
+  profile_.dense_s += times.dense_s;
+  profile_.moe_s += times.moe_s;
   const auto t_head = Clock::now();
   ++profile_.steps;
   profile_.tokens += T;
-  for (const StepItem& it : items) it.table->tokens = it.start + static_cast<int64_t>(it.tokens.size());
+  StepPlan::advance(items);
 
   // Logits of the last token of each item that wants them, in item order.
-  std::vector<int64_t>& last_row = buf_->item_last_row;
-  last_row.assign(items.size(), 0);
-  int64_t t = 0;
-  for (const size_t i : order) {
-    t += static_cast<int64_t>(items[i].tokens.size());
-    last_row[i] = t - 1;
-  }
-  std::vector<int64_t>& rows = buf_->logit_rows;
-  rows.clear();
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].want_logits) rows.push_back(last_row[i]);
+  const std::vector<int64_t>& rows = plan.logit_rows;
   const int64_t R = static_cast<int64_t>(rows.size());
   HYMOE_CHECK(static_cast<int64_t>(logits.size()) == R * c.vocab_size, kInternal,
               "logits buffer holds {} values, {} rows of {} needed", logits.size(), R, c.vocab_size);
@@ -276,11 +159,14 @@ void CpuExecutor::forward(std::span<const StepItem> items, std::span<float> logi
                      static_cast<float>(c.rms_norm_eps), xf + r * hidden);
   }
   engine::dense_linear(pool_, weights_.lm_head, xf, R, logits.data());
-  profile_.lm_head_s += seconds(t_head, Clock::now());
+  profile_.lm_head_s += std::chrono::duration<double>(Clock::now() - t_head).count();
 }
 
-void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<const StepItem*>& token_item,
-                            const std::vector<int64_t>& token_pos, int64_t T) {
+void CpuExecutor::attention(int64_t li) {
+  const PreparedLayer& layer = layers_[static_cast<size_t>(li)];
+  const std::vector<const StepItem*>& token_item = plan_.token_item;
+  const std::vector<int64_t>& token_pos = plan_.token_pos;
+  const int64_t T = plan_.tokens();
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[static_cast<size_t>(li)];
   const int64_t hidden = c.hidden_size, heads = c.num_attention_heads, nope = c.qk_nope_head_dim,
@@ -348,8 +234,8 @@ void CpuExecutor::attention(const Layer& layer, int64_t li, const std::vector<co
     ap.sequences = seqs.data();
     ap.n_sequences = static_cast<int64_t>(seqs.size());
     ap.q = q;
-    ap.w_uk = layer.w_uk.data();
-    ap.w_uv_t = layer.w_uv_t.data();
+    ap.w_uk = layer.kv_b.w_uk.data();
+    ap.w_uv_t = layer.kv_b.w_uv_t.data();
     ap.page_tokens = kv_.shape().block_tokens;
     ap.scale = softmax_scale_;
     ap.out = attn;
@@ -381,10 +267,10 @@ void CpuExecutor::mlp(const MlpWeights& w, const uint16_t* x, int64_t T, int64_t
   for (int64_t i = 0; i < T * hidden; ++i) out[i] += tmp[i];
 }
 
-void CpuExecutor::ffn(const Layer& layer, int64_t li, int64_t T) {
+void CpuExecutor::ffn_input(int64_t li) {
   const ModelConfig& c = config_;
-  const LayerWeights& w = weights_.layers[static_cast<size_t>(li)];
-  const int64_t hidden = c.hidden_size;
+  const PreparedLayer& layer = layers_[static_cast<size_t>(li)];
+  const int64_t hidden = c.hidden_size, T = plan_.tokens();
   Buffers& b = *buf_;
   float* h = b.h.data();
   uint16_t* xb = room(b.xb, static_cast<size_t>(T * hidden));
@@ -394,24 +280,27 @@ void CpuExecutor::ffn(const Layer& layer, int64_t li, int64_t T) {
                      xf + t * hidden);
   }
   kernels::to_bf16(xf, T * hidden, xb);
-  float* proj = room(b.proj, static_cast<size_t>(T * hidden));
-  if (w.dense) {
-    mlp(*w.dense, xb, T, decode_rows_, proj, false);
-  } else {
-    moe(layer, T);
-  }
-  for (int64_t i = 0; i < T * hidden; ++i) h[i] += proj[i];
+  room(b.proj, static_cast<size_t>(T * hidden));
 }
 
-void CpuExecutor::moe(const Layer& layer, int64_t T) {
-  const ModelConfig& c = config_;
-  const int64_t li = &layer - layers_.data();
-  const MoeWeights& w = *weights_.layers[static_cast<size_t>(li)].moe;
-  const int64_t hidden = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
-  Buffers& b = *buf_;
-  const uint16_t* xb = b.xb.data();
-  float* proj = b.proj.data();
+void CpuExecutor::dense_mlp(int64_t li) {
+  mlp(*weights_.layers[static_cast<size_t>(li)].dense, buf_->xb.data(), plan_.tokens(), decode_rows_,
+      buf_->proj.data(), false);
+}
 
+void CpuExecutor::ffn_residual(int64_t /*li*/) {
+  const int64_t n = plan_.tokens() * config_.hidden_size;
+  float* h = buf_->h.data();
+  const float* proj = buf_->proj.data();
+  for (int64_t i = 0; i < n; ++i) h[i] += proj[i];
+}
+
+void CpuExecutor::router(int64_t li) {
+  const ModelConfig& c = config_;
+  const PreparedLayer& layer = layers_[static_cast<size_t>(li)];
+  const MoeWeights& w = *weights_.layers[static_cast<size_t>(li)].moe;
+  const int64_t E = c.n_routed_experts, K = c.num_experts_per_tok, T = plan_.tokens();
+  Buffers& b = *buf_;
   // Router: sigmoid scores + bias choice, group-limited top-k.
   float* router = room(b.router, static_cast<size_t>(T * E));
   engine::dense_linear(pool_, w.router, b.xf.data(), T, router);
@@ -426,62 +315,25 @@ void CpuExecutor::moe(const Layer& layer, int64_t T) {
   rp.routed_scaling_factor = static_cast<float>(c.routed_scaling_factor);
   rp.bias = layer.router_bias.data();
   for (int64_t t = 0; t < T; ++t) kernels::route_noaux_tc(rp, router + t * E, ids + t * K, weights + t * K);
+}
 
+void CpuExecutor::shared_expert(int64_t li) {
+  const MoeWeights& w = *weights_.layers[static_cast<size_t>(li)].moe;
+  const int64_t T = plan_.tokens();
+  float* proj = buf_->proj.data();
   // Shared expert writes proj; routed experts add onto it.
   if (w.shared) {
-    mlp(*w.shared, xb, T, decode_rows_, proj, false);
+    mlp(*w.shared, buf_->xb.data(), T, decode_rows_, proj, false);
   } else {
-    std::fill(proj, proj + T * hidden, 0.0f);
+    std::fill(proj, proj + T * config_.hidden_size, 0.0f);
   }
-  // Decode tokens through the NUMA MoE executor, up to kMaxMoeTokens at a time; prompt tokens
-  // (rows D..T) through per-expert GEMMs below. Each kind always takes its own path (batch
-  // invariance: see fp8_linear).
-  const int64_t D = decode_rows_;
-  for (int64_t t0 = 0; t0 < D; t0 += cpu::kMaxMoeTokens) {
-    cpu::MoeBatch mb;
-    mb.tokens = static_cast<int>(std::min<int64_t>(cpu::kMaxMoeTokens, D - t0));
-    mb.hidden = xb + t0 * hidden;
-    mb.top_k = static_cast<int>(K);
-    mb.ids = ids + t0 * K;
-    mb.weights = weights + t0 * K;
-    mb.out = proj + t0 * hidden;
-    mb.accumulate = true;
-    moe_->run(w.experts, mb);
-  }
-  if (D == T) return;
-  // Prefill: per expert, its tokens gathered into one GEMM batch (a counting sort by expert into
-  // the step buffers: tokens ascending within an expert, experts ascending for a token).
-  std::vector<int64_t>& off = b.expert_off;
-  off.assign(static_cast<size_t>(E + 1), 0);
-  for (int64_t i = D * K; i < T * K; ++i) ++off[static_cast<size_t>(ids[i]) + 1];
-  for (int64_t e = 0; e < E; ++e) off[static_cast<size_t>(e + 1)] += off[static_cast<size_t>(e)];
-  std::vector<int64_t>& cur = b.expert_cur;
-  cur.assign(off.begin(), off.end() - 1);
-  std::vector<std::pair<int64_t, float>>& slots = b.expert_slots;
-  slots.resize(static_cast<size_t>((T - D) * K));
-  for (int64_t t = D; t < T; ++t) {
-    for (int64_t k = 0; k < K; ++k)
-      slots[static_cast<size_t>(cur[static_cast<size_t>(ids[t * K + k])]++)] = {t, weights[t * K + k]};
-  }
-  for (int64_t e = 0; e < E; ++e) {
-    const std::span<const std::pair<int64_t, float>> toks(slots.data() + off[static_cast<size_t>(e)],
-                                                          static_cast<size_t>(off[static_cast<size_t>(e + 1)] - off[static_cast<size_t>(e)]));
-    if (toks.empty()) continue;
-    const int64_t n = static_cast<int64_t>(toks.size());
-    uint16_t* g = room(b.gather, static_cast<size_t>(n * hidden));
-    for (int64_t i = 0; i < n; ++i) {
-      std::copy(xb + toks[static_cast<size_t>(i)].first * hidden, xb + (toks[static_cast<size_t>(i)].first + 1) * hidden,
-                g + i * hidden);
-    }
-    float* expert_out = room(b.expert_out, static_cast<size_t>(n * hidden));
-    mlp(w.experts[static_cast<size_t>(e)], g, n, 0, expert_out, false);
-    for (int64_t i = 0; i < n; ++i) {
-      const auto [t, wt] = toks[static_cast<size_t>(i)];
-      float* dst = proj + t * hidden;
-      const float* src = expert_out + i * hidden;
-      for (int64_t j = 0; j < hidden; ++j) dst[j] += wt * src[j];
-    }
-  }
+}
+
+void CpuExecutor::routed_experts(int64_t li) {
+  const MoeWeights& w = *weights_.layers[static_cast<size_t>(li)].moe;
+  Buffers& b = *buf_;
+  routed_->run(w.experts, b.xb.data(), plan_.tokens(), decode_rows_, b.rids.data(), b.rweights.data(),
+               static_cast<int>(config_.num_experts_per_tok), b.proj.data());
 }
 
 }  // namespace hymoe

@@ -66,3 +66,32 @@ TEST(KvCache, RowsOfDifferentSequencesAndLayersNeverAlias) {
 
 }  // namespace
 }  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+TEST(KvCache, ExternalMemoryHoldsTheSameLayout) {
+  const KvCacheShape shape{.layers = 3, .kv_lora_rank = 8, .rope_dim = 4, .block_tokens = 2};
+  const size_t budget = 5 * shape.bytes_per_block() + 7;
+  ASSERT_EQ(KvCache::blocks_in(shape, budget), 5);
+  std::vector<uint16_t> memory(static_cast<size_t>(5) * shape.bytes_per_block() / sizeof(uint16_t));
+  KvCache own(shape, budget);
+  KvCache ext(shape, budget, memory.data());
+  EXPECT_FALSE(ext.owns_memory());
+  EXPECT_TRUE(own.owns_memory());
+  EXPECT_EQ(ext.base(), memory.data());
+  BlockTable a, b;
+  ASSERT_TRUE(own.reserve(a, 7));
+  ASSERT_TRUE(ext.reserve(b, 7));
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    for (int64_t pos = 0; pos < 7; ++pos) {
+      // Same offset from the base in both pools, inside the caller's memory.
+      EXPECT_EQ(own.row(a, layer, pos) - own.base(), ext.row(b, layer, pos) - ext.base());
+      EXPECT_GE(ext.row(b, layer, pos), memory.data());
+      EXPECT_LE(ext.row(b, layer, pos) + shape.width(), memory.data() + memory.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hymoe

@@ -9,10 +9,13 @@
 #include <memory>
 #include <vector>
 
-#include "hymoe/cpu/moe_executor.h"
 #include "hymoe/cpu/thread_pool.h"
 #include "hymoe/engine/fp8_special_index.h"
+#include "hymoe/engine/cpu_routed_experts.h"
 #include "hymoe/engine/executor.h"
+#include "hymoe/engine/layer_prep.h"
+#include "hymoe/engine/layer_sequence.h"
+#include "hymoe/engine/step_plan.h"
 #include "hymoe/kernels/rope.h"
 #include "hymoe/model/model_weights.h"
 
@@ -43,7 +46,7 @@ struct CpuExecutorOptions {
   bool amx_decode_gemv = false;
 };
 
-class CpuExecutor final : public Executor {
+class CpuExecutor final : public Executor, private LayerOps {
  public:
   // Binds the weights (throws hymoe::Error naming a bad tensor) and prepares per-layer data:
   // norms as FP32, kv_b split into W_UK / W_UV (BF16) for the absorbed attention.
@@ -71,12 +74,15 @@ class CpuExecutor final : public Executor {
   void reset_profile() { profile_ = {}; }
 
  private:
-  struct Layer;
   struct Buffers;
-  void attention(const Layer& layer, int64_t li, const std::vector<const StepItem*>& token_item,
-                 const std::vector<int64_t>& token_pos, int64_t tokens);
-  void ffn(const Layer& layer, int64_t li, int64_t tokens);
-  void moe(const Layer& layer, int64_t tokens);
+  // The stages of the layer sequence (layer_sequence.h), on the CPU kernels.
+  void attention(int64_t layer) override;
+  void ffn_input(int64_t layer) override;
+  void dense_mlp(int64_t layer) override;
+  void router(int64_t layer) override;
+  void shared_expert(int64_t layer) override;
+  void routed_experts(int64_t layer) override;
+  void ffn_residual(int64_t layer) override;
   // Rows [0, decode_rows) of x are decode tokens (see fp8_linear).
   void mlp(const MlpWeights& w, const uint16_t* x, int64_t tokens, int64_t decode_rows, float* out,
            bool accumulate);
@@ -88,9 +94,10 @@ class CpuExecutor final : public Executor {
   KvCache kv_;
   kernels::RopeTable rope_;
   float softmax_scale_ = 1.0f;
-  std::vector<Layer> layers_;
+  std::vector<PreparedLayer> layers_;
+  StepPlan plan_;
   std::vector<float> final_norm_;
-  std::unique_ptr<cpu::MoeExecutor> moe_;
+  std::unique_ptr<CpuRoutedExperts> routed_;
   std::unique_ptr<Buffers> buf_;
   bool amx_gemv_ = false;    // CpuExecutorOptions::amx_decode_gemv, where AMX is usable
   int64_t decode_rows_ = 0;  // this step's decode tokens: rows [0, decode_rows_) of every buffer

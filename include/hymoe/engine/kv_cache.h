@@ -5,7 +5,8 @@
 // construction; a sequence that does not fit is refused (reserve() returns false), never crashes.
 //
 // Layout: data[layer][block][token_in_block][width], width = kv_lora_rank + qk_rope_head_dim.
-// Host memory here; the GPU paths keep the same layout in device memory.
+// The pool lives in host memory (the CPU engine) or in memory the caller owns, e.g. device
+// memory for the GPU paths: the same layout, and row()/block_rows() give addresses in it.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +39,11 @@ class KvCache {
   // Throws hymoe::Error (kResourceExhausted) when the budget cannot hold a single block, or
   // (kInvalidArgument) for a malformed shape.
   KvCache(const KvCacheShape& shape, size_t byte_budget);
+  // The pool in `memory`, owned by the caller and at least blocks_in(shape, byte_budget) *
+  // shape.bytes_per_block() bytes, which must outlive the cache (device memory of a GPU path).
+  KvCache(const KvCacheShape& shape, size_t byte_budget, uint16_t* memory);
+  // Blocks a budget holds (0 when not one).
+  static int64_t blocks_in(const KvCacheShape& shape, size_t byte_budget);
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
@@ -46,6 +52,9 @@ class KvCache {
   int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
   int64_t capacity_tokens() const { return total_blocks_ * shape_.block_tokens; }
   double usage() const;  // used blocks / total blocks, 0..1
+  // Layer 0's first row; layer l starts capacity_tokens() * width() values further on.
+  uint16_t* base() const { return base_; }
+  bool owns_memory() const { return data_ != nullptr; }  // host memory of its own
 
   // Blocks needed to hold `tokens` tokens in total.
   int64_t blocks_for(int64_t tokens) const;
@@ -64,7 +73,8 @@ class KvCache {
  private:
   KvCacheShape shape_;
   int64_t total_blocks_ = 0;
-  std::unique_ptr<uint16_t[]> data_;
+  std::unique_ptr<uint16_t[]> data_;  // the pool, where the cache owns it
+  uint16_t* base_ = nullptr;
   std::vector<int32_t> free_;  // stack of free block ids
 };
 
