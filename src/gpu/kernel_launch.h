@@ -13,6 +13,7 @@
 #include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/layer_kernels.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/moe.h"
@@ -28,6 +29,15 @@ cudaError_t rmsnorm(const RmsNormParams& p, bool vec, int threads, cudaStream_t 
 cudaError_t silu_mul(const SiluMulParams& p, bool vec, cudaStream_t stream);
 cudaError_t embedding_gather(const EmbeddingParams& p, bool vec, int threads, cudaStream_t stream);
 cudaError_t rope_yarn(const RopeParams& p, cudaStream_t stream);
+// The layer path's small kernels (layer_kernels.h).
+cudaError_t embed_f32(const EmbedF32Params& p, cudaStream_t stream);
+cudaError_t rmsnorm_f32(const RmsNormF32Params& p, cudaStream_t stream);
+cudaError_t residual_add(const ResidualAddParams& p, cudaStream_t stream);
+cudaError_t dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
+cudaError_t latent_cache_write(const LatentWriteParams& p, cudaStream_t stream);
+cudaError_t mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
+cudaError_t mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
+cudaError_t mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream);

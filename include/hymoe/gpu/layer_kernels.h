@@ -1,0 +1,119 @@
+// The small kernels of the GPU layer path (hybrid decode, later SLP): the FP32 residual stream,
+// dense (BF16-weight) GEMVs with FP32 in and out (router, lm_head), latent cache writes, and the
+// absorbed MLA attention for any dimensions (the tuned mla_decode covers 512 + 64 only).
+// Each has a scalar reference in tests/gpu/layer_kernels_test.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "hymoe/gpu/dtypes.h"
+
+namespace hymoe::gpu {
+
+// out[t] = table[ids[t]] as FP32. ids must lie in [0, vocab) (checked on the host by the caller).
+struct EmbedF32Params {
+  const int32_t* ids = nullptr;  // [tokens]
+  const Bf16* table = nullptr;   // [vocab, dim]
+  float* out = nullptr;          // [tokens, dim]
+  int tokens = 0;
+  int dim = 0;
+};
+void embed_f32(const EmbedF32Params& p, cudaStream_t stream);
+
+// RMSNorm of FP32 rows with FP32 weights: out = x * rsqrt(mean(x^2) + eps) * w in FP32, rounded
+// to BF16 once (the CPU engine's order). Optionally also the FP32 result (out_f32).
+struct RmsNormF32Params {
+  const float* x = nullptr;       // [rows, cols]
+  const float* weight = nullptr;  // [cols]
+  Bf16* out = nullptr;            // [rows, cols]
+  float* out_f32 = nullptr;       // [rows, cols] or null
+  int rows = 0;
+  int cols = 0;
+  float eps = 1e-6f;
+};
+void rmsnorm_f32(const RmsNormF32Params& p, cudaStream_t stream);
+
+// h[i] += a[i] (BF16, optional) + b[i] (FP32, optional), FP32, for i < n.
+struct ResidualAddParams {
+  float* h = nullptr;
+  const Bf16* a = nullptr;
+  const float* b = nullptr;
+  int64_t n = 0;
+};
+void residual_add(const ResidualAddParams& p, cudaStream_t stream);
+
+// y[t][r] = sum_c w[r][c] * x[t][c] for t < tokens (up to kDenseGemvMaxTokens), FP32
+// accumulation in a fixed order (a row's result does not depend on the other tokens).
+inline constexpr int kDenseGemvMaxTokens = 8;
+struct DenseGemvParams {
+  const Bf16* w = nullptr;  // [n, k]
+  const float* x = nullptr; // [tokens, k]
+  float* y = nullptr;       // [tokens, ldy]
+  int tokens = 0;
+  int n = 0;
+  int k = 0;
+  int64_t ldy = 0;          // >= n
+};
+void dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
+
+// Copies row t of src (width values) to the cache row slots[t] of one layer's pool:
+// cache + slots[t] * width (slot = block * block_tokens + position % block_tokens).
+struct LatentWriteParams {
+  const Bf16* src = nullptr;      // [tokens, src_stride]
+  const int32_t* slots = nullptr; // [tokens]
+  Bf16* cache = nullptr;          // one layer: [blocks * block_tokens, width]
+  int tokens = 0;
+  int width = 0;
+  int64_t src_stride = 0;
+};
+void latent_cache_write(const LatentWriteParams& p, cudaStream_t stream);
+
+// q absorption: out[t][h] = [ W_UK[h]^T q[t][h][0, nope) | q[t][h][nope, nope + rope) ], the
+// latent query the attention reads (lora + rope wide), FP32 accumulation.
+struct MlaAbsorbParams {
+  const Bf16* q = nullptr;     // [tokens, heads, nope + rope]
+  const Bf16* w_uk = nullptr;  // [heads, nope, lora]
+  Bf16* out = nullptr;         // [tokens, heads, lora + rope]
+  int tokens = 0;
+  int heads = 0;
+  int nope = 0;
+  int rope = 0;
+  int lora = 0;
+};
+void mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
+
+// The attention output through W_UV: out[t][h][v] = sum_c o_lat[t][h][c] * W_UV[h][v][c].
+struct MlaUnabsorbParams {
+  const Bf16* o_lat = nullptr;   // [tokens, heads, lora]
+  const Bf16* w_uv_t = nullptr;  // [heads, lora, v_dim] (W_UV transposed)
+  Bf16* out = nullptr;           // [tokens, heads * v_dim]
+  int tokens = 0;
+  int heads = 0;
+  int lora = 0;
+  int v_dim = 0;
+};
+void mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
+
+// Absorbed MLA attention of each query token over its sequence's latent cache, for any lora,
+// rope and heads: token t attends positions [0, seq_lens[t]) of the blocks in its row of
+// block_table, score = q[t][h] . row * scale, online softmax in FP32, o_lat = sum p * c_kv.
+// One block per (token, head); a token's result depends only on its own inputs.
+struct MlaAttentionParams {
+  const Bf16* q = nullptr;              // [tokens, heads, lora + rope]
+  const Bf16* cache = nullptr;          // one layer: [blocks, block_tokens, lora + rope]
+  const int32_t* block_table = nullptr; // [tokens, max_blocks]
+  const int32_t* seq_lens = nullptr;    // [tokens], each >= 1
+  Bf16* out = nullptr;                  // [tokens, heads, lora]
+  int tokens = 0;
+  int heads = 0;
+  int lora = 0;
+  int rope = 0;
+  int block_tokens = 0;
+  int max_blocks = 0;
+  float scale = 1.0f;
+};
+void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
+
+}  // namespace hymoe::gpu

@@ -1,0 +1,178 @@
+// Device code of the GPU layer path's small kernels (hymoe/gpu/layer_kernels.h): plain,
+// deterministic loops; the tuned kernels (fp8_gemv, mla_decode) carry the heavy work where the
+// shapes allow.
+#pragma once
+
+#include <cfloat>
+
+#include "common.cuh"
+#include "hymoe/gpu/layer_kernels.h"
+
+namespace hymoe::gpu::kernels {
+
+__global__ void embed_f32_kernel(EmbedF32Params p) {
+  const int t = blockIdx.x;
+  const auto* row = reinterpret_cast<const uint16_t*>(p.table) + int64_t{p.ids[t]} * p.dim;
+  float* out = p.out + int64_t{t} * p.dim;
+  for (int c = threadIdx.x; c < p.dim; c += blockDim.x) out[c] = bf16_bits_to_float(row[c]);
+}
+
+__global__ void rmsnorm_f32_kernel(RmsNormF32Params p) {
+  __shared__ float scratch[32];
+  const int64_t base = int64_t{blockIdx.x} * p.cols;
+  const float* x = p.x + base;
+  float sumsq = 0.0f;
+  for (int c = threadIdx.x; c < p.cols; c += blockDim.x) sumsq += x[c] * x[c];
+  const float inv = 1.0f / sqrtf(block_sum(sumsq, scratch) / static_cast<float>(p.cols) + p.eps);
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + base;
+  for (int c = threadIdx.x; c < p.cols; c += blockDim.x) {
+    const float v = x[c] * inv * p.weight[c];
+    out[c] = float_to_bf16_bits(v);
+    if (p.out_f32) p.out_f32[base + c] = v;
+  }
+}
+
+__global__ void residual_add_kernel(ResidualAddParams p) {
+  const auto* a = reinterpret_cast<const uint16_t*>(p.a);
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.n; i += int64_t{gridDim.x} * blockDim.x) {
+    float v = p.h[i];
+    if (a) v += bf16_bits_to_float(a[i]);
+    if (p.b) v += p.b[i];
+    p.h[i] = v;
+  }
+}
+
+// One warp per output row; each lane takes 8 columns at a time (k % 8 == 0, 16-byte rows).
+__global__ void dense_gemv_f32_kernel(DenseGemvParams p) {
+  const int warps = blockDim.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int r = blockIdx.x * warps + threadIdx.x / kWarpSize;
+  if (r >= p.n) return;
+  const auto* w = reinterpret_cast<const uint16_t*>(p.w) + int64_t{r} * p.k;
+  float acc[kDenseGemvMaxTokens] = {};
+  for (int c = lane * 8; c < p.k; c += kWarpSize * 8) {
+    const Bf16x8 v = *reinterpret_cast<const Bf16x8*>(w + c);
+    float wf[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) wf[i] = bf16_bits_to_float(v.v[i]);
+#pragma unroll
+    for (int t = 0; t < kDenseGemvMaxTokens; ++t) {
+      if (t >= p.tokens) break;
+      const float4* x = reinterpret_cast<const float4*>(p.x + int64_t{t} * p.k + c);
+      const float4 x0 = x[0], x1 = x[1];
+      acc[t] += wf[0] * x0.x + wf[1] * x0.y + wf[2] * x0.z + wf[3] * x0.w + wf[4] * x1.x + wf[5] * x1.y +
+                wf[6] * x1.z + wf[7] * x1.w;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kDenseGemvMaxTokens; ++t) {
+    if (t >= p.tokens) break;
+    const float s = warp_sum(acc[t]);
+    if (lane == 0) p.y[int64_t{t} * p.ldy + r] = s;
+  }
+}
+
+__global__ void latent_cache_write_kernel(LatentWriteParams p) {
+  const int t = blockIdx.x;
+  const auto* src = reinterpret_cast<const uint16_t*>(p.src) + int64_t{t} * p.src_stride;
+  auto* dst = reinterpret_cast<uint16_t*>(p.cache) + int64_t{p.slots[t]} * p.width;
+  for (int c = threadIdx.x; c < p.width; c += blockDim.x) dst[c] = src[c];
+}
+
+// Grid (heads, tokens); q_nope of the (token, head) in shared memory (nope floats).
+__global__ void mla_absorb_q_kernel(MlaAbsorbParams p) {
+  extern __shared__ float qs[];
+  const int h = blockIdx.x, t = blockIdx.y;
+  const int qk = p.nope + p.rope, width = p.lora + p.rope;
+  const auto* q = reinterpret_cast<const uint16_t*>(p.q) + (int64_t{t} * p.heads + h) * qk;
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * width;
+  for (int r = threadIdx.x; r < p.nope; r += blockDim.x) qs[r] = bf16_bits_to_float(q[r]);
+  for (int r = threadIdx.x; r < p.rope; r += blockDim.x) out[p.lora + r] = q[p.nope + r];
+  __syncthreads();
+  const auto* w = reinterpret_cast<const uint16_t*>(p.w_uk) + int64_t{h} * p.nope * p.lora;
+  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int r = 0; r < p.nope; ++r) acc += qs[r] * bf16_bits_to_float(w[int64_t{r} * p.lora + c]);
+    out[c] = float_to_bf16_bits(acc);
+  }
+}
+
+// Grid (heads, tokens); o_lat of the (token, head) in shared memory (lora floats).
+__global__ void mla_unabsorb_kernel(MlaUnabsorbParams p) {
+  extern __shared__ float os[];
+  const int h = blockIdx.x, t = blockIdx.y;
+  const auto* o = reinterpret_cast<const uint16_t*>(p.o_lat) + (int64_t{t} * p.heads + h) * p.lora;
+  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = bf16_bits_to_float(o[c]);
+  __syncthreads();
+  const auto* w = reinterpret_cast<const uint16_t*>(p.w_uv_t) + int64_t{h} * p.lora * p.v_dim;
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * p.v_dim;
+  for (int v = threadIdx.x; v < p.v_dim; v += blockDim.x) {
+    float acc = 0.0f;
+    for (int c = 0; c < p.lora; ++c) acc += os[c] * bf16_bits_to_float(w[int64_t{c} * p.v_dim + v]);
+    out[v] = float_to_bf16_bits(acc);
+  }
+}
+
+inline constexpr int kMlaAnyThreads = 128;  // threads per block = keys per tile
+inline constexpr int kMlaAnyMaxCols = 8;    // lora <= kMlaAnyThreads * kMlaAnyMaxCols
+
+// Grid (heads, tokens). Shared: the query (width floats) and one tile's probabilities.
+__global__ void __launch_bounds__(kMlaAnyThreads) mla_attention_any_kernel(MlaAttentionParams p) {
+  extern __shared__ float smem[];
+  __shared__ float scratch[32];
+  __shared__ float probs[kMlaAnyThreads];
+  float* qs = smem;
+  const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
+  const int width = p.lora + p.rope;
+  const auto* q = reinterpret_cast<const uint16_t*>(p.q) + (int64_t{t} * p.heads + h) * width;
+  for (int c = tid; c < width; c += kMlaAnyThreads) qs[c] = bf16_bits_to_float(q[c]);
+  __syncthreads();
+  const auto* cache = reinterpret_cast<const uint16_t*>(p.cache);
+  const int32_t* table = p.block_table + int64_t{t} * p.max_blocks;
+  auto row_of = [&](int pos) {
+    return cache + (int64_t{table[pos / p.block_tokens]} * p.block_tokens + pos % p.block_tokens) * width;
+  };
+  const int len = p.seq_lens[t];
+  float m = -FLT_MAX, l = 0.0f;
+  float acc[kMlaAnyMaxCols] = {};
+  for (int s = 0; s < len; s += kMlaAnyThreads) {
+    const int pos = s + tid;
+    float score = -FLT_MAX;
+    if (pos < len) {
+      const uint16_t* row = row_of(pos);
+      float dot = 0.0f;
+      for (int c = 0; c < width; ++c) dot += qs[c] * bf16_bits_to_float(row[c]);
+      score = dot * p.scale;
+    }
+    const float tile_max = block_max(score, scratch);
+    const float new_m = fmaxf(m, tile_max);
+    const float corr = __expf(m - new_m);
+    const float pr = pos < len ? __expf(score - new_m) : 0.0f;
+    probs[tid] = pr;
+    const float tile_sum = block_sum(pr, scratch);  // synchronises: probs visible after
+    l = l * corr + tile_sum;
+    const int n = min(kMlaAnyThreads, len - s);
+#pragma unroll
+    for (int j = 0; j < kMlaAnyMaxCols; ++j) acc[j] *= corr;
+    for (int i = 0; i < n; ++i) {
+      const uint16_t* row = row_of(s + i);
+      const float pi = probs[i];
+#pragma unroll
+      for (int j = 0; j < kMlaAnyMaxCols; ++j) {
+        const int c = tid + j * kMlaAnyThreads;
+        if (c < p.lora) acc[j] += pi * bf16_bits_to_float(row[c]);
+      }
+    }
+    m = new_m;
+    __syncthreads();  // probs reused by the next tile
+  }
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * p.lora;
+  const float inv = 1.0f / l;
+#pragma unroll
+  for (int j = 0; j < kMlaAnyMaxCols; ++j) {
+    const int c = tid + j * kMlaAnyThreads;
+    if (c < p.lora) out[c] = float_to_bf16_bits(acc[j] * inv);
+  }
+}
+
+}  // namespace hymoe::gpu::kernels

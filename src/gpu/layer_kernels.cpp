@@ -1,0 +1,84 @@
+// Entry points of the layer path's small kernels: shape checks, then the typed launchers.
+#include "hymoe/gpu/layer_kernels.h"
+
+#include "hymoe/gpu/cuda_check.h"
+#include "kernel_launch.h"
+
+namespace hymoe::gpu {
+namespace {
+
+constexpr int kMaxGridY = 65535;
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace
+
+void embed_f32(const EmbedF32Params& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.dim >= 1, kInvalidArgument, "embed_f32: bad shape tokens={} dim={}", p.tokens, p.dim);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.ids && p.table && p.out, kInvalidArgument, "embed_f32: null pointer");
+  HYMOE_CUDA_CHECK(launch::embed_f32(p, stream));
+}
+
+void rmsnorm_f32(const RmsNormF32Params& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.rows >= 0 && p.cols >= 1, kInvalidArgument, "rmsnorm_f32: bad shape rows={} cols={}", p.rows, p.cols);
+  if (p.rows == 0) return;
+  HYMOE_CHECK(p.x && p.weight && p.out, kInvalidArgument, "rmsnorm_f32: null pointer");
+  HYMOE_CUDA_CHECK(launch::rmsnorm_f32(p, stream));
+}
+
+void residual_add(const ResidualAddParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.n >= 0, kInvalidArgument, "residual_add: n={}", p.n);
+  if (p.n == 0 || (!p.a && !p.b)) return;
+  HYMOE_CHECK(p.h, kInvalidArgument, "residual_add: null pointer");
+  HYMOE_CUDA_CHECK(launch::residual_add(p, stream));
+}
+
+void dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 1 && p.tokens <= kDenseGemvMaxTokens && p.n >= 1 && p.k >= 8 && p.k % 8 == 0 &&
+                  p.ldy >= p.n,
+              kInvalidArgument, "dense_gemv_f32: bad shape tokens={} n={} k={} ldy={} (tokens 1..{}, k % 8 == 0)",
+              p.tokens, p.n, p.k, p.ldy, kDenseGemvMaxTokens);
+  HYMOE_CHECK(p.w && p.x && p.y, kInvalidArgument, "dense_gemv_f32: null pointer");
+  HYMOE_CHECK(aligned16(p.w) && aligned16(p.x), kInvalidArgument, "dense_gemv_f32: w and x must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::dense_gemv_f32(p, stream));
+}
+
+void latent_cache_write(const LatentWriteParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.width >= 1 && p.src_stride >= p.width, kInvalidArgument,
+              "latent_cache_write: bad shape tokens={} width={} stride={}", p.tokens, p.width, p.src_stride);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.src && p.slots && p.cache, kInvalidArgument, "latent_cache_write: null pointer");
+  HYMOE_CUDA_CHECK(launch::latent_cache_write(p, stream));
+}
+
+void mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= kMaxGridY && p.heads >= 1 && p.nope >= 1 && p.rope >= 0 && p.lora >= 1,
+              kInvalidArgument, "mla_absorb_q: bad shape tokens={} heads={} nope={} rope={} lora={}", p.tokens,
+              p.heads, p.nope, p.rope, p.lora);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.q && p.w_uk && p.out, kInvalidArgument, "mla_absorb_q: null pointer");
+  HYMOE_CUDA_CHECK(launch::mla_absorb_q(p, stream));
+}
+
+void mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= kMaxGridY && p.heads >= 1 && p.lora >= 1 && p.v_dim >= 1,
+              kInvalidArgument, "mla_unabsorb: bad shape tokens={} heads={} lora={} v_dim={}", p.tokens, p.heads,
+              p.lora, p.v_dim);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.o_lat && p.w_uv_t && p.out, kInvalidArgument, "mla_unabsorb: null pointer");
+  HYMOE_CUDA_CHECK(launch::mla_unabsorb(p, stream));
+}
+
+void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= kMaxGridY && p.heads >= 1 && p.lora >= 1 && p.rope >= 0 &&
+                  p.lora <= 128 * 8 && p.block_tokens >= 1 && p.max_blocks >= 1,
+              kInvalidArgument,
+              "mla_attention_any: bad shape tokens={} heads={} lora={} (<= 1024) rope={} block_tokens={} max_blocks={}",
+              p.tokens, p.heads, p.lora, p.rope, p.block_tokens, p.max_blocks);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.q && p.cache && p.block_table && p.seq_lens && p.out, kInvalidArgument,
+              "mla_attention_any: null pointer");
+  HYMOE_CUDA_CHECK(launch::mla_attention_any(p, stream));
+}
+
+}  // namespace hymoe::gpu
