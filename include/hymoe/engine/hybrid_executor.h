@@ -1,0 +1,89 @@
+// HybridExecutor: the model on a GPU with the routed experts on the CPU. Per layer on the GPU:
+// input norm, MLA attention over a paged latent KV cache in device memory, o_proj and residual,
+// post-attention norm, router top-k, the shared expert and the dense MLP of dense layers; on the
+// CPU: the routed experts (CpuRoutedExperts: the NUMA MoE executor for decode tokens, per-expert
+// GEMMs for prompt tokens), their sum added back on the GPU. Embedding, final norm and lm_head on
+// the GPU. The layer sequence is the one every executor runs (layer_sequence.h); with two or more
+// decoding sequences the step runs as two micro-batches whose GPU and CPU parts overlap.
+//
+// Placement: everything but the routed experts is resident on the device, plus the KV pool, under
+// a memory budget (HybridExecutorOptions::gpu_memory_limit, which emulates a smaller card); a
+// budget that cannot hold them is refused at construction with the bytes needed.
+//
+// Built only with CUDA (HYMOE_HAVE_CUDA); the header itself needs no CUDA headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/engine/executor.h"
+
+namespace hymoe {
+
+class WeightStore;
+
+struct HybridExecutorOptions {
+  int device = 0;
+  std::optional<size_t> gpu_memory_limit;  // bytes hymoe may allocate on the device; none: all
+  size_t kv_cache_bytes = 1ull << 30;      // device memory of the latent KV pool
+  int64_t kv_block_tokens = 64;
+  int64_t max_step_tokens = 1024;          // step buffers sized for this many tokens (grow beyond)
+  // The CPU experts' GEMVs decode FP8 by shifts (Fp8SpecialIndex; see CpuExecutorOptions).
+  bool shift_decode = true;
+  // With two or more tokens decoding, split the step into two micro-batches on their own CUDA
+  // streams, interleaved so that one's GPU part runs while the CPU computes the other's routed
+  // experts (run_layers_interleaved). Results do not change (each row's arithmetic is the same).
+  bool dual_microbatch = true;
+};
+
+// Where the model's bytes went, for the start-up log, /v1/models and /metrics.
+struct HybridPlacement {
+  std::string device_name;
+  size_t budget_bytes = 0;       // the memory budget on the device
+  size_t resident_bytes = 0;     // weights on the device (everything but the routed experts)
+  size_t kv_bytes = 0;           // the latent KV pool
+  size_t step_bytes = 0;         // activations and step buffers
+  size_t cpu_expert_bytes = 0;   // routed experts left in host memory (computed by the CPU)
+  int64_t kv_tokens = 0;
+  int64_t gpu_expert_layers = 0; // MoE layers whose routed experts the GPU holds
+  std::string describe() const;  // one line for the log
+};
+
+class HybridExecutor final : public Executor {
+ public:
+  // Binds and uploads the weights. Throws hymoe::Error: kUnavailable without a CUDA device,
+  // kResourceExhausted when the budget cannot hold the resident set and the KV pool (the message
+  // says how much is needed), kUnsupported for shapes the GPU path cannot run.
+  HybridExecutor(const WeightStore& store, cpu::ThreadPool& pool, const HybridExecutorOptions& options);
+  ~HybridExecutor() override;
+
+  const ModelConfig& config() const override;
+  KvCache& kv_cache() override;
+  void forward(std::span<const StepItem> items, std::span<float> logits) override;
+  const char* name() const override { return "hybrid"; }
+  const HybridPlacement& placement() const;
+
+  // Wall time since construction or the last reset (benchmarks, hymoe-cli --profile).
+  struct Profile {
+    double step_s = 0;      // forward() in all
+    double gpu_wait_s = 0;  // the CPU waiting for each MoE layer's GPU part (attention, router, ...)
+    double cpu_moe_s = 0;   // the routed experts on the CPU
+    double handoff_s = 0;   // enqueueing the copies of hidden state and results, both ways
+    double head_s = 0;      // final norm, lm_head and the logits copy
+    int64_t steps = 0;
+    int64_t tokens = 0;
+    int64_t moe_layer_runs = 0;
+  };
+  Profile profile() const;
+  void reset_profile();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hymoe

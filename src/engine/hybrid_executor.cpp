@@ -1,0 +1,685 @@
+#include "hymoe/engine/hybrid_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "hymoe/common/error.h"
+#include "hymoe/common/log.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/engine/cpu_routed_experts.h"
+#include "hymoe/engine/fp8_special_index.h"
+#include "hymoe/engine/kv_cache.h"
+#include "hymoe/engine/layer_prep.h"
+#include "hymoe/engine/layer_sequence.h"
+#include "hymoe/engine/step_plan.h"
+#include "hymoe/gpu/activation.h"
+#include "hymoe/gpu/buffer.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/device.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/layer_kernels.h"
+#include "hymoe/gpu/norm.h"
+#include "hymoe/gpu/rope.h"
+#include "hymoe/gpu/router.h"
+#include "hymoe/gpu/stream.h"
+#include "hymoe/kernels/isa.h"
+#include "hymoe/model/weight_store.h"
+
+namespace hymoe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double gb(size_t bytes) { return static_cast<double>(bytes) / 1e9; }
+
+size_t fp8_bytes(const Fp8Matrix& m) {
+  return m.bytes() + static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
+}
+size_t mlp_bytes(const MlpWeights& w) { return fp8_bytes(w.gate) + fp8_bytes(w.up) + fp8_bytes(w.down); }
+
+// An FP8 matrix on the device, in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
+struct DevFp8 {
+  gpu::DeviceBuffer data, scales;
+  int n = 0, k = 0;
+  int64_t scale_ld = 0;
+};
+
+struct DevMlp {
+  DevFp8 gate, up, down;
+};
+
+struct DevLayer {
+  gpu::DeviceBuffer input_norm, post_norm;  // FP32 [hidden]
+  gpu::DeviceBuffer q_a_norm, kv_a_norm;    // BF16
+  DevFp8 q_a, q_b, kv_a, o;
+  gpu::DeviceBuffer w_uk, w_uv_t;           // BF16 (layer_prep.h)
+  std::optional<DevMlp> dense, shared;
+  gpu::DeviceBuffer router_w;               // BF16 [experts, hidden]
+  gpu::DeviceBuffer router_bias;            // FP32 [experts]
+};
+
+}  // namespace
+
+std::string HybridPlacement::describe() const {
+  return fmt::format(
+      "hybrid placement on {}: budget {:.2f} GB; resident weights {:.2f} GB, KV pool {:.2f} GB ({} tokens), "
+      "step buffers {:.2f} GB; routed experts of {} MoE layers on the GPU, {:.2f} GB on the CPU",
+      device_name, gb(budget_bytes), gb(resident_bytes), gb(kv_bytes), kv_tokens, gb(step_bytes), gpu_expert_layers,
+      gb(cpu_expert_bytes));
+}
+
+struct HybridExecutor::Impl {
+  struct Lane;
+  ModelConfig config;
+  ModelWeights weights;
+  Fp8SpecialIndex specials;
+  cpu::ThreadPool& pool;
+  gpu::MemoryBudget budget;
+  gpu::Stream stream;  // plan upload, embedding, head; the lanes' streams join it
+  gpu::Event embedded{false};
+  HybridPlacement placement;
+  gpu::Fp8GemvImpl gemv_impl = gpu::Fp8GemvImpl::kCudaCores;
+  gpu::YarnTable yarn;
+  float softmax_scale = 1.0f;
+  bool dual_microbatch = true;
+
+  // Device weights.
+  std::vector<DevLayer> layers;
+  gpu::DeviceBuffer embed, lm_head, final_norm;
+  // The latent KV pool: device memory, host-side block accounting.
+  gpu::DeviceBuffer kv_memory;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<CpuRoutedExperts> routed;
+
+  // The step: its plan, on the device as int32 arrays of every row; the FP32 residual stream
+  // [T, hidden]; the head's rows and logits. Each lane works on a range of rows.
+  StepPlan plan;
+  int64_t cap_tokens = 0, cap_blocks = 0;
+  gpu::DeviceBuffer d_ids, d_pos, d_slots, d_lens, d_tables, d_h, d_head_x, d_logits;
+  gpu::PinnedBuffer h_plan, h_logits;
+  int64_t step_tokens = 0, step_blocks = 0;
+  std::unique_ptr<Lane> lanes[2];
+  Profile profile;
+
+  Impl(const WeightStore& store, cpu::ThreadPool& p, const HybridExecutorOptions& o);
+
+  // ---- upload helpers ----
+  gpu::DeviceBuffer upload(const void* src, size_t bytes) {
+    gpu::DeviceBuffer b(bytes, &budget);
+    b.copy_from_host(src, bytes, stream);
+    return b;
+  }
+  gpu::DeviceBuffer upload_f32(const std::vector<float>& v) {
+    gpu::DeviceBuffer d = upload(v.data(), v.size() * sizeof(float));
+    stream.synchronize();  // v may go out of scope
+    return d;
+  }
+  gpu::DeviceBuffer upload_bf16(const std::vector<uint16_t>& v) {
+    gpu::DeviceBuffer d = upload(v.data(), v.size() * 2);
+    stream.synchronize();
+    return d;
+  }
+  gpu::DeviceBuffer upload_bf16(const std::vector<float>& v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = float_to_bf16(v[i]);
+    return upload_bf16(b);
+  }
+  // A dense tensor as BF16 on the device (converted where the checkpoint holds F16 / F32).
+  gpu::DeviceBuffer upload_dense_bf16(const DenseMatrix& m) {
+    const size_t n = static_cast<size_t>(m.rows * m.cols);
+    if (m.dtype == DType::kBF16) return upload(m.data, n * 2);
+    std::vector<float> row(static_cast<size_t>(m.cols));
+    std::vector<uint16_t> all(n);
+    for (int64_t r = 0; r < m.rows; ++r) {
+      dense_row_to_float(m, r, row.data());
+      for (int64_t c = 0; c < m.cols; ++c) all[static_cast<size_t>(r * m.cols + c)] = float_to_bf16(row[static_cast<size_t>(c)]);
+    }
+    return upload_bf16(all);
+  }
+  DevFp8 upload_fp8(const Fp8Matrix& m, const char* what) {
+    HYMOE_CHECK(m.cols >= 16 && m.cols % 16 == 0, kUnsupported,
+                "hybrid executor: {} has {} input columns; the GPU GEMV needs a multiple of 16", what, m.cols);
+    DevFp8 d;
+    d.n = static_cast<int>(m.rows);
+    d.k = static_cast<int>(m.cols);
+    d.scale_ld = m.scale_cols();
+    d.data = upload(m.data, m.bytes());
+    d.scales = upload(m.scale_inv, static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float));
+    return d;
+  }
+  DevMlp upload_mlp(const MlpWeights& w, const char* what) {
+    return DevMlp{upload_fp8(w.gate, what), upload_fp8(w.up, what), upload_fp8(w.down, what)};
+  }
+
+  // Bytes of everything resident (what the constructor uploads), for the placement and refusals.
+  size_t resident_bytes() const {
+    const ModelConfig& c = config;
+    size_t total = 2 * static_cast<size_t>(c.vocab_size * c.hidden_size) * 2 + static_cast<size_t>(c.hidden_size) * 4;
+    for (const LayerWeights& w : weights.layers) {
+      total += static_cast<size_t>(2 * c.hidden_size) * 4 + static_cast<size_t>(c.q_lora_rank + c.kv_lora_rank) * 2;
+      total += fp8_bytes(w.attn.q_a) + fp8_bytes(w.attn.q_b) + fp8_bytes(w.attn.kv_a_with_mqa) + fp8_bytes(w.attn.o);
+      total += static_cast<size_t>(c.num_attention_heads * c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim)) * 2;
+      if (w.dense) total += mlp_bytes(*w.dense);
+      if (w.moe) {
+        if (w.moe->shared) total += mlp_bytes(*w.moe->shared);
+        total += static_cast<size_t>(c.n_routed_experts) * (static_cast<size_t>(c.hidden_size) * 2 + 4);
+      }
+    }
+    return total;
+  }
+
+  // Grows the plan arrays and the residual stream to T rows and `blocks` blocks a row; on
+  // failure (past the budget) keeps the old ones and throws.
+  void ensure_plan_capacity(int64_t T, int64_t blocks);
+  void allocate_plan(int64_t T, int64_t blocks);
+
+  gpu::Bf16* cache_layer(int64_t li) const {
+    return reinterpret_cast<gpu::Bf16*>(kv->base()) + li * kv->capacity_tokens() * kv->shape().width();
+  }
+  // y[t] = W x[t] for t < T: FP8 GEMVs of up to 8 rows, one implementation for every row count
+  // (a row's result does not depend on the rows beside it).
+  void linear(const DevFp8& w, const gpu::Bf16* x, int64_t ldx, int64_t T, gpu::Bf16* y, int64_t ldy,
+              cudaStream_t s) const {
+    for (int64_t t0 = 0; t0 < T; t0 += gpu::kGemvMaxTokens) {
+      gpu::Fp8GemvParams p;
+      p.w = w.data.as<gpu::Fp8E4M3>();
+      p.w_scales = w.scales.as<float>();
+      p.x = x + t0 * ldx;
+      p.y = y + t0 * ldy;
+      p.tokens = static_cast<int>(std::min<int64_t>(gpu::kGemvMaxTokens, T - t0));
+      p.n = w.n;
+      p.k = w.k;
+      p.ldw = w.k;
+      p.scale_ld = w.scale_ld;
+      p.ldx = ldx;
+      p.ldy = ldy;
+      p.impl = gemv_impl;
+      gpu::fp8_gemv(p, s);
+    }
+  }
+  // y[t] = M x[t] for dense BF16 weights and FP32 x / y, up to 8 rows a launch.
+  static void dense(const gpu::DeviceBuffer& w, int n, int k, const float* x, int64_t T, float* y, int64_t ldy,
+                    cudaStream_t s) {
+    for (int64_t t0 = 0; t0 < T; t0 += gpu::kDenseGemvMaxTokens) {
+      gpu::dense_gemv_f32({.w = w.as<gpu::Bf16>(), .x = x + t0 * k, .y = y + t0 * ldy,
+                           .tokens = static_cast<int>(std::min<int64_t>(gpu::kDenseGemvMaxTokens, T - t0)), .n = n,
+                           .k = k, .ldy = ldy},
+                          s);
+    }
+  }
+
+  void forward(std::span<const StepItem> items, std::span<float> logits);
+  void upload_plan();
+  void head(std::span<float> logits);
+};
+
+// One micro-batch: rows [row0, row0 + rows) of the step, with its own stream, scratch buffers
+// and hand-off buffers. The stages enqueue GPU work on the lane's stream; routed_experts waits for
+// the lane's hand-off copy and runs the CPU experts.
+struct HybridExecutor::Impl::Lane final : LayerOps {
+  Impl& x;
+  gpu::Stream stream;
+  gpu::Event moe_input_ready{false}, done{false};
+  int64_t row0 = 0, rows = 0, decode_rows = 0;  // decode rows: [row0, row0 + decode_rows)
+  int64_t cap = 0;
+  gpu::DeviceBuffer xf, xb, proj, qa, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed;
+  gpu::PinnedBuffer h_xb, h_topk, h_routed;
+
+  explicit Lane(Impl& impl) : x(impl) {}
+
+  void ensure_capacity(int64_t T) {
+    if (T <= cap) return;
+    const int64_t old = cap;
+    try {
+      allocate(T);
+    } catch (...) {
+      if (old > 0) allocate(old);
+      throw;
+    }
+  }
+  void allocate(int64_t T);
+
+  static gpu::Bf16* bf(const gpu::DeviceBuffer& b) { return b.as<gpu::Bf16>(); }
+  static float* f32(const gpu::DeviceBuffer& b) { return b.as<float>(); }
+  float* h() const { return x.d_h.as<float>() + row0 * x.config.hidden_size; }
+  int32_t* plan_i32(const gpu::DeviceBuffer& b) const { return b.as<int32_t>() + row0; }
+  int Ti() const { return static_cast<int>(rows); }
+
+  // out = down(silu(gate in) * up in), BF16.
+  void mlp(const DevMlp& w, const gpu::Bf16* in, gpu::Bf16* out) {
+    const int64_t inter = w.gate.n, hidden = x.config.hidden_size;
+    gpu::Bf16* gu = bf(gate_up);
+    x.linear(w.gate, in, hidden, rows, gu, 2 * inter, stream);
+    x.linear(w.up, in, hidden, rows, gu + inter, 2 * inter, stream);
+    gpu::silu_mul({.gate_up = gu, .out = bf(act), .rows = Ti(), .cols = static_cast<int>(inter),
+                   .in_stride = 2 * inter, .out_stride = inter},
+                  stream);
+    x.linear(w.down, bf(act), inter, rows, out, hidden, stream);
+  }
+
+  void attention(int64_t li) override;
+  void ffn_input(int64_t li) override;
+  void dense_mlp(int64_t li) override { mlp(*x.layers[static_cast<size_t>(li)].dense, bf(xb), bf(proj)); }
+  void router(int64_t li) override;
+  void shared_expert(int64_t li) override;
+  void routed_experts(int64_t li) override;
+  void ffn_residual(int64_t li) override;
+};
+
+HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const HybridExecutorOptions& o)
+    : config(store.config()),
+      weights(ModelWeights::bind(store)),
+      pool(p),
+      budget([&] {
+        HYMOE_CHECK(gpu::device_count() > o.device && o.device >= 0, kUnavailable,
+                    "hybrid executor: no CUDA device {} ({} present)", o.device, gpu::device_count());
+        HYMOE_CUDA_CHECK(cudaSetDevice(o.device));
+        return gpu::MemoryBudget::for_device(o.device, o.gpu_memory_limit).cap();
+      }()) {
+  weights.config = &config;
+  const ModelConfig& c = config;
+  const gpu::DeviceInfo info = gpu::query_device(o.device);
+  placement.device_name = info.name;
+  placement.budget_bytes = budget.cap();
+  HYMOE_CHECK(c.hidden_size % 16 == 0, kUnsupported, "hybrid executor: hidden_size {} is not a multiple of 16",
+              c.hidden_size);
+  HYMOE_CHECK(c.kv_lora_rank <= 1024 && c.num_experts_per_tok <= gpu::kRouterMaxTopK &&
+                  c.n_routed_experts <= gpu::kRouterMaxExperts && c.qk_rope_head_dim <= gpu::kMaxRopeDim,
+              kUnsupported, "hybrid executor: kv_lora_rank {}, top-k {}, experts {} or rope dim {} beyond the GPU kernels",
+              c.kv_lora_rank, c.num_experts_per_tok, c.n_routed_experts, c.qk_rope_head_dim);
+
+  // The KV pool's size and the resident set must fit the budget: refuse with the numbers.
+  const KvCacheShape kv_shape{.layers = c.num_hidden_layers,
+                              .kv_lora_rank = c.kv_lora_rank,
+                              .rope_dim = c.qk_rope_head_dim,
+                              .block_tokens = o.kv_block_tokens};
+  const int64_t kv_blocks = KvCache::blocks_in(kv_shape, o.kv_cache_bytes);
+  placement.kv_bytes = static_cast<size_t>(kv_blocks) * kv_shape.bytes_per_block();
+  placement.resident_bytes = resident_bytes();
+  for (const LayerWeights& w : weights.layers)
+    if (w.moe)
+      for (const MlpWeights& e : w.moe->experts) placement.cpu_expert_bytes += mlp_bytes(e);
+  const size_t need = placement.resident_bytes + placement.kv_bytes;
+  HYMOE_CHECK(need <= budget.cap(), kResourceExhausted,
+              "hybrid executor: the GPU memory limit of {:.2f} GB cannot hold the resident weights ({:.2f} GB) and the "
+              "KV pool ({:.2f} GB): {:.2f} GB are needed, plus step buffers; raise --gpu-memory-limit or lower "
+              "--kv-cache-bytes",
+              gb(budget.cap()), gb(placement.resident_bytes), gb(placement.kv_bytes), gb(need));
+
+  gemv_impl = gpu::fp8_block_gemm_supported() ? gpu::Fp8GemvImpl::kTensorCores : gpu::Fp8GemvImpl::kCudaCores;
+  gpu::YarnConfig yc;
+  yc.theta = c.rope_theta;
+  if (c.rope_scaling) {
+    yc.factor = c.rope_scaling->factor;
+    yc.original_max_position = static_cast<double>(c.rope_scaling->original_max_position_embeddings);
+    yc.beta_fast = c.rope_scaling->beta_fast;
+    yc.beta_slow = c.rope_scaling->beta_slow;
+    yc.mscale = c.rope_scaling->mscale;
+    yc.mscale_all_dim = c.rope_scaling->mscale_all_dim;
+  } else {
+    yc.factor = 1.0;
+  }
+  yarn = gpu::make_yarn_table(yc, static_cast<int>(c.qk_rope_head_dim));
+  softmax_scale = static_cast<float>(c.softmax_scale());
+
+  const auto t0 = Clock::now();
+  embed = upload_dense_bf16(weights.embed);
+  lm_head = upload_dense_bf16(weights.lm_head);
+  final_norm = upload_f32(dense_to_float(weights.final_norm));
+  stream.synchronize();
+  layers.reserve(weights.layers.size());
+  for (const LayerWeights& w : weights.layers) {
+    const PreparedLayer prep = prepare_layer(w, c);
+    DevLayer l;
+    l.input_norm = upload_f32(prep.input_norm);
+    l.post_norm = upload_f32(prep.post_attn_norm);
+    l.q_a_norm = upload_bf16(prep.q_a_norm);
+    l.kv_a_norm = upload_bf16(prep.kv_a_norm);
+    l.q_a = upload_fp8(w.attn.q_a, "q_a_proj");
+    l.q_b = upload_fp8(w.attn.q_b, "q_b_proj");
+    l.kv_a = upload_fp8(w.attn.kv_a_with_mqa, "kv_a_proj_with_mqa");
+    l.o = upload_fp8(w.attn.o, "o_proj");
+    l.w_uk = upload_bf16(prep.kv_b.w_uk);
+    l.w_uv_t = upload_bf16(prep.kv_b.w_uv_t);
+    if (w.dense) l.dense = upload_mlp(*w.dense, "mlp");
+    if (w.moe) {
+      if (w.moe->shared) l.shared = upload_mlp(*w.moe->shared, "shared_experts");
+      l.router_w = upload_dense_bf16(w.moe->router);
+      l.router_bias = upload_f32(prep.router_bias);
+    }
+    stream.synchronize();  // prep's host vectors go out of scope
+    layers.push_back(std::move(l));
+  }
+  kv_memory = gpu::DeviceBuffer(placement.kv_bytes, &budget);
+  kv = std::make_unique<KvCache>(kv_shape, o.kv_cache_bytes, kv_memory.as<uint16_t>());
+  placement.kv_tokens = kv->capacity_tokens();
+  if (c.n_routed_experts > 0 && c.num_hidden_layers > c.first_k_dense_replace)
+    routed = std::make_unique<CpuRoutedExperts>(pool, c);
+  if (o.shift_decode && kernels::best_isa() == kernels::Isa::kAvx512Bf16) specials = Fp8SpecialIndex::attach(weights, pool);
+  dual_microbatch = o.dual_microbatch;
+  lanes[0] = std::make_unique<Lane>(*this);
+  lanes[1] = std::make_unique<Lane>(*this);
+  const size_t before = budget.used();
+  ensure_plan_capacity(std::max<int64_t>(o.max_step_tokens, 1), 1);
+  lanes[0]->ensure_capacity(std::max<int64_t>(o.max_step_tokens, 1));
+  placement.step_bytes = budget.used() - before;
+  log::get("engine")->info("{} ({:.1f} s to upload)", placement.describe(), seconds_since(t0));
+}
+
+void HybridExecutor::Impl::ensure_plan_capacity(int64_t T, int64_t blocks) {
+  if (T <= cap_tokens && blocks <= cap_blocks) return;
+  const int64_t old_tokens = cap_tokens, old_blocks = cap_blocks;
+  try {
+    allocate_plan(std::max(T, cap_tokens), std::max(blocks, cap_blocks));
+  } catch (...) {
+    // Past the budget (or out of device memory): keep serving with the buffers it had.
+    if (old_tokens > 0) allocate_plan(old_tokens, old_blocks);
+    throw;
+  }
+}
+
+void HybridExecutor::Impl::allocate_plan(int64_t T, int64_t blocks) {
+  cap_tokens = cap_blocks = 0;
+  const size_t t = static_cast<size_t>(T), hidden = static_cast<size_t>(config.hidden_size);
+  for (auto* b : {&d_ids, &d_pos, &d_slots, &d_lens, &d_tables, &d_h, &d_head_x, &d_logits}) *b = {};
+  h_plan = {};
+  h_logits = {};
+  auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &budget); };
+  d_ids = make(t * 4);
+  d_pos = make(t * 4);
+  d_slots = make(t * 4);
+  d_lens = make(t * 4);
+  d_tables = make(t * static_cast<size_t>(blocks) * 4);
+  d_h = make(t * hidden * 4);
+  d_head_x = make(gpu::kDenseGemvMaxTokens * hidden * 4);
+  d_logits = make(gpu::kDenseGemvMaxTokens * static_cast<size_t>(config.vocab_size) * 4);
+  h_plan = gpu::PinnedBuffer((4 * t + t * static_cast<size_t>(blocks)) * 4);
+  h_logits = gpu::PinnedBuffer(gpu::kDenseGemvMaxTokens * static_cast<size_t>(config.vocab_size) * 4);
+  cap_tokens = T;
+  cap_blocks = blocks;
+}
+
+void HybridExecutor::Impl::Lane::allocate(int64_t T) {
+  cap = 0;
+  const ModelConfig& c = x.config;
+  const size_t t = static_cast<size_t>(T), hidden = static_cast<size_t>(c.hidden_size);
+  const size_t heads = static_cast<size_t>(c.num_attention_heads), width = static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim);
+  const size_t inter = static_cast<size_t>(std::max(c.intermediate_size, c.moe_intermediate_size * std::max<int64_t>(c.n_shared_experts, 1)));
+  const size_t E = static_cast<size_t>(std::max<int64_t>(c.n_routed_experts, 1)), K = static_cast<size_t>(std::max<int64_t>(c.num_experts_per_tok, 1));
+  for (auto* b : {&xf, &xb, &proj, &qa, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids, &routed})
+    *b = {};  // release first: the budget counts old and new otherwise
+  h_xb = {};
+  h_topk = {};
+  h_routed = {};
+  auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &x.budget); };
+  xf = make(t * hidden * 4);
+  xb = make(t * hidden * 2);
+  proj = make(t * hidden * 2);
+  qa = make(t * static_cast<size_t>(c.q_lora_rank) * 2);
+  q = make(t * heads * static_cast<size_t>(c.qk_nope_head_dim + c.qk_rope_head_dim) * 2);
+  kva = make(t * width * 2);
+  qabs = make(t * heads * width * 2);
+  olat = make(t * heads * static_cast<size_t>(c.kv_lora_rank) * 2);
+  attn = make(t * heads * static_cast<size_t>(c.v_head_dim) * 2);
+  gate_up = make(t * 2 * inter * 2);
+  act = make(t * inter * 2);
+  router_logits = make(t * E * 4);
+  topk_w = make(t * K * 4);
+  topk_ids = make(t * K * 4);
+  routed = make(t * hidden * 4);
+  h_xb = gpu::PinnedBuffer(t * hidden * 2);
+  h_topk = gpu::PinnedBuffer(t * K * 8);
+  h_routed = gpu::PinnedBuffer(t * hidden * 4);
+  cap = T;
+}
+
+void HybridExecutor::Impl::upload_plan() {
+  const int64_t T = plan.tokens();
+  int64_t blocks = 1;
+  for (const StepItem* it : plan.token_item) blocks = std::max<int64_t>(blocks, static_cast<int64_t>(it->table->blocks.size()));
+  ensure_plan_capacity(T, blocks);
+  step_tokens = T;
+  step_blocks = blocks;
+  int32_t* ids = h_plan.as<int32_t>().data();
+  int32_t* pos = ids + T;
+  int32_t* slots = pos + T;
+  int32_t* lens = slots + T;
+  int32_t* tables = lens + T;
+  const int64_t bt = kv->shape().block_tokens;
+  for (int64_t t = 0; t < T; ++t) {
+    const size_t ts = static_cast<size_t>(t);
+    const int64_t p = plan.token_pos[ts];
+    const BlockTable& table = *plan.token_item[ts]->table;
+    ids[t] = plan.token_id[ts];
+    pos[t] = static_cast<int32_t>(p);
+    slots[t] = static_cast<int32_t>(table.blocks[static_cast<size_t>(p / bt)] * bt + p % bt);
+    lens[t] = static_cast<int32_t>(p + 1);  // causal: a token sees its own position and those before
+    int32_t* row = tables + t * blocks;
+    std::copy(table.blocks.begin(), table.blocks.end(), row);
+    std::fill(row + table.blocks.size(), row + blocks, 0);
+  }
+  const size_t n = static_cast<size_t>(T) * 4;
+  d_ids.copy_from_host(ids, n, stream);
+  d_pos.copy_from_host(pos, n, stream);
+  d_slots.copy_from_host(slots, n, stream);
+  d_lens.copy_from_host(lens, n, stream);
+  d_tables.copy_from_host(tables, n * static_cast<size_t>(blocks), stream);
+}
+
+void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<float> logits) {
+  const auto t_step = Clock::now();
+  const ModelConfig& c = config;
+  plan.build(items, *kv, c.vocab_size);
+  const int64_t T = plan.tokens();
+  if (T == 0) return;
+  HYMOE_CHECK(static_cast<int64_t>(logits.size()) == static_cast<int64_t>(plan.logit_rows.size()) * c.vocab_size,
+              kInternal, "logits buffer holds {} values, {} rows of {} needed", logits.size(), plan.logit_rows.size(),
+              c.vocab_size);
+  // Two micro-batches where two or more tokens decode: the first half of the decode rows, then
+  // the rest (the other decode rows and the prompt rows). Each row's arithmetic is the same in
+  // either lane.
+  const int64_t D = plan.decode_rows;
+  const bool dual = dual_microbatch && D >= 2;
+  Lane& a = *lanes[0];
+  Lane& b = *lanes[1];
+  a.row0 = 0;
+  a.rows = dual ? D / 2 : T;
+  a.decode_rows = dual ? D / 2 : D;
+  b.row0 = a.rows;
+  b.rows = T - a.rows;
+  b.decode_rows = D - a.decode_rows;
+  a.ensure_capacity(a.rows);
+  if (dual) b.ensure_capacity(b.rows);
+  upload_plan();
+  gpu::embed_f32({.ids = d_ids.as<int32_t>(), .table = embed.as<gpu::Bf16>(), .out = d_h.as<float>(),
+                  .tokens = static_cast<int>(T), .dim = static_cast<int>(c.hidden_size)},
+                 stream);
+  embedded.record(stream);
+  if (dual) {
+    embedded.wait_on(a.stream);
+    embedded.wait_on(b.stream);
+    LayerOps* both[] = {&a, &b};
+    run_layers_interleaved(weights, both);
+    a.done.record(a.stream);
+    b.done.record(b.stream);
+    a.done.wait_on(stream);
+    b.done.wait_on(stream);
+  } else {
+    embedded.wait_on(a.stream);
+    run_layers(weights, a);
+    a.done.record(a.stream);
+    a.done.wait_on(stream);
+  }
+  head(logits);
+  StepPlan::advance(items);
+  ++profile.steps;
+  profile.tokens += T;
+  profile.step_s += seconds_since(t_step);
+}
+
+void HybridExecutor::Impl::Lane::attention(int64_t li) {
+  const ModelConfig& c = x.config;
+  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  const int64_t T = rows, hidden = c.hidden_size, heads = c.num_attention_heads, nope = c.qk_nope_head_dim,
+                rope = c.qk_rope_head_dim, lora = c.kv_lora_rank, qk = nope + rope, width = lora + rope;
+  if (T == 0) return;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  gpu::rmsnorm_f32({.x = h(), .weight = f32(l.input_norm), .out = bf(xb), .rows = Ti(), .cols = static_cast<int>(hidden),
+                    .eps = eps},
+                   stream);
+  // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x).
+  x.linear(l.q_a, bf(xb), hidden, T, bf(qa), c.q_lora_rank, stream);
+  gpu::rmsnorm({.x = bf(qa), .weight = bf(l.q_a_norm), .out = bf(qa), .rows = Ti(), .cols = static_cast<int>(c.q_lora_rank),
+                .x_stride = c.q_lora_rank, .out_stride = c.q_lora_rank, .eps = eps},
+               stream);
+  x.linear(l.q_b, bf(qa), c.q_lora_rank, T, bf(q), heads * qk, stream);
+  x.linear(l.kv_a, bf(xb), hidden, T, bf(kva), width, stream);
+  // c_kv normalised in place, k_pe and q_pe roped in place; this step's latent rows to the cache.
+  gpu::rmsnorm({.x = bf(kva), .weight = bf(l.kv_a_norm), .out = bf(kva), .rows = Ti(), .cols = static_cast<int>(lora),
+                .x_stride = width, .out_stride = width, .eps = eps},
+               stream);
+  gpu::rope_yarn({.x = bf(kva) + lora, .positions = plan_i32(x.d_pos), .tokens = Ti(), .heads = 1,
+                  .token_stride = width, .head_stride = 0, .table = x.yarn},
+                 stream);
+  gpu::rope_yarn({.x = bf(q) + nope, .positions = plan_i32(x.d_pos), .tokens = Ti(), .heads = static_cast<int>(heads),
+                  .token_stride = heads * qk, .head_stride = qk, .table = x.yarn},
+                 stream);
+  gpu::latent_cache_write({.src = bf(kva), .slots = plan_i32(x.d_slots), .cache = x.cache_layer(li), .tokens = Ti(),
+                           .width = static_cast<int>(width), .src_stride = width},
+                          stream);
+  // Absorbed attention: q_lat = W_UK^T q_nope, attention over the latent cache, out through W_UV.
+  // A lane's rows read only the cache rows of their own sequences, which no other lane writes.
+  gpu::mla_absorb_q({.q = bf(q), .w_uk = bf(l.w_uk), .out = bf(qabs), .tokens = Ti(), .heads = static_cast<int>(heads),
+                     .nope = static_cast<int>(nope), .rope = static_cast<int>(rope), .lora = static_cast<int>(lora)},
+                    stream);
+  gpu::mla_attention_any({.q = bf(qabs), .cache = x.cache_layer(li), .block_table = x.d_tables.as<int32_t>() + row0 * x.step_blocks,
+                          .seq_lens = plan_i32(x.d_lens), .out = bf(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
+                          .lora = static_cast<int>(lora), .rope = static_cast<int>(rope),
+                          .block_tokens = static_cast<int>(x.kv->shape().block_tokens),
+                          .max_blocks = static_cast<int>(x.step_blocks), .scale = x.softmax_scale},
+                         stream);
+  gpu::mla_unabsorb({.o_lat = bf(olat), .w_uv_t = bf(l.w_uv_t), .out = bf(attn), .tokens = Ti(), .heads = static_cast<int>(heads),
+                     .lora = static_cast<int>(lora), .v_dim = static_cast<int>(c.v_head_dim)},
+                    stream);
+  x.linear(l.o, bf(attn), heads * c.v_head_dim, T, bf(proj), hidden, stream);
+  gpu::residual_add({.h = h(), .a = bf(proj), .n = T * hidden}, stream);
+}
+
+void HybridExecutor::Impl::Lane::ffn_input(int64_t li) {
+  if (rows == 0) return;
+  const ModelConfig& c = x.config;
+  gpu::rmsnorm_f32({.x = h(), .weight = f32(x.layers[static_cast<size_t>(li)].post_norm), .out = bf(xb), .out_f32 = f32(xf),
+                    .rows = Ti(), .cols = static_cast<int>(c.hidden_size), .eps = static_cast<float>(c.rms_norm_eps)},
+                   stream);
+}
+
+void HybridExecutor::Impl::Lane::router(int64_t li) {
+  if (rows == 0) return;
+  const ModelConfig& c = x.config;
+  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  const int64_t T = rows, E = c.n_routed_experts, K = c.num_experts_per_tok, hidden = c.hidden_size;
+  dense(l.router_w, static_cast<int>(E), static_cast<int>(hidden), f32(xf), T, f32(router_logits), E, stream);
+  gpu::RouterParams rp;
+  rp.logits = f32(router_logits);
+  rp.bias = f32(l.router_bias);
+  rp.topk_ids = topk_ids.as<int32_t>();
+  rp.topk_weights = f32(topk_w);
+  rp.tokens = Ti();
+  rp.experts = static_cast<int>(E);
+  rp.groups = static_cast<int>(c.n_group);
+  rp.topk_group = static_cast<int>(c.topk_group);
+  rp.top_k = static_cast<int>(K);
+  rp.normalize = c.norm_topk_prob;
+  rp.scaling = static_cast<float>(c.routed_scaling_factor);
+  gpu::route_noaux_tc(rp, stream);
+  // Hand-off to the CPU: the normed hidden state and the top-k, into pinned memory.
+  const auto t0 = Clock::now();
+  xb.copy_to_host(h_xb.data(), static_cast<size_t>(T * hidden) * 2, stream);
+  auto* topk = h_topk.as<int32_t>().data();
+  topk_ids.copy_to_host(topk, static_cast<size_t>(T * K) * 4, stream);
+  topk_w.copy_to_host(topk + T * K, static_cast<size_t>(T * K) * 4, stream);
+  moe_input_ready.record(stream);
+  x.profile.handoff_s += seconds_since(t0);
+}
+
+void HybridExecutor::Impl::Lane::shared_expert(int64_t li) {
+  if (rows == 0) return;
+  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  if (l.shared) {
+    mlp(*l.shared, bf(xb), bf(proj));
+  } else {
+    HYMOE_CUDA_CHECK(cudaMemsetAsync(proj.data(), 0, static_cast<size_t>(rows * x.config.hidden_size) * 2, stream));
+  }
+}
+
+void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
+  if (rows == 0) return;
+  const ModelConfig& c = x.config;
+  const int64_t T = rows, hidden = c.hidden_size, K = c.num_experts_per_tok;
+  auto t0 = Clock::now();
+  moe_input_ready.synchronize();  // the GPU's part of the layer up to the router is done
+  x.profile.gpu_wait_s += seconds_since(t0);
+  t0 = Clock::now();
+  float* out = h_routed.as<float>().data();
+  std::fill(out, out + T * hidden, 0.0f);
+  const int32_t* ids = h_topk.as<int32_t>().data();
+  const float* wts = reinterpret_cast<const float*>(ids + T * K);
+  x.routed->run(x.weights.layers[static_cast<size_t>(li)].moe->experts, h_xb.as<uint16_t>().data(), T, decode_rows, ids,
+                wts, static_cast<int>(K), out);
+  x.profile.cpu_moe_s += seconds_since(t0);
+  ++x.profile.moe_layer_runs;
+  t0 = Clock::now();
+  routed.copy_from_host(out, static_cast<size_t>(T * hidden) * 4, stream);
+  x.profile.handoff_s += seconds_since(t0);
+}
+
+void HybridExecutor::Impl::Lane::ffn_residual(int64_t li) {
+  if (rows == 0) return;
+  const bool moe = x.weights.layers[static_cast<size_t>(li)].moe.has_value();
+  gpu::residual_add({.h = h(), .a = bf(proj), .b = moe ? f32(routed) : nullptr, .n = rows * x.config.hidden_size}, stream);
+}
+
+void HybridExecutor::Impl::head(std::span<float> logits) {
+  const auto t0 = Clock::now();
+  const ModelConfig& c = config;
+  const int64_t hidden = c.hidden_size, vocab = c.vocab_size;
+  const std::vector<int64_t>& rows = plan.logit_rows;
+  const int64_t R = static_cast<int64_t>(rows.size());
+  for (int64_t r0 = 0; r0 < R; r0 += gpu::kDenseGemvMaxTokens) {
+    const int64_t n = std::min<int64_t>(gpu::kDenseGemvMaxTokens, R - r0);
+    for (int64_t r = 0; r < n; ++r) {
+      // The BF16 output lands in lane 0's xb (unused now); the FP32 one is the lm_head's input.
+      gpu::rmsnorm_f32({.x = d_h.as<float>() + rows[static_cast<size_t>(r0 + r)] * hidden,
+                        .weight = final_norm.as<float>(), .out = lanes[0]->xb.as<gpu::Bf16>(),
+                        .out_f32 = d_head_x.as<float>() + r * hidden, .rows = 1, .cols = static_cast<int>(hidden),
+                        .eps = static_cast<float>(c.rms_norm_eps)},
+                       stream);
+    }
+    dense(lm_head, static_cast<int>(vocab), static_cast<int>(hidden), d_head_x.as<float>(), n, d_logits.as<float>(), vocab,
+          stream);
+    d_logits.copy_to_host(h_logits.data(), static_cast<size_t>(n * vocab) * 4, stream);
+    stream.synchronize();
+    std::memcpy(logits.data() + r0 * vocab, h_logits.data(), static_cast<size_t>(n * vocab) * 4);
+  }
+  stream.synchronize();  // the step's KV writes are done before its tables advance
+  profile.head_s += seconds_since(t0);
+}
+
+HybridExecutor::HybridExecutor(const WeightStore& store, cpu::ThreadPool& pool, const HybridExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(store, pool, options)) {}
+
+HybridExecutor::~HybridExecutor() = default;
+
+const ModelConfig& HybridExecutor::config() const { return impl_->config; }
+KvCache& HybridExecutor::kv_cache() { return *impl_->kv; }
+void HybridExecutor::forward(std::span<const StepItem> items, std::span<float> logits) { impl_->forward(items, logits); }
+const HybridPlacement& HybridExecutor::placement() const { return impl_->placement; }
+HybridExecutor::Profile HybridExecutor::profile() const { return impl_->profile; }
+void HybridExecutor::reset_profile() { impl_->profile = {}; }
+
+}  // namespace hymoe

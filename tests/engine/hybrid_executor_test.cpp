@@ -1,0 +1,334 @@
+// The hybrid executor (GPU layers, CPU routed experts) against the reference forward pass and
+// the CPU engine on a generated tiny checkpoint; skipped without a CUDA device. Tolerances as
+// the CPU engine's test (cpu_executor_test.cpp): BF16 activations and cache against float32 /
+// float64 can flip a near-tied expert choice, so every case stays under kFlipBound and the
+// typical case under kTolerance.
+#include "hymoe/engine/hybrid_executor.h"
+
+#include <gtest/gtest.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "hymoe/common/error.h"
+#include "hymoe/cpu/topology.h"
+#include "hymoe/engine/cpu_executor.h"
+#include "hymoe/engine/kv_cache.h"
+#include "hymoe/gpu/device.h"
+#include "hymoe/model/model_writer.h"
+#include "hymoe/model/presets.h"
+#include "hymoe/model/weight_store.h"
+#include "reference_model.h"
+
+namespace hymoe {
+namespace {
+
+constexpr double kTolerance = 1e-2;
+constexpr double kFlipBound = 1e-1;
+constexpr int64_t kVocab = 2048;
+
+double rel_error(std::span<const float> a, std::span<const float> ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class HybridExecutorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (gpu::device_count() == 0) return;
+    dir_ = std::filesystem::temp_directory_path() / ("hymoe_hybrid_exec_" + std::to_string(::getpid()));
+    ModelConfig c = preset_config("tiny");
+    c.vocab_size = kVocab;  // keeps the float64 reference quick
+    ModelWriteOptions wo;
+    wo.seed = 20261207;
+    write_random_checkpoint(c, dir_, wo);
+    store_ = WeightStore::open(dir_).release();
+    weights_ = new ModelWeights(ModelWeights::bind(*store_));
+    reference_ = new reference::ReferenceModel(*weights_);
+    cpu::ThreadPoolOptions po;
+    po.threads = 2;
+    po.pin = false;
+    pool_ = new cpu::ThreadPool(cpu::Topology::detect(), po);
+  }
+  static void TearDownTestSuite() {
+    delete pool_;
+    delete reference_;
+    delete weights_;
+    delete store_;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  void SetUp() override {
+    if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+
+  static HybridExecutorOptions options() {
+    HybridExecutorOptions o;
+    o.kv_cache_bytes = 64 << 20;
+    o.kv_block_tokens = 16;
+    o.max_step_tokens = 64;
+    return o;
+  }
+  std::unique_ptr<HybridExecutor> make_executor() { return std::make_unique<HybridExecutor>(*store_, *pool_, options()); }
+
+  static std::vector<int32_t> random_tokens(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % kVocab);
+    return t;
+  }
+
+  static inline std::filesystem::path dir_;
+  static inline WeightStore* store_ = nullptr;
+  static inline ModelWeights* weights_ = nullptr;
+  static inline reference::ReferenceModel* reference_ = nullptr;
+  static inline cpu::ThreadPool* pool_ = nullptr;
+};
+
+TEST_F(HybridExecutorTest, DecodeLogitsMatchReferenceAtEveryPosition) {
+  // A 6-token prompt, then 64 greedy decode steps along the reference's choices (so both see the
+  // same history); the logits of every step against the reference's at that position.
+  auto ex = make_executor();
+  std::vector<int32_t> seq = random_tokens(6, 41);
+  const int steps = 64;
+  BlockTable table;
+  ASSERT_TRUE(ex->kv_cache().reserve(table, 6 + steps));
+  std::vector<std::vector<float>> got;
+  std::vector<float> logits(kVocab, NAN);
+  {
+    StepItem item{&table, seq, 0, true};
+    ex->forward({&item, 1}, logits);
+    got.push_back(logits);
+  }
+  // The reference's greedy path (its own best token each step), fed to the executor one token
+  // at a time as decode items.
+  for (int s = 0; s < steps; ++s) {
+    std::vector<int64_t> t(seq.begin(), seq.end());
+    auto all = reference_->forward(t, reference::MlaForm::kAbsorbed);
+    seq.push_back(argmax(std::span<const float>(all).last(kVocab)));
+    StepItem item{&table, std::span<const int32_t>(seq).last(1), static_cast<int64_t>(seq.size() - 1), true};
+    item.decode = true;
+    std::fill(logits.begin(), logits.end(), NAN);
+    ex->forward({&item, 1}, logits);
+    got.push_back(logits);
+  }
+  EXPECT_EQ(table.tokens, static_cast<int64_t>(seq.size()));
+  std::vector<int64_t> t(seq.begin(), seq.end());
+  const auto all = reference_->forward(t, reference::MlaForm::kAbsorbed);
+  std::vector<double> errors;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const size_t pos = 5 + i;  // the prompt's last position, then one per decode step
+    const double err = rel_error(got[i], std::span<const float>(all).subspan(pos * kVocab, kVocab));
+    EXPECT_LT(err, kFlipBound) << "position " << pos;
+    errors.push_back(err);
+  }
+  std::sort(errors.begin(), errors.end());
+  std::printf("hybrid decode vs reference, %zu positions: median %.2e, worst %.2e\n", errors.size(),
+              errors[errors.size() / 2], errors.back());
+  EXPECT_LT(errors[errors.size() / 2], kTolerance) << "median error";
+  ex->kv_cache().release(table);
+}
+
+TEST_F(HybridExecutorTest, PrefillChunksMatchReference) {
+  auto ex = make_executor();
+  std::vector<double> errors;
+  for (size_t n : {1u, 8u, 9u, 40u, 100u}) {  // 100 > max_step_tokens: the buffers grow
+    auto tokens = random_tokens(n, static_cast<uint32_t>(n) + 7);
+    BlockTable table;
+    ASSERT_TRUE(ex->kv_cache().reserve(table, static_cast<int64_t>(n)));
+    StepItem item{&table, tokens, 0, true};
+    std::vector<float> logits(kVocab, NAN);
+    ex->forward({&item, 1}, logits);
+    std::vector<int64_t> t(tokens.begin(), tokens.end());
+    auto all = reference_->forward(t, reference::MlaForm::kAbsorbed);
+    const double err = rel_error(logits, std::span<const float>(all).last(kVocab));
+    EXPECT_LT(err, kFlipBound) << n << " tokens";
+    errors.push_back(err);
+    ex->kv_cache().release(table);
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], kTolerance) << "median error";
+}
+
+TEST_F(HybridExecutorTest, SameGreedyTokensAsTheCpuEngine) {
+  // Each engine decodes greedily on its own; where the CPU engine's top two logits are further
+  // apart than the engines' difference can move them, the hybrid must choose the same token.
+  auto hy = make_executor();
+  CpuExecutorOptions co;
+  co.kv_cache_bytes = 64 << 20;
+  co.kv_block_tokens = 16;
+  CpuExecutor cpu(*store_, *pool_, co);
+  const std::vector<int32_t> prompt = random_tokens(7, 5);
+  std::vector<int32_t> a = prompt, b = prompt;
+  BlockTable ta, tb;
+  ASSERT_TRUE(hy->kv_cache().reserve(ta, 7 + 32));
+  ASSERT_TRUE(cpu.kv_cache().reserve(tb, 7 + 32));
+  std::vector<float> la(kVocab), lb(kVocab);
+  int compared = 0;
+  for (int step = 0; step < 32; ++step) {
+    const size_t fed = step == 0 ? 0 : a.size() - 1;
+    StepItem ia{&ta, std::span<const int32_t>(a).subspan(fed), static_cast<int64_t>(fed), true, step > 0};
+    StepItem ib{&tb, std::span<const int32_t>(b).subspan(fed), static_cast<int64_t>(fed), true, step > 0};
+    hy->forward({&ia, 1}, la);
+    cpu.forward({&ib, 1}, lb);
+    std::vector<float> sorted = lb;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    float spread = 0;
+    for (float v : lb) spread = std::max(spread, std::fabs(v));
+    const int32_t ca = argmax(la), cb = argmax(lb);
+    if (sorted[0] - sorted[1] > 2 * kTolerance * spread) {
+      EXPECT_EQ(ca, cb) << "step " << step;
+      ++compared;
+    }
+    if (ca != cb) break;  // the histories part: nothing more to compare
+    a.push_back(ca);
+    b.push_back(cb);
+  }
+  std::printf("greedy steps compared (clear top-2 gap): %d\n", compared);
+  EXPECT_GT(compared, 0);
+}
+
+TEST_F(HybridExecutorTest, BatchCompositionDoesNotChangeResults) {
+  // Sequence A's decode logits are the same bits alone and beside another decode and a prompt
+  // chunk in one step.
+  auto ex = make_executor();
+  auto run = [&](bool crowded) {
+    const std::vector<int32_t> pa = random_tokens(10, 1), pb = random_tokens(5, 2), pc = random_tokens(12, 3);
+    BlockTable ta, tb, tc;
+    EXPECT_TRUE(ex->kv_cache().reserve(ta, 11));
+    EXPECT_TRUE(ex->kv_cache().reserve(tb, 6));
+    EXPECT_TRUE(ex->kv_cache().reserve(tc, 12));
+    std::vector<float> one(kVocab), three(3 * kVocab);
+    StepItem a0{&ta, pa, 0, false};
+    StepItem b0{&tb, pb, 0, false};
+    ex->forward({&a0, 1}, {});
+    ex->forward({&b0, 1}, {});
+    const int32_t next_a = 17, next_b = 99;
+    StepItem a1{&ta, {&next_a, 1}, 10, true, true};
+    StepItem b1{&tb, {&next_b, 1}, 5, true, true};
+    StepItem c0{&tc, pc, 0, true};
+    std::vector<float> out;
+    if (crowded) {
+      std::vector<StepItem> items = {c0, a1, b1};  // the prompt chunk first: decode rows go first anyway
+      ex->forward(items, three);
+      out.assign(three.begin() + kVocab, three.begin() + 2 * kVocab);
+    } else {
+      ex->forward({&a1, 1}, one);
+      out = one;
+    }
+    ex->kv_cache().release(ta);
+    ex->kv_cache().release(tb);
+    ex->kv_cache().release(tc);
+    return out;
+  };
+  const auto alone = run(false), crowded = run(true);
+  for (size_t i = 0; i < alone.size(); ++i) ASSERT_EQ(alone[i], crowded[i]) << "logit " << i;
+}
+
+TEST_F(HybridExecutorTest, DualMicrobatchGivesTheSameBits) {
+  // Three sequences decoding together (and, in one step, a prompt chunk beside them) through two
+  // executors, one splitting the step into two micro-batches and one not: the same logits.
+  HybridExecutorOptions on = options(), off = options();
+  off.dual_microbatch = false;
+  HybridExecutor dual(*store_, *pool_, on), single(*store_, *pool_, off);
+  auto run = [&](HybridExecutor& ex) {
+    std::vector<std::vector<int32_t>> seqs = {random_tokens(5, 11), random_tokens(9, 12), random_tokens(3, 13)};
+    const std::vector<int32_t> late = random_tokens(20, 14);
+    std::vector<BlockTable> tables(4);
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(ex.kv_cache().reserve(tables[i], 40));
+    EXPECT_TRUE(ex.kv_cache().reserve(tables[3], 20));
+    std::vector<float> all;
+    for (size_t i = 0; i < 3; ++i) {
+      StepItem p{&tables[i], seqs[i], 0, false};
+      ex.forward({&p, 1}, {});
+    }
+    std::vector<int32_t> next = {7, 8, 9};
+    for (int step = 0; step < 6; ++step) {
+      std::vector<StepItem> items;
+      for (size_t i = 0; i < 3; ++i)
+        items.push_back(StepItem{&tables[i], {&next[i], 1}, tables[i].tokens, true, true});
+      if (step == 2) items.push_back(StepItem{&tables[3], late, 0, true});
+      std::vector<float> logits(items.size() * kVocab);
+      ex.forward(items, logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+      for (size_t i = 0; i < 3; ++i) next[i] = argmax(std::span<const float>(logits).subspan(i * kVocab, kVocab));
+    }
+    for (auto& t : tables) ex.kv_cache().release(t);
+    return all;
+  };
+  const auto a = run(dual), b = run(single);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "logit " << i;
+}
+
+TEST_F(HybridExecutorTest, MemoryLimitIsHonoured) {
+  HybridExecutorOptions o = options();
+  o.gpu_memory_limit = size_t{1} << 20;  // 1 MiB holds neither weights nor KV
+  try {
+    HybridExecutor ex(*store_, *pool_, o);
+    FAIL() << "a 1 MiB limit was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("needed"), std::string::npos) << e.what();
+  }
+  // With room for exactly the resident set and the KV pool plus the step buffers, it runs, and
+  // what it placed stays within the limit.
+  auto ex = make_executor();
+  const HybridPlacement& p = ex->placement();
+  EXPECT_GT(p.resident_bytes, 0u);
+  EXPECT_GT(p.cpu_expert_bytes, 0u);
+  o.gpu_memory_limit = p.resident_bytes + p.kv_bytes + p.step_bytes + (1 << 20);
+  HybridExecutor tight(*store_, *pool_, o);
+  EXPECT_LE(tight.placement().resident_bytes + tight.placement().kv_bytes + tight.placement().step_bytes,
+            *o.gpu_memory_limit);
+  // A step larger than the buffers hold must grow them past the limit: an error, not a crash.
+  std::vector<int32_t> big = random_tokens(4096, 3);
+  BlockTable table;
+  if (tight.kv_cache().reserve(table, 4096)) {
+    StepItem item{&table, big, 0, true};
+    std::vector<float> logits(kVocab);
+    EXPECT_THROW(tight.forward({&item, 1}, logits), Error);
+    tight.kv_cache().release(table);
+  }
+}
+
+TEST_F(HybridExecutorTest, NoDeviceMemoryLeftBehind) {
+  size_t free0 = 0, free1 = 0, total = 0;
+  {
+    auto ex = make_executor();  // first construction: the context and library state settle
+  }
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  {
+    auto ex = make_executor();
+    for (int r = 0; r < 100; ++r) {
+      auto tokens = random_tokens(3 + r % 5, static_cast<uint32_t>(r));
+      BlockTable table;
+      ASSERT_TRUE(ex->kv_cache().reserve(table, static_cast<int64_t>(tokens.size()) + 2));
+      std::vector<float> logits(kVocab);
+      StepItem p{&table, tokens, 0, true};
+      ex->forward({&p, 1}, logits);
+      const int32_t next = argmax(logits);
+      StepItem d{&table, {&next, 1}, static_cast<int64_t>(tokens.size()), true, true};
+      ex->forward({&d, 1}, logits);
+      ex->kv_cache().release(table);
+    }
+    EXPECT_EQ(ex->kv_cache().free_blocks(), ex->kv_cache().total_blocks());
+  }
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free0, free1) << "device memory not returned";
+}
+
+}  // namespace
+}  // namespace hymoe
