@@ -8,6 +8,10 @@
 #include "hymoe/common/log.h"
 #include "hymoe/cpu/topology.h"
 #include "hymoe/engine/cpu_executor.h"
+#if HYMOE_HAVE_CUDA
+#include "hymoe/engine/hybrid_executor.h"
+#include "hymoe/gpu/device.h"
+#endif
 #include "hymoe/model/presets.h"
 
 namespace hymoe::server {
@@ -25,6 +29,50 @@ Runtime::~Runtime() {
   executor.reset();
   pool.reset();
 }
+
+namespace {
+
+std::unique_ptr<Executor> make_cpu_executor(const ServerConfig& config, const WeightStore& store,
+                                            cpu::ThreadPool& pool) {
+  CpuExecutorOptions eo;
+  eo.kv_cache_bytes = static_cast<size_t>(config.kv_cache_bytes);
+  eo.max_step_tokens = config.max_prefill_chunk + config.max_running;
+  // The special-code scan reads every weight once: with mmap it would page the whole checkpoint
+  // in at startup, which mmap's fast start is for avoiding (the GEMVs then decode by table).
+  eo.shift_decode = config.load_mode != "mmap";
+  eo.amx_decode_gemv = config.amx_decode_gemv;
+  return std::make_unique<CpuExecutor>(store, pool, eo);
+}
+
+// The backend: cpu, hybrid, or auto (hybrid where this build has CUDA and a device is present,
+// falling back to cpu with a warning when the hybrid backend cannot start there).
+std::unique_ptr<Executor> make_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool) {
+  auto log = log::get("load");
+  if (config.backend == "cpu") return make_cpu_executor(config, store, pool);
+#if HYMOE_HAVE_CUDA
+  if (config.backend == "hybrid" || gpu::device_count() > config.gpu_device) {
+    HybridExecutorOptions ho;
+    ho.device = config.gpu_device;
+    if (config.gpu_memory_limit > 0) ho.gpu_memory_limit = static_cast<size_t>(config.gpu_memory_limit);
+    ho.kv_cache_bytes = static_cast<size_t>(config.kv_cache_bytes);
+    ho.max_step_tokens = config.max_prefill_chunk + config.max_running;
+    ho.shift_decode = config.load_mode != "mmap";
+    ho.dual_microbatch = config.dual_microbatch;
+    try {
+      return std::make_unique<HybridExecutor>(store, pool, ho);
+    } catch (const Error& e) {
+      if (config.backend == "hybrid") throw;
+      log->warn("backend auto: the hybrid backend cannot start ({}); serving on the CPU", e.what());
+    }
+  }
+#else
+  HYMOE_CHECK(config.backend != "hybrid", kUnsupported,
+              "backend hybrid: this build has no CUDA (configure with CUDA at /usr/local/cuda)");
+#endif
+  return make_cpu_executor(config, store, pool);
+}
+
+}  // namespace
 
 std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   auto log = log::get("load");
@@ -68,14 +116,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   cpu::ThreadPoolOptions po;
   po.threads = config.threads;
   rt->pool = std::make_unique<cpu::ThreadPool>(cpu::Topology::detect(), po);
-  CpuExecutorOptions eo;
-  eo.kv_cache_bytes = static_cast<size_t>(config.kv_cache_bytes);
-  eo.max_step_tokens = config.max_prefill_chunk + config.max_running;
-  // The special-code scan reads every weight once: with mmap it would page the whole checkpoint
-  // in at startup, which mmap's fast start is for avoiding (the GEMVs then decode by table).
-  eo.shift_decode = config.load_mode != "mmap";
-  eo.amx_decode_gemv = config.amx_decode_gemv;
-  rt->executor = std::make_unique<CpuExecutor>(*rt->store, *rt->pool, eo);
+  rt->executor = make_executor(config, *rt->store, *rt->pool);
   SchedulerConfig sc;
   sc.max_running = config.max_running;
   sc.max_waiting = config.max_waiting;
@@ -84,6 +125,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();
   rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc);
+  log->info("backend: {}", rt->executor->name());
   return rt;
 }
 

@@ -40,6 +40,10 @@ json ServerConfig::to_json() const {
           {"cors_origins", cors_origins},
           {"max_body_bytes", max_body_bytes},
           {"http_threads", http_threads},
+          {"backend", backend},
+          {"gpu_memory_limit", gpu_memory_limit},
+          {"gpu_device", gpu_device},
+          {"dual_microbatch", dual_microbatch},
           {"threads", threads},
           {"kv_cache_bytes", kv_cache_bytes},
           {"amx_decode_gemv", amx_decode_gemv},
@@ -58,7 +62,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
-                                "max_body_bytes", "http_threads", "threads", "kv_cache_bytes", "amx_decode_gemv",
+                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
                                 "default_max_tokens", "reasoning_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
@@ -79,6 +83,10 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "cors_origins", cors_origins, source);
   take(j, "max_body_bytes", max_body_bytes, source);
   take(j, "http_threads", http_threads, source);
+  take(j, "backend", backend, source);
+  take(j, "gpu_memory_limit", gpu_memory_limit, source);
+  take(j, "gpu_device", gpu_device, source);
+  take(j, "dual_microbatch", dual_microbatch, source);
   take(j, "threads", threads, source);
   take(j, "kv_cache_bytes", kv_cache_bytes, source);
   take(j, "amx_decode_gemv", amx_decode_gemv, source);
@@ -104,6 +112,9 @@ void ServerConfig::validate() const {
   check(port >= 0 && port <= 65535, "port", "must be 0..65535 (0 = any free port)");
   check(max_body_bytes >= 1024, "max_body_bytes", "must be at least 1024");
   check(http_threads >= 2, "http_threads", "must be at least 2");
+  check(backend == "auto" || backend == "cpu" || backend == "hybrid", "backend", "must be auto, cpu or hybrid");
+  check(gpu_memory_limit >= 0, "gpu_memory_limit", "must be >= 0 (0 = the whole device)");
+  check(gpu_device >= 0, "gpu_device", "must be >= 0");
   check(threads >= 0, "threads", "must be >= 0");
   check(kv_cache_bytes > 0, "kv_cache_bytes", "must be positive");
   check(max_running >= 1, "max_running", "must be >= 1");
@@ -147,6 +158,16 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--cors-origin", c.cors_origins, "Allowed CORS origin (repeatable, * = any)", "HYMOE_CORS_ORIGIN")->delimiter(',');
   opt("--max-body-bytes", c.max_body_bytes, "Largest accepted request body", "HYMOE_MAX_BODY_BYTES");
   opt("--http-threads", c.http_threads, "HTTP worker threads (concurrent connections)", "HYMOE_HTTP_THREADS");
+  opt("--backend", c.backend,
+      "auto (hybrid where a CUDA device is present, else cpu) | cpu | hybrid (GPU layers, CPU routed experts)",
+      "HYMOE_BACKEND");
+  opt("--gpu-memory-limit", c.gpu_memory_limit,
+      "Bytes the hybrid backend may use on the GPU (0 = the whole device; e.g. 34359738368 emulates a 32 GB card)",
+      "HYMOE_GPU_MEMORY_LIMIT");
+  opt("--gpu-device", c.gpu_device, "CUDA device of the hybrid backend", "HYMOE_GPU_DEVICE");
+  opt("--dual-microbatch", c.dual_microbatch,
+      "Hybrid backend: run 2+ decoding sequences as two micro-batches whose GPU and CPU parts overlap",
+      "HYMOE_DUAL_MICROBATCH");
   opt("--threads", c.threads, "Compute threads (0 = all)", "HYMOE_THREADS");
   opt("--kv-cache-bytes", c.kv_cache_bytes, "KV cache budget in bytes", "HYMOE_KV_CACHE_BYTES");
   opt("--amx-decode-gemv", c.amx_decode_gemv,

@@ -65,6 +65,20 @@ TEST(ServerConfig, AmxDecodeGemvFromFileEnvironmentAndFlag) {
   EXPECT_TRUE(parse({"--model", "/m", "--amx-decode-gemv", "true"}).to_json()["amx_decode_gemv"].get<bool>());
 }
 
+TEST(ServerConfig, BackendAndGpuMemoryLimit) {
+  auto c = parse({"--model", "/m"});
+  EXPECT_EQ(c.backend, "auto");
+  EXPECT_EQ(c.gpu_memory_limit, 0);  // the whole device
+  TempFile f(R"({"backend": "hybrid", "gpu_memory_limit": 34359738368})");
+  c = parse({"--config", f.path.string(), "--model", "/m"});
+  EXPECT_EQ(c.backend, "hybrid");
+  EXPECT_EQ(c.gpu_memory_limit, int64_t{32} << 30);
+  EXPECT_EQ(parse({"--config", f.path.string(), "--model", "/m", "--backend", "cpu"}).backend, "cpu");
+  EXPECT_EQ(c.to_json()["backend"].get<std::string>(), "hybrid");
+  EXPECT_THROW(parse({"--model", "/m", "--backend", "gpu"}), Error);
+  EXPECT_THROW(parse({"--model", "/m", "--gpu-memory-limit", "-1"}), Error);
+}
+
 TEST(ServerConfig, ClearErrors) {
   TempFile unknown(R"({"prot": 1})");
   EXPECT_THROW(parse({"--config", unknown.path.string()}), Error);

@@ -32,6 +32,10 @@ struct ServerConfig {
   int32_t http_threads = 64;
 
   // Engine and scheduling.
+  std::string backend = "auto";      // auto (hybrid where a CUDA device is present) | cpu | hybrid
+  int64_t gpu_memory_limit = 0;      // bytes hymoe may use on the GPU; 0 = the whole device
+  int32_t gpu_device = 0;            // CUDA device of the hybrid backend
+  bool dual_microbatch = true;       // hybrid: two overlapped micro-batches from 2 decoding sequences
   int32_t threads = 0;               // compute threads; 0 = all hardware threads
   int64_t kv_cache_bytes = 1ll << 30;
   bool amx_decode_gemv = false;      // dense weights' decode GEMVs on AMX (CpuExecutorOptions)

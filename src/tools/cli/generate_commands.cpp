@@ -11,6 +11,9 @@
 
 #ifdef HYMOE_CLI_HAS_RUNTIME
 #include "hymoe/engine/cpu_executor.h"
+#if HYMOE_CLI_HAS_HYBRID
+#include "hymoe/engine/hybrid_executor.h"
+#endif
 #include "hymoe/server/generation.h"
 #include "hymoe/server/runtime.h"
 #endif
@@ -31,6 +34,10 @@ void register_generate_commands(CLI::App& app) {
     int layers = -1;
     bool profile = false;
     bool amx_decode_gemv = false;
+    std::string backend = "auto";
+    int64_t gpu_memory_limit = 0;
+    int64_t kv_cache_bytes = 1ll << 30;
+    bool dual_microbatch = true;
     int parallel = 1;
   };
   auto a = std::make_shared<Args>();
@@ -55,6 +62,13 @@ void register_generate_commands(CLI::App& app) {
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--amx-decode-gemv", a->amx_decode_gemv,
                 "Dense weights' decode GEMVs on AMX where the CPU has it (as hymoe-server's option)");
+  cmd->add_option("--backend", a->backend, "auto | cpu | hybrid (as hymoe-server's option)")->capture_default_str();
+  cmd->add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes the hybrid backend may use on the GPU (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-bytes", a->kv_cache_bytes, "KV cache budget in bytes")->capture_default_str();
+  cmd->add_option("--dual-microbatch", a->dual_microbatch,
+                  "Hybrid: two overlapped micro-batches from 2 decoding sequences (as hymoe-server's option)")
+      ->capture_default_str();
   cmd->callback([a] {
 #ifndef HYMOE_CLI_HAS_RUNTIME
     HYMOE_THROW(kUnsupported, "this hymoe-cli was built without the runtime (tokenizer and CPU engine)");
@@ -68,6 +82,10 @@ void register_generate_commands(CLI::App& app) {
     config.validate();
     config.threads = a->threads;
     config.amx_decode_gemv = a->amx_decode_gemv;
+    config.backend = a->backend;
+    config.gpu_memory_limit = a->gpu_memory_limit;
+    config.kv_cache_bytes = a->kv_cache_bytes;
+    config.dual_microbatch = a->dual_microbatch;
     config.max_running = a->parallel;
     auto rt = server::Runtime::load(config);
     std::string prompt = a->prompt;
@@ -99,6 +117,10 @@ void register_generate_commands(CLI::App& app) {
       reqs.push_back(std::move(req));
     }
     auto* cpu = dynamic_cast<CpuExecutor*>(rt->executor.get());
+#if HYMOE_CLI_HAS_HYBRID
+    auto* hybrid = dynamic_cast<HybridExecutor*>(rt->executor.get());
+    HybridExecutor::Profile hybrid_prefill;
+#endif
     const auto t0 = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point first{};
     CpuExecutor::Profile prefill_profile;
@@ -119,6 +141,12 @@ void register_generate_commands(CLI::App& app) {
           prefill_profile = cpu->profile();
           cpu->reset_profile();
         }
+#if HYMOE_CLI_HAS_HYBRID
+        if (hybrid) {
+          hybrid_prefill = hybrid->profile();
+          hybrid->reset_profile();
+        }
+#endif
       }
       std::fwrite(d.content.data(), 1, d.content.size(), stdout);
       std::fflush(stdout);
@@ -163,6 +191,28 @@ void register_generate_commands(CLI::App& app) {
         show("prefill and decode (not separable)", cpu->profile());
       }
     }
+#if HYMOE_CLI_HAS_HYBRID
+    if (hybrid && a->profile) {
+      // Per step, and per MoE layer of a step: the GPU's part (the CPU waiting for it), the CPU's
+      // routed experts, enqueueing the hand-off copies; the head (lm_head and the logits copy).
+      auto show = [](const char* what, const HybridExecutor::Profile& p) {
+        const double steps = static_cast<double>(std::max<int64_t>(p.steps, 1));
+        const double layers = static_cast<double>(std::max<int64_t>(p.moe_layer_runs, 1));
+        std::fprintf(stderr,
+                     "%s: %lld steps, %lld tokens, %.4f s (%.2f ms a step): per MoE layer GPU %.3f ms, CPU experts "
+                     "%.3f ms, hand-off enqueue %.3f ms; head %.3f ms a step\n",
+                     what, static_cast<long long>(p.steps), static_cast<long long>(p.tokens), p.step_s,
+                     1e3 * p.step_s / steps, 1e3 * p.gpu_wait_s / layers, 1e3 * p.cpu_moe_s / layers,
+                     1e3 * p.handoff_s / layers, 1e3 * p.head_s / steps);
+      };
+      if (all_decoding) {
+        show("prefill", hybrid_prefill);
+        show("decode", hybrid->profile());
+      } else {
+        show("prefill and decode (not separable)", hybrid->profile());
+      }
+    }
+#endif
     if (first_end.reason == FinishReason::kError) {
       HYMOE_THROW(kInternal, "generation failed: {}", first_end.error);
     }
