@@ -12,6 +12,7 @@
 // are mla_bench.cpp.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -615,6 +616,62 @@ void bench_sampling(Bench& bench, const Ceilings& c) {
   }
 }
 
+// The hybrid engine's hand-off of one MoE layer (issue 41), both ways, as its step does it:
+// GPU -> CPU the normed hidden state (BF16) and the top-k ids and weights into pinned memory, an
+// event, the host waiting on it; CPU -> GPU the routed experts' FP32 sum, then an event the host
+// waits on (the engine does not wait there: the copy is stream-ordered before the residual add;
+// the wait here measures when the data is on the device). Host wall time per hand-off, the median
+// of 5 runs of 200, beside the pinned host-to-device rate of 256 MiB.
+void bench_handoff(Bench& bench) {
+  Stream s;
+  Event ev(false);
+  const int hidden = 7168, top_k = 8;
+  {
+    PinnedBuffer host(size_t{256} << 20);
+    DeviceBuffer dev(size_t{256} << 20);
+    std::memset(host.data(), 1, host.bytes());
+    dev.copy_from_host(host.data(), host.bytes(), s);
+    s.synchronize();
+    std::vector<double> gbs;
+    for (int r = 0; r < 5; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      dev.copy_from_host(host.data(), host.bytes(), s);
+      s.synchronize();
+      gbs.push_back(static_cast<double>(host.bytes()) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9);
+    }
+    bench.add({"ceiling/pinned_h2d 256MiB", median(gbs), "GB/s", 0, ""});
+  }
+  for (const int rows : {1, 8}) {
+    const size_t xb_bytes = size_t(rows) * hidden * 2, topk_bytes = size_t(rows) * top_k * 8,
+                 out_bytes = size_t(rows) * hidden * 4;
+    DeviceBuffer d_xb(xb_bytes), d_topk(topk_bytes), d_out(out_bytes);
+    PinnedBuffer h_xb(xb_bytes), h_topk(topk_bytes), h_out(out_bytes);
+    std::memset(h_out.data(), 0, out_bytes);
+    auto time_us = [&](const std::function<void()>& one) {
+      std::vector<double> us;
+      for (int r = 0; r < 5; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 200; ++i) one();
+        us.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 200 * 1e6);
+      }
+      return median(us);
+    };
+    const double down = time_us([&] {
+      d_xb.copy_to_host(h_xb.data(), xb_bytes, s);
+      d_topk.copy_to_host(h_topk.data(), topk_bytes, s);
+      ev.record(s);
+      ev.synchronize();
+    });
+    const double up = time_us([&] {
+      d_out.copy_from_host(h_out.data(), out_bytes, s);
+      ev.record(s);
+      ev.synchronize();
+    });
+    bench.add({fmt::format("handoff/gpu_to_cpu {} token(s): hidden BF16 + top-k, event wait (us)", rows), down, "us", 0, ""});
+    bench.add({fmt::format("handoff/cpu_to_gpu {} token(s): FP32 expert sum, event wait (us)", rows), up, "us", 0, ""});
+  }
+}
+
 void bench_rowwise(Bench& bench, const Ceilings& c) {
   cudaStream_t s = bench.stream();
   const int tokens = 16384;
@@ -944,6 +1001,7 @@ int run(int argc, char** argv) {
                      {MlaDecodeImpl::kTensorCores, MlaDecodeImpl::kCudaCores}, mla_case);
   });
   section("sampling", [&] { bench_sampling(bench, c); });
+  section("handoff", [&] { bench_handoff(bench); });
   section("fp8_block_gemm", [&] { bench_block_gemm(bench, lt, c, max_tokens); });
   section("moe", [&] { bench_moe(bench, lt, c, min_tokens, max_tokens, moe_backend); });
   section("mla_prefill", [&] {
