@@ -307,7 +307,18 @@ TEST_F(HybridExecutorTest, MemoryLimitIsHonoured) {
 TEST_F(HybridExecutorTest, NoDeviceMemoryLeftBehind) {
   size_t free0 = 0, free1 = 0, total = 0;
   {
-    auto ex = make_executor();  // first construction: the context and library state settle
+    // First construction and steps: the context settles and the kernels' modules load (lazily,
+    // and for the process's life).
+    auto ex = make_executor();
+    auto tokens = random_tokens(5, 99);
+    BlockTable table;
+    ASSERT_TRUE(ex->kv_cache().reserve(table, 6));
+    std::vector<float> logits(kVocab);
+    StepItem p{&table, tokens, 0, true};
+    ex->forward({&p, 1}, logits);
+    const int32_t next = argmax(logits);
+    StepItem d{&table, {&next, 1}, 5, true, true};
+    ex->forward({&d, 1}, logits);
   }
   ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
   {
