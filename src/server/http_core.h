@@ -14,6 +14,8 @@
 //   yet, else the connection closes; the server keeps serving either way;
 // - sends never raise SIGPIPE; a connection with unread bytes is closed after a short linger
 //   so that the client reads the answer instead of a reset.
+// Written against cpp-httplib 0.11 (Debian 12): it relies on process_and_close_socket being
+// virtual and on the protected process_request(Stream&, bool, bool&, setup) of that version.
 #pragma once
 
 #include <httplib.h>

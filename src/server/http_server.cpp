@@ -23,6 +23,13 @@ namespace hymoe::server {
 
 using nlohmann::json;
 
+namespace {
+
+// Methods whose body httplib reads (and whose framing therefore matters).
+bool reads_body(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
 // Why a request's framing (how its body is delimited) cannot be trusted, or "" when it can.
 // The body is not read after such a request, so its answer closes the connection.
 std::string framing_problem(const httplib::Request& req, int64_t max_body_bytes, int& status) {
@@ -49,9 +56,7 @@ std::string framing_problem(const httplib::Request& req, int64_t max_body_bytes,
     status = 413;
     return "request body larger than " + std::to_string(max_body_bytes) + " bytes";
   }
-  const bool has_body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                               req.method == "DELETE";
-  if (has_body_method && cl_count == 0) {
+  if (reads_body(req.method) && cl_count == 0) {
     status = 411;
     return "a " + req.method + " request needs a Content-Length (or chunked Transfer-Encoding)";
   }
@@ -68,6 +73,8 @@ void write_error_safely(httplib::Response& res, const ApiError& e) noexcept {
     res.set_header("Content-Type", "application/json");
   }
 }
+
+}  // namespace
 
 struct HttpServer::Impl {
   const ServerConfig& config;
@@ -206,9 +213,7 @@ void HttpServer::Impl::routes() {
       return httplib::Server::HandlerResponse::Handled;
     }
     // A body where none is read (GET with Content-Length): what follows cannot be trusted.
-    const bool reads_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                            req.method == "DELETE";
-    if (!reads_body && (req.has_header("Transfer-Encoding") ||
+    if (!reads_body(req.method) && (req.has_header("Transfer-Encoding") ||
                         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))) {
       HttpCore::close_after(res);
     }
