@@ -175,4 +175,66 @@ __global__ void __launch_bounds__(kMlaAnyThreads) mla_attention_any_kernel(MlaAt
   }
 }
 
+// Dot product of an FP8 row (128-column scale blocks: scale_row[c / 128]) with BF16 x over one
+// warp: lane j takes columns [16 (j + 32 i), +16); each 16-column part is scaled by its block's
+// scale and the lanes' sums are reduced in a fixed order.
+__device__ __forceinline__ float fp8_row_dot(const uint8_t* w, const float* scale_row, const uint16_t* x, int cols) {
+  const int lane = threadIdx.x % kWarpSize;
+  float acc = 0.0f;
+  for (int c = lane * 16; c < cols; c += kWarpSize * 16) {
+    const uint4 wv = *reinterpret_cast<const uint4*>(w + c);
+    const uint8_t* wb = reinterpret_cast<const uint8_t*>(&wv);
+    const Bf16x8 x0 = *reinterpret_cast<const Bf16x8*>(x + c);
+    const Bf16x8 x1 = *reinterpret_cast<const Bf16x8*>(x + c + 8);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const __nv_fp8_e4m3 a = *reinterpret_cast<const __nv_fp8_e4m3*>(wb + i);
+      const __nv_fp8_e4m3 b = *reinterpret_cast<const __nv_fp8_e4m3*>(wb + 8 + i);
+      s += static_cast<float>(a) * bf16_bits_to_float(x0.v[i]) + static_cast<float>(b) * bf16_bits_to_float(x1.v[i]);
+    }
+    acc += s * scale_row[c / 128];
+  }
+  return warp_sum(acc);
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
+
+// Grid (ceil(inter / warps), tokens * top_k): warp w of block b computes row b * warps + w of the
+// slot's gate and up, and writes silu(gate) * up in BF16.
+__global__ void moe_gemv_gate_up_kernel(MoeGemvParams p) {
+  const int warps = blockDim.x / kWarpSize;
+  const int r = blockIdx.x * warps + threadIdx.x / kWarpSize;
+  const int slot = blockIdx.y;
+  if (r >= p.inter) return;
+  const int e = p.topk_ids[slot];
+  const int t = slot / p.top_k;
+  const int sld = (p.hidden + 127) / 128;
+  const ExpertFp8 g = p.gate[e], u = p.up[e];
+  const auto* x = reinterpret_cast<const uint16_t*>(p.x) + int64_t{t} * p.hidden;
+  const float gv = fp8_row_dot(reinterpret_cast<const uint8_t*>(g.w) + int64_t{r} * p.hidden, g.scales + (r / 128) * sld, x, p.hidden);
+  const float uv = fp8_row_dot(reinterpret_cast<const uint8_t*>(u.w) + int64_t{r} * p.hidden, u.scales + (r / 128) * sld, x, p.hidden);
+  if (threadIdx.x % kWarpSize == 0)
+    reinterpret_cast<uint16_t*>(p.act)[int64_t{slot} * p.inter + r] = float_to_bf16_bits(silu(gv) * uv);
+}
+
+// Grid (ceil(hidden / warps), tokens): warp w of block b computes output row b * warps + w of the
+// token, the weighted sum over its top_k slots in slot order.
+__global__ void moe_gemv_down_kernel(MoeGemvParams p) {
+  const int warps = blockDim.x / kWarpSize;
+  const int r = blockIdx.x * warps + threadIdx.x / kWarpSize;
+  const int t = blockIdx.y;
+  if (r >= p.hidden) return;
+  const int sld = (p.inter + 127) / 128;
+  float acc = 0.0f;
+  for (int k = 0; k < p.top_k; ++k) {
+    const int slot = t * p.top_k + k;
+    const ExpertFp8 d = p.down[p.topk_ids[slot]];
+    const auto* a = reinterpret_cast<const uint16_t*>(p.act) + int64_t{slot} * p.inter;
+    acc += p.topk_weights[slot] *
+           fp8_row_dot(reinterpret_cast<const uint8_t*>(d.w) + int64_t{r} * p.inter, d.scales + (r / 128) * sld, a, p.inter);
+  }
+  if (threadIdx.x % kWarpSize == 0) p.out[int64_t{t} * p.hidden + r] = acc;
+}
+
 }  // namespace hymoe::gpu::kernels

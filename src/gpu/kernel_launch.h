@@ -38,6 +38,7 @@ cudaError_t latent_cache_write(const LatentWriteParams& p, cudaStream_t stream);
 cudaError_t mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 cudaError_t mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
 cudaError_t mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
+cudaError_t moe_gemv(const MoeGemvParams& p, cudaStream_t stream);
 cudaError_t route_noaux_tc(const RouterParams& p, cudaStream_t stream);
 cudaError_t quantize_fp8(const Fp8QuantParams& p, bool vec, cudaStream_t stream);
 cudaError_t fp8_gemv(const Fp8GemvParams& p, bool tensor_cores, cudaStream_t stream);

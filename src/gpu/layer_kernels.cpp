@@ -81,4 +81,16 @@ void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::mla_attention_any(p, stream));
 }
 
+void moe_gemv(const MoeGemvParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.top_k >= 1 && p.experts >= 1 && p.hidden >= 16 && p.hidden % 16 == 0 &&
+                  p.inter >= 16 && p.inter % 16 == 0 && int64_t{p.tokens} * p.top_k <= kMaxGridY,
+              kInvalidArgument, "moe_gemv: bad shape tokens={} top_k={} experts={} hidden={} inter={}", p.tokens,
+              p.top_k, p.experts, p.hidden, p.inter);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.gate && p.up && p.down && p.topk_ids && p.topk_weights && p.x && p.act && p.out, kInvalidArgument,
+              "moe_gemv: null pointer");
+  HYMOE_CHECK(aligned16(p.x) && aligned16(p.act), kInvalidArgument, "moe_gemv: x and act must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::moe_gemv(p, stream));
+}
+
 }  // namespace hymoe::gpu

@@ -51,4 +51,12 @@ cudaError_t mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
+cudaError_t moe_gemv(const MoeGemvParams& p, cudaStream_t stream) {
+  constexpr int kWarps = 8;
+  kernels::moe_gemv_gate_up_kernel<<<dim3((p.inter + kWarps - 1) / kWarps, p.tokens * p.top_k), kWarps * 32, 0, stream>>>(p);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  kernels::moe_gemv_down_kernel<<<dim3((p.hidden + kWarps - 1) / kWarps, p.tokens), kWarps * 32, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 }  // namespace hymoe::gpu::launch

@@ -261,11 +261,85 @@ TEST(LayerKernels, LatentCacheWriteScattersRows) {
     for (int c = 0; c < width; ++c) ASSERT_EQ(cache[size_t(slots[t]) * width + c].bits, src[size_t(t) * stride + c].bits);
 }
 
+TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  const int E = 6, hidden = 272, inter = 144, top_k = 2, tokens = 3;  // neither a multiple of 128
+  const int hb = (hidden + 127) / 128, ib = (inter + 127) / 128;
+  std::vector<std::vector<Fp8E4M3>> gw, uw, dw;
+  std::vector<std::vector<float>> gs, us, ds;
+  std::vector<DeviceBuffer> keep;
+  std::vector<ExpertFp8> g(E), u(E), d(E);
+  for (int e = 0; e < E; ++e) {
+    gw.push_back(test::random_fp8(size_t(inter) * hidden, rng));
+    uw.push_back(test::random_fp8(size_t(inter) * hidden, rng));
+    dw.push_back(test::random_fp8(size_t(hidden) * inter, rng));
+    gs.push_back(random_f32(size_t(ib) * hb, rng, 1e-3f, 4e-3f));
+    us.push_back(random_f32(size_t(ib) * hb, rng, 1e-3f, 4e-3f));
+    ds.push_back(random_f32(size_t(hb) * ib, rng, 1e-3f, 4e-3f));
+    for (auto* v : {&gw.back(), &uw.back(), &dw.back()}) keep.push_back(to_device(*v, s));
+    for (auto* v : {&gs.back(), &us.back(), &ds.back()}) keep.push_back(to_device(*v, s));
+    const size_t k = keep.size();
+    g[e] = {keep[k - 6].as<Fp8E4M3>(), keep[k - 3].as<float>()};
+    u[e] = {keep[k - 5].as<Fp8E4M3>(), keep[k - 2].as<float>()};
+    d[e] = {keep[k - 4].as<Fp8E4M3>(), keep[k - 1].as<float>()};
+  }
+  auto dg = to_device(g, s), du = to_device(u, s), dd = to_device(d, s);
+  const auto x = random_bf16(size_t(tokens) * hidden, rng);
+  std::vector<int32_t> ids(tokens * top_k);
+  std::vector<float> wts(tokens * top_k);
+  for (int t = 0; t < tokens; ++t) {
+    ids[t * top_k] = static_cast<int32_t>(rng() % E);
+    ids[t * top_k + 1] = (ids[t * top_k] + 1 + static_cast<int32_t>(rng() % (E - 1))) % E;
+    wts[t * top_k] = 0.7f;
+    wts[t * top_k + 1] = 0.45f;
+  }
+  auto dx = to_device(x, s), dids = to_device(ids, s), dw_ = to_device(wts, s);
+  auto run = [&](int n) {
+    auto act = poisoned<Bf16>(size_t(n) * top_k * inter, s);
+    auto out = poisoned<float>(size_t(n) * hidden, s);
+    moe_gemv({.gate = dg.as<ExpertFp8>(), .up = du.as<ExpertFp8>(), .down = dd.as<ExpertFp8>(), .topk_ids = dids.as<int32_t>(),
+              .topk_weights = dw_.as<float>(), .x = dx.as<Bf16>(), .act = act.as<Bf16>(), .out = out.as<float>(), .tokens = n,
+              .top_k = top_k, .experts = E, .hidden = hidden, .inter = inter},
+             s);
+    return to_host<float>(out, size_t(n) * hidden, s);
+  };
+  const auto out = run(tokens);
+  std::vector<double> ref;
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> o(hidden, 0.0);
+    for (int k = 0; k < top_k; ++k) {
+      const int e = ids[t * top_k + k];
+      std::vector<double> act(inter);
+      for (int r = 0; r < inter; ++r) {
+        double gv = 0, uv = 0;
+        for (int c = 0; c < hidden; ++c) {
+          const double xv = x[size_t(t) * hidden + c].to_float();
+          gv += double(gw[e][size_t(r) * hidden + c].to_float()) * gs[e][(r / 128) * hb + c / 128] * xv;
+          uv += double(uw[e][size_t(r) * hidden + c].to_float()) * us[e][(r / 128) * hb + c / 128] * xv;
+        }
+        act[r] = bf16_to_float(float_to_bf16(static_cast<float>(gv / (1 + std::exp(-gv)) * uv)));
+      }
+      for (int r = 0; r < hidden; ++r) {
+        double acc = 0;
+        for (int c = 0; c < inter; ++c) acc += double(dw[e][size_t(r) * inter + c].to_float()) * ds[e][(r / 128) * ib + c / 128] * act[c];
+        o[r] += wts[t * top_k + k] * acc;
+      }
+    }
+    ref.insert(ref.end(), o.begin(), o.end());
+  }
+  EXPECT_LT(normalized_error(out, ref), 5e-3);
+  const auto one = run(1);
+  for (int r = 0; r < hidden; ++r) ASSERT_EQ(one[r], out[r]) << "row " << r;
+}
+
 TEST(LayerKernels, ShapesAreChecked) {
   EXPECT_THROW(dense_gemv_f32({.tokens = 9, .n = 4, .k = 8, .ldy = 4}, nullptr), Error);
   EXPECT_THROW(dense_gemv_f32({.tokens = 1, .n = 4, .k = 12, .ldy = 4}, nullptr), Error);
   EXPECT_THROW(mla_attention_any({.tokens = 1, .heads = 1, .lora = 2048, .rope = 0, .block_tokens = 1, .max_blocks = 1}, nullptr),
                Error);
+  EXPECT_THROW(moe_gemv({.tokens = 1, .top_k = 2, .experts = 4, .hidden = 100, .inter = 64}, nullptr), Error);
 }
 
 }  // namespace

@@ -116,4 +116,31 @@ struct MlaAttentionParams {
 };
 void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
 
+// Routed experts of up to a few tokens on the GPU (MoE layers whose experts the hybrid placement
+// keeps on the device): out[t] = sum_k topk_weights[t][k] * down_e(silu(gate_e x[t]) * up_e x[t])
+// with e = topk_ids[t][k], read on the device (no host round trip). FP8 weights with the
+// checkpoint's 128x128 block scales (ld = ceil(cols / 128)); BF16 activations, FP32
+// accumulation, act rounded to BF16 between the two halves (as the CPU experts). One warp per
+// output row and slot; a row's result depends only on its own token.
+struct ExpertFp8 {
+  const Fp8E4M3* w = nullptr;   // [rows, cols] row-major
+  const float* scales = nullptr;
+};
+struct MoeGemvParams {
+  const ExpertFp8* gate = nullptr;  // [experts] on the device: [inter, hidden]
+  const ExpertFp8* up = nullptr;    // [experts]: [inter, hidden]
+  const ExpertFp8* down = nullptr;  // [experts]: [hidden, inter]
+  const int32_t* topk_ids = nullptr;     // [tokens, top_k]
+  const float* topk_weights = nullptr;   // [tokens, top_k]
+  const Bf16* x = nullptr;  // [tokens, hidden]
+  Bf16* act = nullptr;      // scratch [tokens * top_k, inter]
+  float* out = nullptr;     // [tokens, hidden] (written, not added to)
+  int tokens = 0;
+  int top_k = 0;
+  int experts = 0;
+  int hidden = 0;  // a multiple of 16
+  int inter = 0;   // a multiple of 16
+};
+void moe_gemv(const MoeGemvParams& p, cudaStream_t stream);
+
 }  // namespace hymoe::gpu
