@@ -53,6 +53,13 @@ struct DevMlp {
   DevFp8 gate, up, down;
 };
 
+// A MoE layer's routed experts on the device: one allocation, and the per-expert views the
+// moe_gemv kernel reads (gate, up, down arrays of `experts` entries).
+struct DevExperts {
+  gpu::DeviceBuffer memory;
+  gpu::DeviceBuffer views;  // ExpertFp8 [3][experts]
+};
+
 struct DevLayer {
   gpu::DeviceBuffer input_norm, post_norm;  // FP32 [hidden]
   gpu::DeviceBuffer q_a_norm, kv_a_norm;    // BF16
@@ -61,6 +68,7 @@ struct DevLayer {
   std::optional<DevMlp> dense, shared;
   gpu::DeviceBuffer router_w;               // BF16 [experts, hidden]
   gpu::DeviceBuffer router_bias;            // FP32 [experts]
+  std::optional<DevExperts> experts;        // where the placement put this layer's experts
 };
 
 }  // namespace
@@ -68,9 +76,9 @@ struct DevLayer {
 std::string HybridPlacement::describe() const {
   return fmt::format(
       "hybrid placement on {}: budget {:.2f} GB; resident weights {:.2f} GB, KV pool {:.2f} GB ({} tokens), "
-      "step buffers {:.2f} GB; routed experts of {} MoE layers on the GPU, {:.2f} GB on the CPU",
+      "step buffers {:.2f} GB; routed experts of {} MoE layers on the GPU ({:.2f} GB), {:.2f} GB on the CPU",
       device_name, gb(budget_bytes), gb(resident_bytes), gb(kv_bytes), kv_tokens, gb(step_bytes), gpu_expert_layers,
-      gb(cpu_expert_bytes));
+      gb(gpu_expert_bytes), gb(cpu_expert_bytes));
 }
 
 struct HybridExecutor::Impl {
@@ -156,6 +164,36 @@ struct HybridExecutor::Impl {
     return DevMlp{upload_fp8(w.gate, what), upload_fp8(w.up, what), upload_fp8(w.down, what)};
   }
 
+  // A layer's routed experts into one device allocation (each tensor 256-byte aligned).
+  DevExperts upload_experts(const std::vector<MlpWeights>& experts) {
+    auto aligned = [](size_t b) { return (b + 255) / 256 * 256; };
+    size_t total = 0;
+    for (const MlpWeights& e : experts)
+      for (const Fp8Matrix* m : {&e.gate, &e.up, &e.down})
+        total += aligned(m->bytes()) + aligned(static_cast<size_t>(m->scale_rows() * m->scale_cols()) * sizeof(float));
+    DevExperts d;
+    d.memory = gpu::DeviceBuffer(total, &budget);
+    std::vector<gpu::ExpertFp8> views(3 * experts.size());
+    auto* base = d.memory.as<std::byte>();
+    size_t at = 0;
+    for (size_t i = 0; i < experts.size(); ++i) {
+      const Fp8Matrix* mats[3] = {&experts[i].gate, &experts[i].up, &experts[i].down};
+      for (size_t j = 0; j < 3; ++j) {
+        const Fp8Matrix& m = *mats[j];
+        const size_t sb = static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
+        d.memory.copy_from_host(m.data, m.bytes(), stream, at);
+        views[j * experts.size() + i].w = reinterpret_cast<const gpu::Fp8E4M3*>(base + at);
+        at += aligned(m.bytes());
+        d.memory.copy_from_host(m.scale_inv, sb, stream, at);
+        views[j * experts.size() + i].scales = reinterpret_cast<const float*>(base + at);
+        at += aligned(sb);
+      }
+    }
+    d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertFp8));
+    stream.synchronize();  // views is pageable and goes out of scope
+    return d;
+  }
+
   // Bytes of everything resident (what the constructor uploads), for the placement and refusals.
   size_t resident_bytes() const {
     const ModelConfig& c = config;
@@ -222,12 +260,14 @@ struct HybridExecutor::Impl {
 // and hand-off buffers. The stages enqueue GPU work on the lane's stream; routed_experts waits for
 // the lane's hand-off copy and runs the CPU experts.
 struct HybridExecutor::Impl::Lane final : LayerOps {
+  static constexpr int64_t kMoeGemvRows = 2048;  // rows per moe_gemv launch (grid y = rows * top_k <= 65535)
   Impl& x;
   gpu::Stream stream;
   gpu::Event moe_input_ready{false}, done{false};
   int64_t row0 = 0, rows = 0, decode_rows = 0;  // decode rows: [row0, row0 + decode_rows)
   int64_t cap = 0;
-  gpu::DeviceBuffer xf, xb, proj, qa, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed;
+  gpu::DeviceBuffer xf, xb, proj, qa, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed,
+      moe_act;
   gpu::PinnedBuffer h_xb, h_topk, h_routed;
 
   explicit Lane(Impl& impl) : x(impl) {}
@@ -368,6 +408,20 @@ HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const H
   ensure_plan_capacity(std::max<int64_t>(o.max_step_tokens, 1), 1);
   lanes[0]->ensure_capacity(std::max<int64_t>(o.max_step_tokens, 1));
   placement.step_bytes = budget.used() - before;
+  // Whole MoE layers' routed experts where room is left (headroom for the larger steps' buffers).
+  constexpr size_t kHeadroom = size_t{1} << 30;
+  for (size_t li = 0; li < weights.layers.size(); ++li) {
+    const LayerWeights& w = weights.layers[li];
+    if (!w.moe || o.max_gpu_expert_layers == 0) continue;
+    if (o.max_gpu_expert_layers > 0 && placement.gpu_expert_layers >= o.max_gpu_expert_layers) break;
+    size_t bytes = 0;
+    for (const MlpWeights& e : w.moe->experts) bytes += mlp_bytes(e);
+    if (bytes + kHeadroom + static_cast<size_t>(c.n_routed_experts) * 3 * 256 * 2 > budget.available()) break;
+    layers[li].experts = upload_experts(w.moe->experts);
+    placement.gpu_expert_bytes += bytes;
+    placement.cpu_expert_bytes -= bytes;
+    ++placement.gpu_expert_layers;
+  }
   log::get("engine")->info("{} ({:.1f} s to upload)", placement.describe(), seconds_since(t0));
 }
 
@@ -411,7 +465,8 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   const size_t heads = static_cast<size_t>(c.num_attention_heads), width = static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim);
   const size_t inter = static_cast<size_t>(std::max(c.intermediate_size, c.moe_intermediate_size * std::max<int64_t>(c.n_shared_experts, 1)));
   const size_t E = static_cast<size_t>(std::max<int64_t>(c.n_routed_experts, 1)), K = static_cast<size_t>(std::max<int64_t>(c.num_experts_per_tok, 1));
-  for (auto* b : {&xf, &xb, &proj, &qa, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids, &routed})
+  for (auto* b : {&xf, &xb, &proj, &qa, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids, &routed,
+                  &moe_act})
     *b = {};  // release first: the budget counts old and new otherwise
   h_xb = {};
   h_topk = {};
@@ -432,6 +487,7 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   topk_w = make(t * K * 4);
   topk_ids = make(t * K * 4);
   routed = make(t * hidden * 4);
+  moe_act = make(t * K * static_cast<size_t>(c.moe_intermediate_size) * 2);
   h_xb = gpu::PinnedBuffer(t * hidden * 2);
   h_topk = gpu::PinnedBuffer(t * K * 8);
   h_routed = gpu::PinnedBuffer(t * hidden * 4);
@@ -597,6 +653,7 @@ void HybridExecutor::Impl::Lane::router(int64_t li) {
   rp.normalize = c.norm_topk_prob;
   rp.scaling = static_cast<float>(c.routed_scaling_factor);
   gpu::route_noaux_tc(rp, stream);
+  if (l.experts) return;  // computed on the GPU: no hand-off
   // Hand-off to the CPU: the normed hidden state and the top-k, into pinned memory.
   const auto t0 = Clock::now();
   xb.copy_to_host(h_xb.data(), static_cast<size_t>(T * hidden) * 2, stream);
@@ -621,6 +678,21 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
   if (rows == 0) return;
   const ModelConfig& c = x.config;
   const int64_t T = rows, hidden = c.hidden_size, K = c.num_experts_per_tok;
+  if (const auto& ex = x.layers[static_cast<size_t>(li)].experts) {
+    // This layer's experts are on the device: the same sum, on the lane's stream.
+    const int64_t E = c.n_routed_experts;
+    const auto* views = ex->views.as<gpu::ExpertFp8>();
+    for (int64_t t0 = 0; t0 < T; t0 += kMoeGemvRows) {
+      const int64_t n = std::min<int64_t>(kMoeGemvRows, T - t0);
+      gpu::moe_gemv({.gate = views, .up = views + E, .down = views + 2 * E, .topk_ids = topk_ids.as<int32_t>() + t0 * K,
+                     .topk_weights = f32(topk_w) + t0 * K, .x = bf(xb) + t0 * hidden, .act = bf(moe_act),
+                     .out = f32(routed) + t0 * hidden, .tokens = static_cast<int>(n), .top_k = static_cast<int>(K),
+                     .experts = static_cast<int>(E), .hidden = static_cast<int>(hidden),
+                     .inter = static_cast<int>(c.moe_intermediate_size)},
+                    stream);
+    }
+    return;
+  }
   auto t0 = Clock::now();
   moe_input_ready.synchronize();  // the GPU's part of the layer up to the router is done
   x.profile.gpu_wait_s += seconds_since(t0);

@@ -44,6 +44,7 @@ json ServerConfig::to_json() const {
           {"gpu_memory_limit", gpu_memory_limit},
           {"gpu_device", gpu_device},
           {"dual_microbatch", dual_microbatch},
+          {"gpu_expert_layers", gpu_expert_layers},
           {"threads", threads},
           {"kv_cache_bytes", kv_cache_bytes},
           {"amx_decode_gemv", amx_decode_gemv},
@@ -62,7 +63,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
-                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "threads", "kv_cache_bytes", "amx_decode_gemv",
+                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
                                 "default_max_tokens", "reasoning_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
@@ -87,6 +88,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "gpu_memory_limit", gpu_memory_limit, source);
   take(j, "gpu_device", gpu_device, source);
   take(j, "dual_microbatch", dual_microbatch, source);
+  take(j, "gpu_expert_layers", gpu_expert_layers, source);
   take(j, "threads", threads, source);
   take(j, "kv_cache_bytes", kv_cache_bytes, source);
   take(j, "amx_decode_gemv", amx_decode_gemv, source);
@@ -115,6 +117,7 @@ void ServerConfig::validate() const {
   check(backend == "auto" || backend == "cpu" || backend == "hybrid", "backend", "must be auto, cpu or hybrid");
   check(gpu_memory_limit >= 0, "gpu_memory_limit", "must be >= 0 (0 = the whole device)");
   check(gpu_device >= 0, "gpu_device", "must be >= 0");
+  check(gpu_expert_layers >= -1, "gpu_expert_layers", "must be -1 (as many as fit), 0 (none) or a count");
   check(threads >= 0, "threads", "must be >= 0");
   check(kv_cache_bytes > 0, "kv_cache_bytes", "must be positive");
   check(max_running >= 1, "max_running", "must be >= 1");
@@ -168,6 +171,9 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--dual-microbatch", c.dual_microbatch,
       "Hybrid backend: run 2+ decoding sequences as two micro-batches whose GPU and CPU parts overlap",
       "HYMOE_DUAL_MICROBATCH");
+  opt("--gpu-expert-layers", c.gpu_expert_layers,
+      "Hybrid backend: MoE layers whose routed experts go to the GPU where memory is left (-1 as many as fit, 0 none)",
+      "HYMOE_GPU_EXPERT_LAYERS");
   opt("--threads", c.threads, "Compute threads (0 = all)", "HYMOE_THREADS");
   opt("--kv-cache-bytes", c.kv_cache_bytes, "KV cache budget in bytes", "HYMOE_KV_CACHE_BYTES");
   opt("--amx-decode-gemv", c.amx_decode_gemv,

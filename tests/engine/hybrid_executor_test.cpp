@@ -79,6 +79,7 @@ class HybridExecutorTest : public ::testing::Test {
     o.kv_cache_bytes = 64 << 20;
     o.kv_block_tokens = 16;
     o.max_step_tokens = 64;
+    o.max_gpu_expert_layers = 0;  // the routed experts on the CPU (the hand-off path)
     return o;
   }
   std::unique_ptr<HybridExecutor> make_executor() { return std::make_unique<HybridExecutor>(*store_, *pool_, options()); }
@@ -271,6 +272,62 @@ TEST_F(HybridExecutorTest, DualMicrobatchGivesTheSameBits) {
   const auto a = run(dual), b = run(single);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "logit " << i;
+}
+
+TEST_F(HybridExecutorTest, GpuExpertLayersMatchTheCpuExpertsPath) {
+  // The same prompt and decode steps with every MoE layer's experts on the GPU and on the CPU:
+  // within the engines' tolerance of each other and of the reference; the placement says so.
+  HybridExecutorOptions on = options();
+  on.max_gpu_expert_layers = -1;
+  HybridExecutor gpu(*store_, *pool_, on);
+  auto cpu = make_executor();
+  EXPECT_EQ(gpu.placement().gpu_expert_layers, 2);  // tiny: 3 layers, the first dense
+  EXPECT_EQ(gpu.placement().cpu_expert_bytes, 0u);
+  EXPECT_EQ(cpu->placement().gpu_expert_layers, 0);
+  std::vector<int32_t> seq = random_tokens(9, 21);
+  BlockTable ta, tb;
+  ASSERT_TRUE(gpu.kv_cache().reserve(ta, 9 + 8));
+  ASSERT_TRUE(cpu->kv_cache().reserve(tb, 9 + 8));
+  std::vector<float> la(kVocab), lb(kVocab);
+  std::vector<double> errors;
+  for (int step = 0; step < 8; ++step) {
+    const size_t fed = step == 0 ? 0 : seq.size() - 1;
+    StepItem ia{&ta, std::span<const int32_t>(seq).subspan(fed), static_cast<int64_t>(fed), true, step > 0};
+    StepItem ib{&tb, std::span<const int32_t>(seq).subspan(fed), static_cast<int64_t>(fed), true, step > 0};
+    gpu.forward({&ia, 1}, la);
+    cpu->forward({&ib, 1}, lb);
+    std::vector<int64_t> t(seq.begin(), seq.end());
+    const auto all = reference_->forward(t, reference::MlaForm::kAbsorbed);
+    const auto ref = std::span<const float>(all).last(kVocab);
+    errors.push_back(rel_error(la, ref));
+    EXPECT_LT(rel_error(la, ref), kFlipBound) << "step " << step;
+    EXPECT_LT(rel_error(la, lb), kFlipBound) << "step " << step;
+    seq.push_back(argmax(ref));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], kTolerance);
+  // Dual micro-batches over GPU experts: the same bits as one batch.
+  HybridExecutorOptions single = on;
+  single.dual_microbatch = false;
+  HybridExecutor one(*store_, *pool_, single);
+  auto decode_pair = [&](HybridExecutor& ex) {
+    BlockTable x, y;
+    EXPECT_TRUE(ex.kv_cache().reserve(x, 4));
+    EXPECT_TRUE(ex.kv_cache().reserve(y, 4));
+    const std::vector<int32_t> px = random_tokens(3, 1), py = random_tokens(3, 2);
+    StepItem p0{&x, px, 0, false}, p1{&y, py, 0, false};
+    ex.forward({&p0, 1}, {});
+    ex.forward({&p1, 1}, {});
+    const int32_t n0 = 5, n1 = 6;
+    std::vector<StepItem> items = {StepItem{&x, {&n0, 1}, 3, true, true}, StepItem{&y, {&n1, 1}, 3, true, true}};
+    std::vector<float> out(2 * kVocab);
+    ex.forward(items, out);
+    ex.kv_cache().release(x);
+    ex.kv_cache().release(y);
+    return out;
+  };
+  const auto dual_out = decode_pair(gpu), single_out = decode_pair(one);
+  for (size_t i = 0; i < dual_out.size(); ++i) ASSERT_EQ(dual_out[i], single_out[i]) << "logit " << i;
 }
 
 TEST_F(HybridExecutorTest, MemoryLimitIsHonoured) {

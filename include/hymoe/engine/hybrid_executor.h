@@ -8,7 +8,8 @@
 //
 // Placement: everything but the routed experts is resident on the device, plus the KV pool, under
 // a memory budget (HybridExecutorOptions::gpu_memory_limit, which emulates a smaller card); a
-// budget that cannot hold them is refused at construction with the bytes needed.
+// budget that cannot hold them is refused at construction with the bytes needed. Where room is
+// left, the routed experts of whole MoE layers go to the device too and are computed there.
 //
 // Built only with CUDA (HYMOE_HAVE_CUDA); the header itself needs no CUDA headers.
 #pragma once
@@ -38,6 +39,10 @@ struct HybridExecutorOptions {
   // streams, interleaved so that one's GPU part runs while the CPU computes the other's routed
   // experts (run_layers_interleaved). Results do not change (each row's arithmetic is the same).
   bool dual_microbatch = true;
+  // Routed experts of whole MoE layers on the GPU where the budget has room for them after the
+  // resident set, the KV pool and the step buffers (those layers then need no hand-off and the
+  // CPU reads fewer bytes per token): -1 as many as fit, 0 none, N at most N.
+  int max_gpu_expert_layers = -1;
 };
 
 // Where the model's bytes went, for the start-up log, /v1/models and /metrics.
@@ -48,6 +53,7 @@ struct HybridPlacement {
   size_t kv_bytes = 0;           // the latent KV pool
   size_t step_bytes = 0;         // activations and step buffers
   size_t cpu_expert_bytes = 0;   // routed experts left in host memory (computed by the CPU)
+  size_t gpu_expert_bytes = 0;   // routed experts on the device
   int64_t kv_tokens = 0;
   int64_t gpu_expert_layers = 0; // MoE layers whose routed experts the GPU holds
   std::string describe() const;  // one line for the log

@@ -36,6 +36,8 @@ struct ServerConfig {
   int64_t gpu_memory_limit = 0;      // bytes hymoe may use on the GPU; 0 = the whole device
   int32_t gpu_device = 0;            // CUDA device of the hybrid backend
   bool dual_microbatch = true;       // hybrid: two overlapped micro-batches from 2 decoding sequences
+  int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
+                                     // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads
   int64_t kv_cache_bytes = 1ll << 30;
   bool amx_decode_gemv = false;      // dense weights' decode GEMVs on AMX (CpuExecutorOptions)
