@@ -751,6 +751,7 @@ const ModelConfig& HybridExecutor::config() const { return impl_->config; }
 KvCache& HybridExecutor::kv_cache() { return *impl_->kv; }
 void HybridExecutor::forward(std::span<const StepItem> items, std::span<float> logits) { impl_->forward(items, logits); }
 const HybridPlacement& HybridExecutor::placement() const { return impl_->placement; }
+std::string HybridExecutor::placement_summary() const { return impl_->placement.describe(); }
 HybridExecutor::Profile HybridExecutor::profile() const { return impl_->profile; }
 void HybridExecutor::reset_profile() { impl_->profile = {}; }
 

@@ -320,7 +320,9 @@ void HttpServer::Impl::routes() {
                               {"created", m->created},
                               {"owned_by", "hymoe"},
                               {"root", m->name},
-                              {"max_model_len", m->max_context}}});
+                              {"max_model_len", m->max_context},
+                              {"backend", m->backend}}});
+    if (!m->placement.empty()) data[0]["placement"] = m->placement;
     res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
   });
 

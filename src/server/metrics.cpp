@@ -71,6 +71,11 @@ void Metrics::set_queue(int64_t running, int64_t waiting) {
   waiting_ = waiting;
 }
 void Metrics::set_kv_usage(double fraction) { kv_usage_ = fraction; }
+
+void Metrics::set_backend(const std::string& backend) {
+  std::lock_guard lock(backend_mutex_);
+  backend_ = backend;
+}
 void Metrics::on_first_token(double s) { ttft_.observe(s); }
 void Metrics::on_token(double s) { itl_.observe(s); }
 
@@ -97,6 +102,12 @@ std::string Metrics::render() const {
   gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
         static_cast<double>(waiting_.load()));
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kv_usage_.load());
+  {
+    std::lock_guard lock(backend_mutex_);
+    if (!backend_.empty())
+      out += fmt::format("# HELP hymoe:backend_info The executor serving the model.\n# TYPE hymoe:backend_info gauge\n"
+                         "hymoe:backend_info{{{},backend=\"{}\"}} 1\n", labels_, backend_);
+  }
   counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_.load());
   counter("vllm:generation_tokens_total", "Number of generation tokens processed.", generation_tokens_.load());
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"

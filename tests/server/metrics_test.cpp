@@ -43,3 +43,18 @@ TEST(Metrics, VllmNamesAndValues) {
 
 }  // namespace
 }  // namespace hymoe::server
+
+namespace hymoe::server {
+namespace {
+
+TEST(Metrics, BackendInfoOnceSet) {
+  Metrics m("tiny");
+  EXPECT_EQ(m.render().find("hymoe:backend_info"), std::string::npos);
+  m.set_backend("hybrid");
+  const std::string out = m.render();
+  EXPECT_NE(out.find("# TYPE hymoe:backend_info gauge"), std::string::npos) << out;
+  EXPECT_NE(out.find("backend=\"hybrid\"} 1"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace hymoe::server

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/model/config.h"
@@ -34,6 +35,9 @@ class Executor {
   virtual void forward(std::span<const StepItem> items, std::span<float> logits) = 0;
   // Human-readable name of the backend ("cpu", "hybrid", ...), for logs and /v1/models.
   virtual const char* name() const = 0;
+  // Where the model's bytes are (device, memory per class), one line for logs and /v1/models;
+  // empty where everything is in host memory.
+  virtual std::string placement_summary() const { return {}; }
 };
 
 }  // namespace hymoe

@@ -71,6 +71,7 @@ class HybridExecutor final : public Executor {
   KvCache& kv_cache() override;
   void forward(std::span<const StepItem> items, std::span<float> logits) override;
   const char* name() const override { return "hybrid"; }
+  std::string placement_summary() const override;
   const HybridPlacement& placement() const;
 
   // Wall time since construction or the last reset (benchmarks, hymoe-cli --profile).

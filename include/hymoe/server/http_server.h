@@ -27,6 +27,7 @@ struct ServedModel {
   int64_t max_context = 0;
   int64_t created = 0;        // unix seconds, for /v1/models
   std::string backend;        // executor name
+  std::string placement;      // the executor's placement_summary() ("" for the CPU engine)
 };
 
 class HttpServer {

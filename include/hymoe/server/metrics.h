@@ -36,6 +36,8 @@ class Metrics {
   // Request lifecycle.
   void set_queue(int64_t running, int64_t waiting);
   void set_kv_usage(double fraction);  // 0..1
+  // The executor serving the model (hymoe:backend_info{backend="..."} 1).
+  void set_backend(const std::string& backend);
   void on_first_token(double ttft_seconds);
   void on_token(double inter_token_seconds);
   void on_finished(FinishedReason reason, int64_t prompt_tokens, int64_t generation_tokens,
@@ -48,6 +50,8 @@ class Metrics {
 
  private:
   std::string labels_;
+  mutable std::mutex backend_mutex_;
+  std::string backend_;
   std::atomic<int64_t> running_{0}, waiting_{0};
   std::atomic<double> kv_usage_{0.0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};

@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
     model->max_context = rt->scheduler->max_context();
     model->created = static_cast<int64_t>(std::time(nullptr));
     model->backend = rt->executor->name();
+    model->placement = rt->executor->placement_summary();
+    metrics.set_backend(model->backend);
     http.set_model(model);
     ready = true;
     notify("READY=1");

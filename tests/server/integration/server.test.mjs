@@ -45,6 +45,11 @@ test('health, models and authentication', async () => {
   assert.equal((await fetch(A.base + '/health')).status, 200);
   const models = await client().models.list();
   assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+  // The backend (auto: hybrid where a CUDA device is present, else cpu) shows in both places.
+  const backend = models.data[0].backend;
+  assert.ok(['cpu', 'hybrid'].includes(backend), `backend ${backend}`);
+  const metrics = await (await fetch(A.base + '/metrics', { headers: { Authorization: `Bearer ${KEY}` } })).text();
+  assert.ok(metrics.includes(`backend="${backend}"} 1`), 'hymoe:backend_info in /metrics');
   assert.equal((await fetch(A.base + '/v1/models')).status, 401);
   const wrong = await fetch(A.base + '/v1/models', { headers: { Authorization: 'Bearer nope' } });
   assert.equal(wrong.status, 401);
