@@ -203,3 +203,9 @@ test('a GET with a body answers and closes rather than reading the body as a req
   assert.ok(closed);
   await assertServing('after a GET with a body');
 });
+
+test('after all of it, SIGTERM exits 0 (under ASan: with no leak report)', async () => {
+  S.proc.kill('SIGTERM');
+  const exit = await Promise.race([S.exited, new Promise((r) => setTimeout(() => r('timeout'), 30000))]);
+  assert.deepEqual(exit, { code: 0, signal: null }, S.log().slice(-3000));
+});
