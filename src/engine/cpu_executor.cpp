@@ -18,16 +18,8 @@
 #include "hymoe/model/weight_store.h"
 
 namespace hymoe {
-namespace {
 
-// Grows a buffer to at least n elements (a no-op once sized: steps do not allocate).
-template <typename T>
-T* room(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
-}  // namespace
+using engine::room;
 
 struct CpuExecutor::Buffers {
   std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;

@@ -3,11 +3,19 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hymoe/cpu/thread_pool.h"
 #include "hymoe/model/model_weights.h"
 
 namespace hymoe::engine {
+
+// Grows a step buffer to at least n elements (a no-op once sized: steps do not allocate).
+template <typename T>
+T* room(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
 
 // Splits [0, n) into one contiguous range per worker, rounded to `align`; fn(begin, end) runs on
 // every worker with a non-empty range.

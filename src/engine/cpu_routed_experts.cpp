@@ -6,15 +6,8 @@
 #include "hymoe/kernels/silu_mul.h"
 
 namespace hymoe {
-namespace {
 
-template <typename T>
-T* room(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
-}  // namespace
+using engine::room;
 
 CpuRoutedExperts::CpuRoutedExperts(cpu::ThreadPool& pool, const ModelConfig& c)
     : pool_(pool), hidden_(c.hidden_size), experts_(c.n_routed_experts) {

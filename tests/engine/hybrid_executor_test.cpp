@@ -22,6 +22,7 @@
 #include "hymoe/model/model_writer.h"
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
+#include "engine_test_util.h"
 #include "reference_model.h"
 
 namespace hymoe {
@@ -31,19 +32,8 @@ constexpr double kTolerance = 1e-2;
 constexpr double kFlipBound = 1e-1;
 constexpr int64_t kVocab = 2048;
 
-double rel_error(std::span<const float> a, std::span<const float> ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
+using test::argmax;
+using test::rel_error;
 
 class HybridExecutorTest : public ::testing::Test {
  protected:
