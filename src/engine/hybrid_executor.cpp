@@ -95,6 +95,7 @@ struct HybridExecutor::Impl {
   gpu::YarnTable yarn;
   float softmax_scale = 1.0f;
   bool dual_microbatch = true;
+  int device = 0;  // made current by every forward() (the scheduler's thread is not the loader's)
 
   // Device weights.
   std::vector<DevLayer> layers;
@@ -322,6 +323,7 @@ HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const H
         return gpu::MemoryBudget::for_device(o.device, o.gpu_memory_limit).cap();
       }()) {
   weights.config = &config;
+  device = o.device;
   const ModelConfig& c = config;
   const gpu::DeviceInfo info = gpu::query_device(o.device);
   placement.device_name = info.name;
@@ -529,6 +531,7 @@ void HybridExecutor::Impl::upload_plan() {
 
 void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<float> logits) {
   const auto t_step = Clock::now();
+  HYMOE_CUDA_CHECK(cudaSetDevice(device));
   const ModelConfig& c = config;
   plan.build(items, *kv, c.vocab_size);
   const int64_t T = plan.tokens();
