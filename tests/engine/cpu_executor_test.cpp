@@ -22,7 +22,7 @@
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
 #include "engine_test_util.h"
-#include "reference_model.h"
+#include "tiny_model_fixture.h"
 
 namespace hymoe {
 namespace {
@@ -38,27 +38,12 @@ using test::rel_error;
 class CpuExecutorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() / ("hymoe_cpu_exec_" + std::to_string(::getpid()));
-    ModelConfig c = preset_config("tiny");
-    c.vocab_size = 2048;  // keeps the float64 reference quick; the lm_head path is the same
-    ModelWriteOptions wo;
-    wo.seed = 20261129;
-    write_random_checkpoint(c, dir_, wo);
-    store_ = WeightStore::open(dir_).release();
-    weights_ = new ModelWeights(ModelWeights::bind(*store_));
-    reference_ = new reference::ReferenceModel(*weights_);
-    cpu::ThreadPoolOptions po;
-    po.threads = 2;
-    po.pin = false;
-    pool_ = new cpu::ThreadPool(cpu::Topology::detect(), po);
+    model_ = new test::TinyModel("hymoe_cpu_exec", 20261129, 2048);
+    store_ = model_->store.get();
+    reference_ = model_->reference.get();
+    pool_ = model_->pool.get();
   }
-  static void TearDownTestSuite() {
-    delete pool_;
-    delete reference_;
-    delete weights_;
-    delete store_;
-    std::filesystem::remove_all(dir_);
-  }
+  static void TearDownTestSuite() { delete model_; }
 
   std::unique_ptr<CpuExecutor> make_executor(bool amx_decode_gemv = false) {
     CpuExecutorOptions o;
@@ -84,9 +69,8 @@ class CpuExecutorTest : public ::testing::Test {
 
   void check_batch_invariance(CpuExecutor* ex);  // below
 
-  static inline std::filesystem::path dir_;
+  static inline test::TinyModel* model_ = nullptr;
   static inline WeightStore* store_ = nullptr;
-  static inline ModelWeights* weights_ = nullptr;
   static inline reference::ReferenceModel* reference_ = nullptr;
   static inline cpu::ThreadPool* pool_ = nullptr;
 };

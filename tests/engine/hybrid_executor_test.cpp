@@ -23,7 +23,7 @@
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
 #include "engine_test_util.h"
-#include "reference_model.h"
+#include "tiny_model_fixture.h"
 
 namespace hymoe {
 namespace {
@@ -39,27 +39,12 @@ class HybridExecutorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (gpu::device_count() == 0) return;
-    dir_ = std::filesystem::temp_directory_path() / ("hymoe_hybrid_exec_" + std::to_string(::getpid()));
-    ModelConfig c = preset_config("tiny");
-    c.vocab_size = kVocab;  // keeps the float64 reference quick
-    ModelWriteOptions wo;
-    wo.seed = 20261207;
-    write_random_checkpoint(c, dir_, wo);
-    store_ = WeightStore::open(dir_).release();
-    weights_ = new ModelWeights(ModelWeights::bind(*store_));
-    reference_ = new reference::ReferenceModel(*weights_);
-    cpu::ThreadPoolOptions po;
-    po.threads = 2;
-    po.pin = false;
-    pool_ = new cpu::ThreadPool(cpu::Topology::detect(), po);
+    model_ = new test::TinyModel("hymoe_hybrid_exec", 20261207, kVocab);
+    store_ = model_->store.get();
+    reference_ = model_->reference.get();
+    pool_ = model_->pool.get();
   }
-  static void TearDownTestSuite() {
-    delete pool_;
-    delete reference_;
-    delete weights_;
-    delete store_;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
+  static void TearDownTestSuite() { delete model_; }
   void SetUp() override {
     if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
@@ -81,9 +66,8 @@ class HybridExecutorTest : public ::testing::Test {
     return t;
   }
 
-  static inline std::filesystem::path dir_;
+  static inline test::TinyModel* model_ = nullptr;
   static inline WeightStore* store_ = nullptr;
-  static inline ModelWeights* weights_ = nullptr;
   static inline reference::ReferenceModel* reference_ = nullptr;
   static inline cpu::ThreadPool* pool_ = nullptr;
 };
