@@ -209,8 +209,8 @@ __global__ void moe_gemv_gate_up_kernel(MoeGemvParams p) {
   if (r >= p.inter) return;
   const int e = p.topk_ids[slot];
   const int t = slot / p.top_k;
-  const int sld = (p.hidden + 127) / 128;
-  const ExpertFp8 g = p.gate[e], u = p.up[e];
+  const int64_t sld = p.gate_scale_ld;
+  const ExpertWeight g = p.gate[e], u = p.up[e];
   const auto* x = reinterpret_cast<const uint16_t*>(p.x) + int64_t{t} * p.hidden;
   const float gv = fp8_row_dot(reinterpret_cast<const uint8_t*>(g.w) + int64_t{r} * p.hidden, g.scales + (r / 128) * sld, x, p.hidden);
   const float uv = fp8_row_dot(reinterpret_cast<const uint8_t*>(u.w) + int64_t{r} * p.hidden, u.scales + (r / 128) * sld, x, p.hidden);
@@ -225,11 +225,11 @@ __global__ void moe_gemv_down_kernel(MoeGemvParams p) {
   const int r = blockIdx.x * warps + threadIdx.x / kWarpSize;
   const int t = blockIdx.y;
   if (r >= p.hidden) return;
-  const int sld = (p.inter + 127) / 128;
+  const int64_t sld = p.down_scale_ld;
   float acc = 0.0f;
   for (int k = 0; k < p.top_k; ++k) {
     const int slot = t * p.top_k + k;
-    const ExpertFp8 d = p.down[p.topk_ids[slot]];
+    const ExpertWeight d = p.down[p.topk_ids[slot]];
     const auto* a = reinterpret_cast<const uint16_t*>(p.act) + int64_t{slot} * p.inter;
     acc += p.topk_weights[slot] *
            fp8_row_dot(reinterpret_cast<const uint8_t*>(d.w) + int64_t{r} * p.inter, d.scales + (r / 128) * sld, a, p.inter);

@@ -54,10 +54,10 @@ struct DevMlp {
 };
 
 // A MoE layer's routed experts on the device: one allocation, and the per-expert views the
-// moe_gemv kernel reads (gate, up, down arrays of `experts` entries).
+// moe_gemv kernel reads (gate, up, down arrays of `experts` entries; the checkpoint's scale layout).
 struct DevExperts {
   gpu::DeviceBuffer memory;
-  gpu::DeviceBuffer views;  // ExpertFp8 [3][experts]
+  gpu::DeviceBuffer views;  // gpu::ExpertWeight [3][experts]
 };
 
 struct DevLayer {
@@ -109,7 +109,10 @@ struct HybridExecutor::Impl {
   // [T, hidden]; the head's rows and logits. Each lane works on a range of rows.
   StepPlan plan;
   int64_t cap_tokens = 0, cap_blocks = 0;
-  gpu::DeviceBuffer d_ids, d_pos, d_slots, d_lens, d_tables, d_h, d_head_x, d_logits;
+  // The plan goes up in one copy: ids, positions, cache slots, causal lengths (T each), then the
+  // block tables (T rows of step_blocks); the pointers below are this step's views of d_plan.
+  gpu::DeviceBuffer d_plan, d_h, d_head_x, d_logits;
+  const int32_t *p_ids = nullptr, *p_pos = nullptr, *p_slots = nullptr, *p_lens = nullptr, *p_tables = nullptr;
   gpu::PinnedBuffer h_plan, h_logits;
   int64_t step_tokens = 0, step_blocks = 0;
   std::unique_ptr<Lane> lanes[2];
@@ -174,7 +177,7 @@ struct HybridExecutor::Impl {
         total += aligned(m->bytes()) + aligned(static_cast<size_t>(m->scale_rows() * m->scale_cols()) * sizeof(float));
     DevExperts d;
     d.memory = gpu::DeviceBuffer(total, &budget);
-    std::vector<gpu::ExpertFp8> views(3 * experts.size());
+    std::vector<gpu::ExpertWeight> views(3 * experts.size());
     auto* base = d.memory.as<std::byte>();
     size_t at = 0;
     for (size_t i = 0; i < experts.size(); ++i) {
@@ -190,7 +193,7 @@ struct HybridExecutor::Impl {
         at += aligned(sb);
       }
     }
-    d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertFp8));
+    d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertWeight));
     stream.synchronize();  // views is pageable and goes out of scope
     return d;
   }
@@ -288,7 +291,7 @@ struct HybridExecutor::Impl::Lane final : LayerOps {
   static gpu::Bf16* bf(const gpu::DeviceBuffer& b) { return b.as<gpu::Bf16>(); }
   static float* f32(const gpu::DeviceBuffer& b) { return b.as<float>(); }
   float* h() const { return x.d_h.as<float>() + row0 * x.config.hidden_size; }
-  int32_t* plan_i32(const gpu::DeviceBuffer& b) const { return b.as<int32_t>() + row0; }
+  const int32_t* rows_of(const int32_t* plan_array) const { return plan_array + row0; }
   int Ti() const { return static_cast<int>(rows); }
 
   // out = down(silu(gate in) * up in), BF16.
@@ -442,15 +445,11 @@ void HybridExecutor::Impl::ensure_plan_capacity(int64_t T, int64_t blocks) {
 void HybridExecutor::Impl::allocate_plan(int64_t T, int64_t blocks) {
   cap_tokens = cap_blocks = 0;
   const size_t t = static_cast<size_t>(T), hidden = static_cast<size_t>(config.hidden_size);
-  for (auto* b : {&d_ids, &d_pos, &d_slots, &d_lens, &d_tables, &d_h, &d_head_x, &d_logits}) *b = {};
+  for (auto* b : {&d_plan, &d_h, &d_head_x, &d_logits}) *b = {};
   h_plan = {};
   h_logits = {};
   auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &budget); };
-  d_ids = make(t * 4);
-  d_pos = make(t * 4);
-  d_slots = make(t * 4);
-  d_lens = make(t * 4);
-  d_tables = make(t * static_cast<size_t>(blocks) * 4);
+  d_plan = make((4 * t + t * static_cast<size_t>(blocks)) * 4);
   d_h = make(t * hidden * 4);
   d_head_x = make(gpu::kDenseGemvMaxTokens * hidden * 4);
   d_logits = make(gpu::kDenseGemvMaxTokens * static_cast<size_t>(config.vocab_size) * 4);
@@ -521,12 +520,13 @@ void HybridExecutor::Impl::upload_plan() {
     std::copy(table.blocks.begin(), table.blocks.end(), row);
     std::fill(row + table.blocks.size(), row + blocks, 0);
   }
-  const size_t n = static_cast<size_t>(T) * 4;
-  d_ids.copy_from_host(ids, n, stream);
-  d_pos.copy_from_host(pos, n, stream);
-  d_slots.copy_from_host(slots, n, stream);
-  d_lens.copy_from_host(lens, n, stream);
-  d_tables.copy_from_host(tables, n * static_cast<size_t>(blocks), stream);
+  d_plan.copy_from_host(ids, static_cast<size_t>(T * (4 + blocks)) * 4, stream);
+  const int32_t* base = d_plan.as<int32_t>();
+  p_ids = base;
+  p_pos = base + T;
+  p_slots = base + 2 * T;
+  p_lens = base + 3 * T;
+  p_tables = base + 4 * T;
 }
 
 void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<float> logits) {
@@ -555,7 +555,7 @@ void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<fl
   a.ensure_capacity(a.rows);
   if (dual) b.ensure_capacity(b.rows);
   upload_plan();
-  gpu::embed_f32({.ids = d_ids.as<int32_t>(), .table = embed.as<gpu::Bf16>(), .out = d_h.as<float>(),
+  gpu::embed_f32({.ids = p_ids, .table = embed.as<gpu::Bf16>(), .out = d_h.as<float>(),
                   .tokens = static_cast<int>(T), .dim = static_cast<int>(c.hidden_size)},
                  stream);
   embedded.record(stream);
@@ -602,13 +602,13 @@ void HybridExecutor::Impl::Lane::attention(int64_t li) {
   gpu::rmsnorm({.x = bf(kva), .weight = bf(l.kv_a_norm), .out = bf(kva), .rows = Ti(), .cols = static_cast<int>(lora),
                 .x_stride = width, .out_stride = width, .eps = eps},
                stream);
-  gpu::rope_yarn({.x = bf(kva) + lora, .positions = plan_i32(x.d_pos), .tokens = Ti(), .heads = 1,
+  gpu::rope_yarn({.x = bf(kva) + lora, .positions = rows_of(x.p_pos), .tokens = Ti(), .heads = 1,
                   .token_stride = width, .head_stride = 0, .table = x.yarn},
                  stream);
-  gpu::rope_yarn({.x = bf(q) + nope, .positions = plan_i32(x.d_pos), .tokens = Ti(), .heads = static_cast<int>(heads),
+  gpu::rope_yarn({.x = bf(q) + nope, .positions = rows_of(x.p_pos), .tokens = Ti(), .heads = static_cast<int>(heads),
                   .token_stride = heads * qk, .head_stride = qk, .table = x.yarn},
                  stream);
-  gpu::latent_cache_write({.src = bf(kva), .slots = plan_i32(x.d_slots), .cache = x.cache_layer(li), .tokens = Ti(),
+  gpu::latent_cache_write({.src = bf(kva), .slots = rows_of(x.p_slots), .cache = x.cache_layer(li), .tokens = Ti(),
                            .width = static_cast<int>(width), .src_stride = width},
                           stream);
   // Absorbed attention: q_lat = W_UK^T q_nope, attention over the latent cache, out through W_UV.
@@ -616,8 +616,8 @@ void HybridExecutor::Impl::Lane::attention(int64_t li) {
   gpu::mla_absorb_q({.q = bf(q), .w_uk = bf(l.w_uk), .out = bf(qabs), .tokens = Ti(), .heads = static_cast<int>(heads),
                      .nope = static_cast<int>(nope), .rope = static_cast<int>(rope), .lora = static_cast<int>(lora)},
                     stream);
-  gpu::mla_attention_any({.q = bf(qabs), .cache = x.cache_layer(li), .block_table = x.d_tables.as<int32_t>() + row0 * x.step_blocks,
-                          .seq_lens = plan_i32(x.d_lens), .out = bf(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
+  gpu::mla_attention_any({.q = bf(qabs), .cache = x.cache_layer(li), .block_table = x.p_tables + row0 * x.step_blocks,
+                          .seq_lens = rows_of(x.p_lens), .out = bf(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
                           .lora = static_cast<int>(lora), .rope = static_cast<int>(rope),
                           .block_tokens = static_cast<int>(x.kv->shape().block_tokens),
                           .max_blocks = static_cast<int>(x.step_blocks), .scale = x.softmax_scale},
@@ -684,14 +684,15 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
   if (const auto& ex = x.layers[static_cast<size_t>(li)].experts) {
     // This layer's experts are on the device: the same sum, on the lane's stream.
     const int64_t E = c.n_routed_experts;
-    const auto* views = ex->views.as<gpu::ExpertFp8>();
+    const auto* views = ex->views.as<gpu::ExpertWeight>();
     for (int64_t t0 = 0; t0 < T; t0 += kMoeGemvRows) {
       const int64_t n = std::min<int64_t>(kMoeGemvRows, T - t0);
       gpu::moe_gemv({.gate = views, .up = views + E, .down = views + 2 * E, .topk_ids = topk_ids.as<int32_t>() + t0 * K,
                      .topk_weights = f32(topk_w) + t0 * K, .x = bf(xb) + t0 * hidden, .act = bf(moe_act),
                      .out = f32(routed) + t0 * hidden, .tokens = static_cast<int>(n), .top_k = static_cast<int>(K),
                      .experts = static_cast<int>(E), .hidden = static_cast<int>(hidden),
-                     .inter = static_cast<int>(c.moe_intermediate_size)},
+                     .inter = static_cast<int>(c.moe_intermediate_size),
+                     .gate_scale_ld = (hidden + 127) / 128, .down_scale_ld = (c.moe_intermediate_size + 127) / 128},
                     stream);
     }
     return;

@@ -83,9 +83,11 @@ void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream) {
 
 void moe_gemv(const MoeGemvParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 0 && p.top_k >= 1 && p.experts >= 1 && p.hidden >= 16 && p.hidden % 16 == 0 &&
-                  p.inter >= 16 && p.inter % 16 == 0 && int64_t{p.tokens} * p.top_k <= kMaxGridY,
-              kInvalidArgument, "moe_gemv: bad shape tokens={} top_k={} experts={} hidden={} inter={}", p.tokens,
-              p.top_k, p.experts, p.hidden, p.inter);
+                  p.inter >= 16 && p.inter % 16 == 0 && int64_t{p.tokens} * p.top_k <= kMaxGridY &&
+                  p.gate_scale_ld >= (p.hidden + 127) / 128 && p.down_scale_ld >= (p.inter + 127) / 128,
+              kInvalidArgument,
+              "moe_gemv: bad shape tokens={} top_k={} experts={} hidden={} inter={} scale_ld={},{}", p.tokens,
+              p.top_k, p.experts, p.hidden, p.inter, p.gate_scale_ld, p.down_scale_ld);
   if (p.tokens == 0) return;
   HYMOE_CHECK(p.gate && p.up && p.down && p.topk_ids && p.topk_weights && p.x && p.act && p.out, kInvalidArgument,
               "moe_gemv: null pointer");

@@ -270,7 +270,7 @@ TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
   std::vector<std::vector<Fp8E4M3>> gw, uw, dw;
   std::vector<std::vector<float>> gs, us, ds;
   std::vector<DeviceBuffer> keep;
-  std::vector<ExpertFp8> g(E), u(E), d(E);
+  std::vector<ExpertWeight> g(E), u(E), d(E);
   for (int e = 0; e < E; ++e) {
     gw.push_back(test::random_fp8(size_t(inter) * hidden, rng));
     uw.push_back(test::random_fp8(size_t(inter) * hidden, rng));
@@ -299,9 +299,10 @@ TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
   auto run = [&](int n) {
     auto act = poisoned<Bf16>(size_t(n) * top_k * inter, s);
     auto out = poisoned<float>(size_t(n) * hidden, s);
-    moe_gemv({.gate = dg.as<ExpertFp8>(), .up = du.as<ExpertFp8>(), .down = dd.as<ExpertFp8>(), .topk_ids = dids.as<int32_t>(),
+    moe_gemv({.gate = dg.as<ExpertWeight>(), .up = du.as<ExpertWeight>(), .down = dd.as<ExpertWeight>(), .topk_ids = dids.as<int32_t>(),
               .topk_weights = dw_.as<float>(), .x = dx.as<Bf16>(), .act = act.as<Bf16>(), .out = out.as<float>(), .tokens = n,
-              .top_k = top_k, .experts = E, .hidden = hidden, .inter = inter},
+              .top_k = top_k, .experts = E, .hidden = hidden, .inter = inter, .gate_scale_ld = hb,
+              .down_scale_ld = ib},
              s);
     return to_host<float>(out, size_t(n) * hidden, s);
   };
@@ -340,6 +341,9 @@ TEST(LayerKernels, ShapesAreChecked) {
   EXPECT_THROW(mla_attention_any({.tokens = 1, .heads = 1, .lora = 2048, .rope = 0, .block_tokens = 1, .max_blocks = 1}, nullptr),
                Error);
   EXPECT_THROW(moe_gemv({.tokens = 1, .top_k = 2, .experts = 4, .hidden = 100, .inter = 64}, nullptr), Error);
+  EXPECT_THROW(moe_gemv({.tokens = 1, .top_k = 2, .experts = 4, .hidden = 256, .inter = 64, .gate_scale_ld = 1,
+                         .down_scale_ld = 1}, nullptr),
+               Error);  // gate scales need 2 a row
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/moe.h"
 
 namespace hymoe::gpu {
 
@@ -118,18 +119,16 @@ void mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
 
 // Routed experts of up to a few tokens on the GPU (MoE layers whose experts the hybrid placement
 // keeps on the device): out[t] = sum_k topk_weights[t][k] * down_e(silu(gate_e x[t]) * up_e x[t])
-// with e = topk_ids[t][k], read on the device (no host round trip). FP8 weights with the
-// checkpoint's 128x128 block scales (ld = ceil(cols / 128)); BF16 activations, FP32
-// accumulation, act rounded to BF16 between the two halves (as the CPU experts). One warp per
-// output row and slot; a row's result depends only on its own token.
-struct ExpertFp8 {
-  const Fp8E4M3* w = nullptr;   // [rows, cols] row-major
-  const float* scales = nullptr;
-};
+// with e = topk_ids[t][k], read on the device (no host round trip). FP8 weights as moe.h's
+// ExpertWeight with 128x128 block scales of row length gate_scale_ld (gate, up) and
+// down_scale_ld (down): the checkpoint's ceil(cols / 128), or GroupedFp8Gemm's padded
+// block_scale_ld. BF16 activations, FP32 accumulation, act rounded to BF16 between the two
+// halves (as the CPU experts). One warp per output row and slot; a row's result depends only on
+// its own token.
 struct MoeGemvParams {
-  const ExpertFp8* gate = nullptr;  // [experts] on the device: [inter, hidden]
-  const ExpertFp8* up = nullptr;    // [experts]: [inter, hidden]
-  const ExpertFp8* down = nullptr;  // [experts]: [hidden, inter]
+  const ExpertWeight* gate = nullptr;  // [experts] on the device: [inter, hidden]
+  const ExpertWeight* up = nullptr;    // [experts]: [inter, hidden]
+  const ExpertWeight* down = nullptr;  // [experts]: [hidden, inter]
   const int32_t* topk_ids = nullptr;     // [tokens, top_k]
   const float* topk_weights = nullptr;   // [tokens, top_k]
   const Bf16* x = nullptr;  // [tokens, hidden]
@@ -140,6 +139,8 @@ struct MoeGemvParams {
   int experts = 0;
   int hidden = 0;  // a multiple of 16
   int inter = 0;   // a multiple of 16
+  int64_t gate_scale_ld = 0;  // >= ceil(hidden / 128)
+  int64_t down_scale_ld = 0;  // >= ceil(inter / 128)
 };
 void moe_gemv(const MoeGemvParams& p, cudaStream_t stream);
 
