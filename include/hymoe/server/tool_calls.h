@@ -1,0 +1,92 @@
+// Tool calls in a model's output: the text the model writes between its tool-call markers
+// parsed back into OpenAI `tool_calls`, incrementally, as the text streams in.
+//
+// Formats (the markers each model family's chat template writes for an assistant's tool calls):
+//   DeepSeek-V3 / R1  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS
+//                     \n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>...<｜tool▁calls▁end｜>
+//   DeepSeek-V3.1     <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>...
+//                     <｜tool▁calls▁end｜>
+//   Kimi-K2           <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
+//                     <|tool_call_argument_begin|>ARGS<|tool_call_end|>...<|tool_calls_section_end|>
+//
+// The rule, the same streamed or not: a call is taken when it is whole (its end marker seen) and
+// well-formed (a name, ARGS a JSON object); every other byte stays content, markers included, so
+// nothing is lost and nothing fails. A section's begin marker is consumed with the section's first
+// taken call, its end marker and the whitespace between calls with the section. Text that may
+// still become a marker, and a call until it ends, are held back; finish() releases what is held
+// as content (output cut off inside a call). Content is emitted as soon as it is decided, so
+// streamed content before a call arrives before the call.
+//
+// Not thread-safe: one parser per generation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hymoe::server {
+
+enum class ToolCallFormat { kNone, kDeepSeekV3, kDeepSeekV31, kKimiK2 };
+
+// "none", "deepseek_v3", "deepseek_v31", "kimi_k2".
+std::string_view tool_call_format_name(ToolCallFormat f);
+// The inverse of tool_call_format_name; nullopt for any other name.
+std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name);
+// The format of a chat-template family as tokenizer::template_family_name() names it:
+// deepseek-v3 and deepseek-r1 -> kDeepSeekV3, deepseek-v3.1 -> kDeepSeekV31, kimi-k2 -> kKimiK2,
+// anything else -> kNone.
+ToolCallFormat tool_call_format_for_family(std::string_view family);
+
+// The marker texts of a format (the parser needs them in the detokenized text: Kimi-K2's are
+// special tokens, which the detokenizer drops unless told to keep them). Empty for kNone.
+std::vector<std::string> tool_call_markers(ToolCallFormat f);
+
+struct ToolCall {
+  int32_t index = 0;      // position among this output's calls (the streamed delta's index)
+  std::string id;         // Kimi-K2: the model's own "functions.NAME:IDX"; else id_prefix + index
+  std::string name;
+  std::string arguments;  // JSON text exactly as the model wrote it (validated as an object)
+};
+
+struct ToolCallParserOptions {
+  ToolCallFormat format = ToolCallFormat::kNone;  // kNone: all text is content
+  std::string id_prefix = "call_";                // ids of DeepSeek calls: id_prefix + index
+  // When set, only calls of this function are taken (tool_choice naming a function); others stay
+  // content.
+  std::optional<std::string> only_name;
+  int32_t max_calls = INT32_MAX;  // parallel_tool_calls=false: 1; calls past it stay content
+};
+
+class ToolCallParser {
+ public:
+  explicit ToolCallParser(ToolCallParserOptions options);
+
+  struct Delta {
+    std::string content;          // text decided to be content
+    std::vector<ToolCall> calls;  // calls taken by this push (whole, in order)
+  };
+  // Feeds the next piece of (content) text.
+  Delta push(std::string_view text);
+  // End of output: what is still held back becomes content.
+  Delta finish();
+
+  int32_t call_count() const { return next_index_; }
+
+ private:
+  enum class State { kText, kSection, kCall };
+  // Parses one whole call's text (between its begin and end markers); nullopt when malformed.
+  std::optional<ToolCall> parse_call(std::string_view body) const;
+  void step(Delta& d);
+
+  ToolCallParserOptions options_;
+  std::string_view section_begin_, section_end_, call_begin_, call_end_;
+  State state_ = State::kText;
+  std::string hold_;     // undecided text
+  std::string pending_;  // the section's begin marker and skipped whitespace, until a call is taken
+  bool section_taken_ = false;  // a call of the open section was taken (its end marker is consumed)
+  int32_t next_index_ = 0;
+};
+
+}  // namespace hymoe::server
