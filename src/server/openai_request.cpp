@@ -1,5 +1,6 @@
 #include "hymoe/server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -189,6 +190,138 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return len;
 }
 
+// An assistant's tool_calls, checked and normalised into `out`; true when it has any.
+bool read_tool_calls(const json& m, const std::string& role, const std::string& param, json& out) {
+  auto it = m.find("tool_calls");
+  if (it == m.end()) return false;
+  if (it->is_null() || (it->is_array() && it->empty())) {
+    out.erase("tool_calls");  // the templates test `is not none` / truthiness, not emptiness
+    return false;
+  }
+  const std::string p = param + ".tool_calls";
+  if (!it->is_array()) fail(fmt::format("'{}' must be an array", p), p);
+  if (role != "assistant") fail(fmt::format("'{}' is only allowed on assistant messages", p), p);
+  json calls = json::array();
+  for (size_t k = 0; k < it->size(); ++k) {
+    const json& c = (*it)[k];
+    const std::string cp = fmt::format("{}[{}]", p, k);
+    if (!c.is_object()) fail(fmt::format("'{}' must be an object", cp), cp);
+    auto id = c.find("id");
+    if (id == c.end() || !id->is_string() || id->get<std::string>().empty()) {
+      fail(fmt::format("'{}.id' must be a non-empty string", cp), cp + ".id");
+    }
+    json call = c;
+    if (auto type = c.find("type"); type == c.end() || type->is_null()) {
+      call["type"] = "function";
+    } else if (*type != "function") {
+      fail(fmt::format("'{}.type' must be 'function'", cp), cp + ".type");
+    }
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object()) fail(fmt::format("'{}.function' must be an object", cp), cp + ".function");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get<std::string>().empty()) {
+      fail(fmt::format("'{}.function.name' must be a non-empty string", cp), cp + ".function.name");
+    }
+    auto args = fn->find("arguments");
+    if (args == fn->end() || !(args->is_string() || args->is_object())) {
+      fail(fmt::format("'{}.function.arguments' must be a string (JSON text)", cp), cp + ".function.arguments");
+    }
+    // The templates concatenate `arguments` as text: an object (which some clients send) is
+    // serialised the way json.dumps writes it.
+    if (args->is_object()) call["function"]["arguments"] = args->dump(-1, ' ', false, json::error_handler_t::replace);
+    calls.push_back(std::move(call));
+  }
+  out["tool_calls"] = std::move(calls);
+  return true;
+}
+
+// OpenAI's rule for function names.
+bool valid_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// tools, tool_choice and parallel_tool_calls.
+void read_tools(const json& j, ChatCompletionRequest& r) {
+  constexpr size_t kMaxTools = 128;
+  std::vector<std::string> names;
+  if (auto t = j.find("tools"); t != j.end() && !t->is_null()) {
+    if (!t->is_array()) fail(fmt::format("'tools' must be an array, got {}", type_name(*t)), "tools");
+    if (t->empty()) fail("'tools' must not be empty (leave it out for no tools)", "tools");
+    if (t->size() > kMaxTools) fail(fmt::format("at most {} tools are allowed", kMaxTools), "tools");
+    for (size_t k = 0; k < t->size(); ++k) {
+      const json& tool = (*t)[k];
+      const std::string p = fmt::format("tools[{}]", k);
+      if (!tool.is_object()) fail(fmt::format("'{}' must be an object", p), p);
+      if (!tool.contains("type") || tool["type"] != "function") {
+        fail(fmt::format("'{}.type' must be 'function'", p), p + ".type");
+      }
+      auto fn = tool.find("function");
+      if (fn == tool.end() || !fn->is_object()) fail(fmt::format("'{}.function' must be an object", p), p + ".function");
+      auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string() || !valid_function_name(name->get<std::string>())) {
+        fail(fmt::format("'{}.function.name' must be 1 to 64 letters, digits, underscores or dashes", p),
+             p + ".function.name");
+      }
+      if (auto d = fn->find("description"); d != fn->end() && !d->is_null() && !d->is_string()) {
+        fail(fmt::format("'{}.function.description' must be a string", p), p + ".function.description");
+      }
+      if (auto s = fn->find("parameters"); s != fn->end() && !s->is_null() && !s->is_object()) {
+        fail(fmt::format("'{}.function.parameters' must be a JSON Schema object", p), p + ".function.parameters");
+      }
+      if (auto s = fn->find("strict"); s != fn->end() && !s->is_null() && !s->is_boolean()) {
+        fail(fmt::format("'{}.function.strict' must be a boolean", p), p + ".function.strict");
+      }
+      const std::string n = name->get<std::string>();
+      if (std::find(names.begin(), names.end(), n) != names.end()) {
+        fail(fmt::format("'{}.function.name': the function '{}' is declared twice", p, n), p + ".function.name");
+      }
+      names.push_back(n);
+    }
+    r.tools = *t;
+    r.tool_choice.mode = ToolChoice::Mode::kAuto;
+  }
+  if (auto c = j.find("tool_choice"); c != j.end() && !c->is_null()) {
+    ToolChoice choice;
+    if (c->is_string()) {
+      const std::string v = c->get<std::string>();
+      if (v == "none") {
+        choice.mode = ToolChoice::Mode::kNone;
+      } else if (v == "auto") {
+        choice.mode = ToolChoice::Mode::kAuto;
+      } else if (v == "required") {
+        choice.mode = ToolChoice::Mode::kRequired;
+      } else {
+        fail(fmt::format("'tool_choice' must be none, auto, required or a function, got '{}'", v), "tool_choice");
+      }
+    } else if (c->is_object()) {
+      if (!c->contains("type") || (*c)["type"] != "function" || !c->contains("function") ||
+          !(*c)["function"].is_object() || !(*c)["function"].contains("name") ||
+          !(*c)["function"]["name"].is_string()) {
+        fail("'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
+      }
+      choice.mode = ToolChoice::Mode::kFunction;
+      choice.function = (*c)["function"]["name"].get<std::string>();
+    } else {
+      fail(fmt::format("'tool_choice' must be a string or an object, got {}", type_name(*c)), "tool_choice");
+    }
+    if (choice.mode != ToolChoice::Mode::kNone && r.tools.is_null()) {
+      fail("'tool_choice' is only allowed when 'tools' are specified", "tool_choice");
+    }
+    if (choice.mode == ToolChoice::Mode::kFunction &&
+        std::find(names.begin(), names.end(), choice.function) == names.end()) {
+      fail(fmt::format("'tool_choice' names the function '{}', which is not in 'tools'", choice.function),
+           "tool_choice");
+    }
+    r.tool_choice = choice;
+  }
+  r.parallel_tool_calls = read_bool(j, "parallel_tool_calls", true);
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view s) {
@@ -281,21 +414,22 @@ ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLim
     json out = m;
     out["role"] = role == "developer" ? "system" : role;
     json content = m.contains("content") ? normalise_content(m["content"], i) : json(nullptr);
-    const bool has_tool_calls = m.contains("tool_calls") && m["tool_calls"].is_array() &&
-                                !m["tool_calls"].empty();
-    if (content.is_null() && !(role == "assistant" && has_tool_calls)) {
+    const bool has_tool_calls = read_tool_calls(m, role, param, out);
+    if (content.is_null() && !has_tool_calls) {
       fail(fmt::format("'{}.content' is required", param), param + ".content");
     }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !m["tool_calls"].is_array()) {
-      fail(fmt::format("'{}.tool_calls' must be an array", param), param + ".tool_calls");
+    if (has_tool_calls && content.is_string() && content.get<std::string>().empty()) content = nullptr;
+    if (role == "tool") {
+      auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string() || id->get<std::string>().empty()) {
+        fail(fmt::format("'{}.tool_call_id' must be a non-empty string on tool messages", param),
+             param + ".tool_call_id");
+      }
     }
     out["content"] = content;
     r.messages.push_back(std::move(out));
   }
-  if (auto t = j.find("tools"); t != j.end() && !t->is_null()) {
-    if (!t->is_array()) fail("'tools' must be an array", "tools");
-    r.tools = *t;
-  }
+  read_tools(j, r);
   read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user);
   read_max_tokens(j, limits, r.sampling, "max_completion_tokens");
   r.sampling.logprobs = read_bool(j, "logprobs", false);

@@ -26,10 +26,25 @@ struct RequestLimits {
   int32_t max_json_depth = 128;
 };
 
+// tool_choice: what the model may do with `tools`. The default is kAuto with tools, kNone
+// without.
+struct ToolChoice {
+  enum class Mode { kNone, kAuto, kRequired, kFunction };
+  Mode mode = Mode::kNone;
+  std::string function;  // kFunction: the function's name (one of `tools`)
+};
+
 struct ChatCompletionRequest {
   std::string model;
-  nlohmann::ordered_json messages;  // validated OpenAI messages (key order kept for templates)
-  nlohmann::ordered_json tools;     // array or null
+  // Validated OpenAI messages (key order kept for templates). Normalised for the chat templates:
+  // "developer" becomes "system", content parts are joined, an assistant's tool_calls have
+  // type "function" and `arguments` as a JSON string (an object is serialised), an empty or null
+  // tool_calls is removed, and content "" beside tool calls becomes null (the DeepSeek templates
+  // test `content is none` to find a tool-call turn).
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;     // validated array of {"type":"function","function":{...}}, or null
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   SamplingParams sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
