@@ -87,17 +87,22 @@ __device__ __forceinline__ void store_gemv_fragment(float (*red)[16][8], int par
   red[part][g + 8][2 * c + 1] = acc[3];
 }
 // ... and, after a block barrier, threads 0..127 add parts 0..kParts-1 in order and store rows
-// row0 + r < n of tokens t < tokens as BF16 into y[t * ldy + row0 + r].
+// row0 + r < n of tokens t < tokens as BF16 into y[t * ldy + row0 + r] (or as FP32 into
+// y_f32[t * ldy + row0 + r] when y_f32 is set).
 template <int kParts>
 __device__ __forceinline__ void store_gemv_tile_sums(const float (*red)[16][8], void* y, int64_t ldy, int row0,
-                                                     int n, int tokens) {
+                                                     int n, int tokens, float* y_f32 = nullptr) {
   if (threadIdx.x < 128) {
     const int r = threadIdx.x / 8, t = threadIdx.x % 8;
     if (row0 + r < n && t < tokens) {
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < kParts; ++j) sum += red[j][r][t];
-      static_cast<uint16_t*>(y)[t * ldy + row0 + r] = float_to_bf16_bits(sum);
+      if (y_f32) {
+        y_f32[t * ldy + row0 + r] = sum;
+      } else {
+        static_cast<uint16_t*>(y)[t * ldy + row0 + r] = float_to_bf16_bits(sum);
+      }
     }
   }
 }

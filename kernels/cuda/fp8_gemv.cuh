@@ -143,7 +143,13 @@ __global__ void __launch_bounds__(kGemvThreads, kTokens <= 2 ? 4 : 2) fp8_gemv_k
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
       const float v = warp_sum(acc[r][t]);
-      if (lane == 0 && row0 + r < p.n) y[t * p.ldy + row0 + r] = float_to_bf16_bits(v);
+      if (lane == 0 && row0 + r < p.n) {
+        if (p.y_f32) {
+          p.y_f32[t * p.ldy + row0 + r] = v;
+        } else {
+          y[t * p.ldy + row0 + r] = float_to_bf16_bits(v);
+        }
+      }
     }
 }
 

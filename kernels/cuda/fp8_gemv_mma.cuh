@@ -130,7 +130,7 @@ __device__ __forceinline__ void fp8_gemv_mma_tile(const Fp8GemvParams& p, int ro
   if constexpr (kPdl) pdl_wait();  // warps with no chunk (k <= 448) met none in the loop
   store_gemv_fragment(red, warp, g, c, acc);
   __syncthreads();
-  store_gemv_tile_sums<kGemvMmaWarps>(red, p.y, p.ldy, row0, p.n, p.tokens);
+  store_gemv_tile_sums<kGemvMmaWarps>(red, p.y, p.ldy, row0, p.n, p.tokens, p.y_f32);
 }
 
 // One block per 16-row tile.

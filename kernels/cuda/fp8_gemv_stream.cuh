@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kStreamThreads) fp8_gemv_stream_kernel(const G
       // The consumers only (named barrier 1): red[b] is rewritten two tiles later, after every
       // consumer passed the next tile's barrier, that is after this tile's reads below.
       asm volatile("bar.sync 1, %0;" ::"n"(kStreamWarps * kWarpSize) : "memory");
-      store_gemv_tile_sums<kStreamWarps>(r, p.y, p.ldy, row0, p.n, tokens);
+      store_gemv_tile_sums<kStreamWarps>(r, p.y, p.ldy, row0, p.n, tokens, p.y_f32);
     }
   }
 }

@@ -19,27 +19,46 @@ __global__ void embed_f32_kernel(EmbedF32Params p) {
 
 __global__ void rmsnorm_f32_kernel(RmsNormF32Params p) {
   __shared__ float scratch[32];
-  const int64_t base = int64_t{blockIdx.x} * p.cols;
-  const float* x = p.x + base;
+  const int64_t r = blockIdx.x;
+  const float* x = p.x + r * (p.x_stride ? p.x_stride : p.cols);
   float sumsq = 0.0f;
   for (int c = threadIdx.x; c < p.cols; c += blockDim.x) sumsq += x[c] * x[c];
   const float inv = 1.0f / sqrtf(block_sum(sumsq, scratch) / static_cast<float>(p.cols) + p.eps);
-  auto* out = reinterpret_cast<uint16_t*>(p.out) + base;
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + r * (p.out_stride ? p.out_stride : p.cols);
   for (int c = threadIdx.x; c < p.cols; c += blockDim.x) {
     const float v = x[c] * inv * p.weight[c];
     out[c] = float_to_bf16_bits(v);
-    if (p.out_f32) p.out_f32[base + c] = v;
+    if (p.out_f32) p.out_f32[r * p.cols + c] = v;
   }
 }
 
 __global__ void residual_add_kernel(ResidualAddParams p) {
-  const auto* a = reinterpret_cast<const uint16_t*>(p.a);
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.n; i += int64_t{gridDim.x} * blockDim.x) {
     float v = p.h[i];
-    if (a) v += bf16_bits_to_float(a[i]);
+    if (p.a) v += p.a[i];
     if (p.b) v += p.b[i];
     p.h[i] = v;
   }
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// Grid rows; the block strides over the columns.
+__global__ void silu_mul_f32_kernel(SiluMulF32Params p) {
+  const int64_t r = blockIdx.x;
+  const float* g = p.gate_up + r * p.in_stride;
+  auto* out = reinterpret_cast<uint16_t*>(p.out) + r * p.out_stride;
+  for (int c = threadIdx.x; c < p.cols; c += blockDim.x) out[c] = float_to_bf16_bits(silu(g[c]) * g[p.cols + c]);
+}
+
+// YaRN rope of one pair: in x[2i], x[2i + 1] -> out[i], out[i + half] (the rope_yarn layout), FP32.
+__device__ __forceinline__ void rope_pair(const YarnTable& table, int pos, int i, float a, float b, float& lo, float& hi) {
+  float s, c;
+  sincosf(static_cast<float>(pos) * table.inv_freq[i], &s, &c);
+  c *= table.mscale;
+  s *= table.mscale;
+  lo = a * c - b * s;
+  hi = b * c + a * s;
 }
 
 // One warp per output row; each lane takes 8 columns at a time (k % 8 == 0, 16-byte rows).
@@ -72,11 +91,25 @@ __global__ void dense_gemv_f32_kernel(DenseGemvParams p) {
   }
 }
 
-__global__ void latent_cache_write_kernel(LatentWriteParams p) {
+// Grid tokens: the row's sum of squares over the block, then each thread writes its columns of
+// c_kv and its rope pairs.
+__global__ void mla_latent_rows_kernel(MlaLatentRowsParams p) {
+  __shared__ float scratch[32];
   const int t = blockIdx.x;
-  const auto* src = reinterpret_cast<const uint16_t*>(p.src) + int64_t{t} * p.src_stride;
-  auto* dst = reinterpret_cast<uint16_t*>(p.cache) + int64_t{p.slots[t]} * p.width;
-  for (int c = threadIdx.x; c < p.width; c += blockDim.x) dst[c] = src[c];
+  const float* x = p.kva + int64_t{t} * p.kva_stride;
+  auto* row = reinterpret_cast<uint16_t*>(p.cache) + int64_t{p.slots[t]} * (p.lora + p.rope);
+  float sumsq = 0.0f;
+  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) sumsq += x[c] * x[c];
+  const float inv = 1.0f / sqrtf(block_sum(sumsq, scratch) / static_cast<float>(p.lora) + p.eps);
+  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) row[c] = float_to_bf16_bits(x[c] * inv * p.norm_weight[c]);
+  const int half = p.rope / 2;
+  const float* pe = x + p.lora;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float lo, hi;
+    rope_pair(p.table, p.positions[t], i, pe[2 * i], pe[2 * i + 1], lo, hi);
+    row[p.lora + i] = float_to_bf16_bits(lo);
+    row[p.lora + half + i] = float_to_bf16_bits(hi);
+  }
 }
 
 // Grid (heads, tokens); q_nope of the (token, head) in shared memory (nope floats).
@@ -84,16 +117,20 @@ __global__ void mla_absorb_q_kernel(MlaAbsorbParams p) {
   extern __shared__ float qs[];
   const int h = blockIdx.x, t = blockIdx.y;
   const int qk = p.nope + p.rope, width = p.lora + p.rope;
-  const auto* q = reinterpret_cast<const uint16_t*>(p.q) + (int64_t{t} * p.heads + h) * qk;
-  auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * width;
-  for (int r = threadIdx.x; r < p.nope; r += blockDim.x) qs[r] = bf16_bits_to_float(q[r]);
-  for (int r = threadIdx.x; r < p.rope; r += blockDim.x) out[p.lora + r] = q[p.nope + r];
+  const float* q = p.q + (int64_t{t} * p.heads + h) * qk;
+  float* out = p.out + (int64_t{t} * p.heads + h) * width;
+  for (int r = threadIdx.x; r < p.nope; r += blockDim.x) qs[r] = q[r];
+  const int half = p.rope / 2;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    rope_pair(p.table, p.positions[t], i, q[p.nope + 2 * i], q[p.nope + 2 * i + 1], out[p.lora + i],
+              out[p.lora + half + i]);
+  }
   __syncthreads();
   const auto* w = reinterpret_cast<const uint16_t*>(p.w_uk) + int64_t{h} * p.nope * p.lora;
   for (int c = threadIdx.x; c < p.lora; c += blockDim.x) {
     float acc = 0.0f;
     for (int r = 0; r < p.nope; ++r) acc += qs[r] * bf16_bits_to_float(w[int64_t{r} * p.lora + c]);
-    out[c] = float_to_bf16_bits(acc);
+    out[c] = acc;
   }
 }
 
@@ -101,8 +138,8 @@ __global__ void mla_absorb_q_kernel(MlaAbsorbParams p) {
 __global__ void mla_unabsorb_kernel(MlaUnabsorbParams p) {
   extern __shared__ float os[];
   const int h = blockIdx.x, t = blockIdx.y;
-  const auto* o = reinterpret_cast<const uint16_t*>(p.o_lat) + (int64_t{t} * p.heads + h) * p.lora;
-  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = bf16_bits_to_float(o[c]);
+  const float* o = p.o_lat + (int64_t{t} * p.heads + h) * p.lora;
+  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = o[c];
   __syncthreads();
   const auto* w = reinterpret_cast<const uint16_t*>(p.w_uv_t) + int64_t{h} * p.lora * p.v_dim;
   auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * p.v_dim;
@@ -124,8 +161,8 @@ __global__ void __launch_bounds__(kMlaAnyThreads) mla_attention_any_kernel(MlaAt
   float* qs = smem;
   const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
   const int width = p.lora + p.rope;
-  const auto* q = reinterpret_cast<const uint16_t*>(p.q) + (int64_t{t} * p.heads + h) * width;
-  for (int c = tid; c < width; c += kMlaAnyThreads) qs[c] = bf16_bits_to_float(q[c]);
+  const float* q = p.q + (int64_t{t} * p.heads + h) * width;
+  for (int c = tid; c < width; c += kMlaAnyThreads) qs[c] = q[c];
   __syncthreads();
   const auto* cache = reinterpret_cast<const uint16_t*>(p.cache);
   const int32_t* table = p.block_table + int64_t{t} * p.max_blocks;
@@ -166,12 +203,12 @@ __global__ void __launch_bounds__(kMlaAnyThreads) mla_attention_any_kernel(MlaAt
     m = new_m;
     __syncthreads();  // probs reused by the next tile
   }
-  auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * p.lora;
+  float* out = p.out + (int64_t{t} * p.heads + h) * p.lora;
   const float inv = 1.0f / l;
 #pragma unroll
   for (int j = 0; j < kMlaAnyMaxCols; ++j) {
     const int c = tid + j * kMlaAnyThreads;
-    if (c < p.lora) out[c] = float_to_bf16_bits(acc[j] * inv);
+    if (c < p.lora) out[c] = acc[j] * inv;
   }
 }
 
@@ -197,8 +234,6 @@ __device__ __forceinline__ float fp8_row_dot(const uint8_t* w, const float* scal
   }
   return warp_sum(acc);
 }
-
-__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
 
 // Grid (ceil(inter / warps), tokens * top_k): warp w of block b computes row b * warps + w of the
 // slot's gate and up, and writes silu(gate) * up in BF16.

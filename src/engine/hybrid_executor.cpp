@@ -62,7 +62,7 @@ struct DevExperts {
 
 struct DevLayer {
   gpu::DeviceBuffer input_norm, post_norm;  // FP32 [hidden]
-  gpu::DeviceBuffer q_a_norm, kv_a_norm;    // BF16
+  gpu::DeviceBuffer q_a_norm, kv_a_norm;    // FP32
   DevFp8 q_a, q_b, kv_a, o;
   gpu::DeviceBuffer w_uk, w_uv_t;           // BF16 (layer_prep.h)
   std::optional<DevMlp> dense, shared;
@@ -225,14 +225,15 @@ struct HybridExecutor::Impl {
   }
   // y[t] = W x[t] for t < T: FP8 GEMVs of up to 8 rows, one implementation for every row count
   // (a row's result does not depend on the rows beside it).
-  void linear(const DevFp8& w, const gpu::Bf16* x, int64_t ldx, int64_t T, gpu::Bf16* y, int64_t ldy,
+  // FP32 results (the CPU engine rounds a linear layer's output only where the next one reads it).
+  void linear(const DevFp8& w, const gpu::Bf16* x, int64_t ldx, int64_t T, float* y, int64_t ldy,
               cudaStream_t s) const {
     for (int64_t t0 = 0; t0 < T; t0 += gpu::kGemvMaxTokens) {
       gpu::Fp8GemvParams p;
       p.w = w.data.as<gpu::Fp8E4M3>();
       p.w_scales = w.scales.as<float>();
       p.x = x + t0 * ldx;
-      p.y = y + t0 * ldy;
+      p.y_f32 = y + t0 * ldy;
       p.tokens = static_cast<int>(std::min<int64_t>(gpu::kGemvMaxTokens, T - t0));
       p.n = w.n;
       p.k = w.k;
@@ -270,7 +271,9 @@ struct HybridExecutor::Impl::Lane final : LayerOps {
   gpu::Event moe_input_ready{false}, done{false};
   int64_t row0 = 0, rows = 0, decode_rows = 0;  // decode rows: [row0, row0 + decode_rows)
   int64_t cap = 0;
-  gpu::DeviceBuffer xf, xb, proj, qa, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed,
+  // FP32: xf, proj, qa, q, kva, qabs, olat, gate_up, router_logits, topk_w, routed; BF16: xb, qab,
+  // attn, act, moe_act (the inputs of linear layers).
+  gpu::DeviceBuffer xf, xb, proj, qa, qab, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed,
       moe_act;
   gpu::PinnedBuffer h_xb, h_topk, h_routed;
 
@@ -294,21 +297,21 @@ struct HybridExecutor::Impl::Lane final : LayerOps {
   const int32_t* rows_of(const int32_t* plan_array) const { return plan_array + row0; }
   int Ti() const { return static_cast<int>(rows); }
 
-  // out = down(silu(gate in) * up in), BF16.
-  void mlp(const DevMlp& w, const gpu::Bf16* in, gpu::Bf16* out) {
+  // out = down(BF16(silu(gate in) * up in)), FP32 out.
+  void mlp(const DevMlp& w, const gpu::Bf16* in, float* out) {
     const int64_t inter = w.gate.n, hidden = x.config.hidden_size;
-    gpu::Bf16* gu = bf(gate_up);
+    float* gu = f32(gate_up);
     x.linear(w.gate, in, hidden, rows, gu, 2 * inter, stream);
     x.linear(w.up, in, hidden, rows, gu + inter, 2 * inter, stream);
-    gpu::silu_mul({.gate_up = gu, .out = bf(act), .rows = Ti(), .cols = static_cast<int>(inter),
-                   .in_stride = 2 * inter, .out_stride = inter},
-                  stream);
+    gpu::silu_mul_f32({.gate_up = gu, .out = bf(act), .rows = Ti(), .cols = static_cast<int>(inter),
+                       .in_stride = 2 * inter, .out_stride = inter},
+                      stream);
     x.linear(w.down, bf(act), inter, rows, out, hidden, stream);
   }
 
   void attention(int64_t li) override;
   void ffn_input(int64_t li) override;
-  void dense_mlp(int64_t li) override { mlp(*x.layers[static_cast<size_t>(li)].dense, bf(xb), bf(proj)); }
+  void dense_mlp(int64_t li) override { mlp(*x.layers[static_cast<size_t>(li)].dense, bf(xb), f32(proj)); }
   void router(int64_t li) override;
   void shared_expert(int64_t li) override;
   void routed_experts(int64_t li) override;
@@ -383,8 +386,8 @@ HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const H
     DevLayer l;
     l.input_norm = upload_f32(prep.input_norm);
     l.post_norm = upload_f32(prep.post_attn_norm);
-    l.q_a_norm = upload_bf16(prep.q_a_norm);
-    l.kv_a_norm = upload_bf16(prep.kv_a_norm);
+    l.q_a_norm = upload_f32(prep.q_a_norm);
+    l.kv_a_norm = upload_f32(prep.kv_a_norm);
     l.q_a = upload_fp8(w.attn.q_a, "q_a_proj");
     l.q_b = upload_fp8(w.attn.q_b, "q_b_proj");
     l.kv_a = upload_fp8(w.attn.kv_a_with_mqa, "kv_a_proj_with_mqa");
@@ -466,8 +469,8 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   const size_t heads = static_cast<size_t>(c.num_attention_heads), width = static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim);
   const size_t inter = static_cast<size_t>(std::max(c.intermediate_size, c.moe_intermediate_size * std::max<int64_t>(c.n_shared_experts, 1)));
   const size_t E = static_cast<size_t>(std::max<int64_t>(c.n_routed_experts, 1)), K = static_cast<size_t>(std::max<int64_t>(c.num_experts_per_tok, 1));
-  for (auto* b : {&xf, &xb, &proj, &qa, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids, &routed,
-                  &moe_act})
+  for (auto* b : {&xf, &xb, &proj, &qa, &qab, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids,
+                  &routed, &moe_act})
     *b = {};  // release first: the budget counts old and new otherwise
   h_xb = {};
   h_topk = {};
@@ -475,14 +478,15 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &x.budget); };
   xf = make(t * hidden * 4);
   xb = make(t * hidden * 2);
-  proj = make(t * hidden * 2);
-  qa = make(t * static_cast<size_t>(c.q_lora_rank) * 2);
-  q = make(t * heads * static_cast<size_t>(c.qk_nope_head_dim + c.qk_rope_head_dim) * 2);
-  kva = make(t * width * 2);
-  qabs = make(t * heads * width * 2);
-  olat = make(t * heads * static_cast<size_t>(c.kv_lora_rank) * 2);
+  proj = make(t * hidden * 4);
+  qa = make(t * static_cast<size_t>(c.q_lora_rank) * 4);
+  qab = make(t * static_cast<size_t>(c.q_lora_rank) * 2);
+  q = make(t * heads * static_cast<size_t>(c.qk_nope_head_dim + c.qk_rope_head_dim) * 4);
+  kva = make(t * width * 4);
+  qabs = make(t * heads * width * 4);
+  olat = make(t * heads * static_cast<size_t>(c.kv_lora_rank) * 4);
   attn = make(t * heads * static_cast<size_t>(c.v_head_dim) * 2);
-  gate_up = make(t * 2 * inter * 2);
+  gate_up = make(t * 2 * inter * 4);
   act = make(t * inter * 2);
   router_logits = make(t * E * 4);
   topk_w = make(t * K * 4);
@@ -591,42 +595,37 @@ void HybridExecutor::Impl::Lane::attention(int64_t li) {
   gpu::rmsnorm_f32({.x = h(), .weight = f32(l.input_norm), .out = bf(xb), .rows = Ti(), .cols = static_cast<int>(hidden),
                     .eps = eps},
                    stream);
-  // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x).
-  x.linear(l.q_a, bf(xb), hidden, T, bf(qa), c.q_lora_rank, stream);
-  gpu::rmsnorm({.x = bf(qa), .weight = bf(l.q_a_norm), .out = bf(qa), .rows = Ti(), .cols = static_cast<int>(c.q_lora_rank),
-                .x_stride = c.q_lora_rank, .out_stride = c.q_lora_rank, .eps = eps},
-               stream);
-  x.linear(l.q_b, bf(qa), c.q_lora_rank, T, bf(q), heads * qk, stream);
-  x.linear(l.kv_a, bf(xb), hidden, T, bf(kva), width, stream);
-  // c_kv normalised in place, k_pe and q_pe roped in place; this step's latent rows to the cache.
-  gpu::rmsnorm({.x = bf(kva), .weight = bf(l.kv_a_norm), .out = bf(kva), .rows = Ti(), .cols = static_cast<int>(lora),
-                .x_stride = width, .out_stride = width, .eps = eps},
-               stream);
-  gpu::rope_yarn({.x = bf(kva) + lora, .positions = rows_of(x.p_pos), .tokens = Ti(), .heads = 1,
-                  .token_stride = width, .head_stride = 0, .table = x.yarn},
-                 stream);
-  gpu::rope_yarn({.x = bf(q) + nope, .positions = rows_of(x.p_pos), .tokens = Ti(), .heads = static_cast<int>(heads),
-                  .token_stride = heads * qk, .head_stride = qk, .table = x.yarn},
-                 stream);
-  gpu::latent_cache_write({.src = bf(kva), .slots = rows_of(x.p_slots), .cache = x.cache_layer(li), .tokens = Ti(),
-                           .width = static_cast<int>(width), .src_stride = width},
-                          stream);
-  // Absorbed attention: q_lat = W_UK^T q_nope, attention over the latent cache, out through W_UV.
-  // A lane's rows read only the cache rows of their own sequences, which no other lane writes.
-  gpu::mla_absorb_q({.q = bf(q), .w_uk = bf(l.w_uk), .out = bf(qabs), .tokens = Ti(), .heads = static_cast<int>(heads),
-                     .nope = static_cast<int>(nope), .rope = static_cast<int>(rope), .lora = static_cast<int>(lora)},
+  // q = q_b(rmsnorm(q_a(x))); [c_kv | k_pe] = kv_a_with_mqa(x); FP32 outputs, rounded to BF16
+  // only where a linear layer or the cache reads them (the CPU engine's points).
+  x.linear(l.q_a, bf(xb), hidden, T, f32(qa), c.q_lora_rank, stream);
+  gpu::rmsnorm_f32({.x = f32(qa), .weight = f32(l.q_a_norm), .out = bf(qab), .rows = Ti(),
+                    .cols = static_cast<int>(c.q_lora_rank), .eps = eps},
+                   stream);
+  x.linear(l.q_b, bf(qab), c.q_lora_rank, T, f32(q), heads * qk, stream);
+  x.linear(l.kv_a, bf(xb), hidden, T, f32(kva), width, stream);
+  // This step's latent rows to the cache: c_kv normalised, k_pe roped.
+  gpu::mla_latent_rows({.kva = f32(kva), .norm_weight = f32(l.kv_a_norm), .positions = rows_of(x.p_pos),
+                        .slots = rows_of(x.p_slots), .cache = x.cache_layer(li), .table = x.yarn, .tokens = Ti(),
+                        .lora = static_cast<int>(lora), .rope = static_cast<int>(rope), .kva_stride = width, .eps = eps},
+                       stream);
+  // Absorbed attention: q_lat = W_UK^T q_nope (q_pe roped), attention over the latent cache, out
+  // through W_UV. A lane's rows read only the cache rows of their own sequences, which no other
+  // lane writes.
+  gpu::mla_absorb_q({.q = f32(q), .w_uk = bf(l.w_uk), .positions = rows_of(x.p_pos), .out = f32(qabs), .table = x.yarn,
+                     .tokens = Ti(), .heads = static_cast<int>(heads), .nope = static_cast<int>(nope),
+                     .rope = static_cast<int>(rope), .lora = static_cast<int>(lora)},
                     stream);
-  gpu::mla_attention_any({.q = bf(qabs), .cache = x.cache_layer(li), .block_table = x.p_tables + row0 * x.step_blocks,
-                          .seq_lens = rows_of(x.p_lens), .out = bf(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
+  gpu::mla_attention_any({.q = f32(qabs), .cache = x.cache_layer(li), .block_table = x.p_tables + row0 * x.step_blocks,
+                          .seq_lens = rows_of(x.p_lens), .out = f32(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
                           .lora = static_cast<int>(lora), .rope = static_cast<int>(rope),
                           .block_tokens = static_cast<int>(x.kv->shape().block_tokens),
                           .max_blocks = static_cast<int>(x.step_blocks), .scale = x.softmax_scale},
                          stream);
-  gpu::mla_unabsorb({.o_lat = bf(olat), .w_uv_t = bf(l.w_uv_t), .out = bf(attn), .tokens = Ti(), .heads = static_cast<int>(heads),
+  gpu::mla_unabsorb({.o_lat = f32(olat), .w_uv_t = bf(l.w_uv_t), .out = bf(attn), .tokens = Ti(), .heads = static_cast<int>(heads),
                      .lora = static_cast<int>(lora), .v_dim = static_cast<int>(c.v_head_dim)},
                     stream);
-  x.linear(l.o, bf(attn), heads * c.v_head_dim, T, bf(proj), hidden, stream);
-  gpu::residual_add({.h = h(), .a = bf(proj), .n = T * hidden}, stream);
+  x.linear(l.o, bf(attn), heads * c.v_head_dim, T, f32(proj), hidden, stream);
+  gpu::residual_add({.h = h(), .a = f32(proj), .n = T * hidden}, stream);
 }
 
 void HybridExecutor::Impl::Lane::ffn_input(int64_t li) {
@@ -671,9 +670,9 @@ void HybridExecutor::Impl::Lane::shared_expert(int64_t li) {
   if (rows == 0) return;
   const DevLayer& l = x.layers[static_cast<size_t>(li)];
   if (l.shared) {
-    mlp(*l.shared, bf(xb), bf(proj));
+    mlp(*l.shared, bf(xb), f32(proj));
   } else {
-    HYMOE_CUDA_CHECK(cudaMemsetAsync(proj.data(), 0, static_cast<size_t>(rows * x.config.hidden_size) * 2, stream));
+    HYMOE_CUDA_CHECK(cudaMemsetAsync(proj.data(), 0, static_cast<size_t>(rows * x.config.hidden_size) * 4, stream));
   }
 }
 
@@ -717,7 +716,7 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
 void HybridExecutor::Impl::Lane::ffn_residual(int64_t li) {
   if (rows == 0) return;
   const bool moe = x.weights.layers[static_cast<size_t>(li)].moe.has_value();
-  gpu::residual_add({.h = h(), .a = bf(proj), .b = moe ? f32(routed) : nullptr, .n = rows * x.config.hidden_size}, stream);
+  gpu::residual_add({.h = h(), .a = f32(proj), .b = moe ? f32(routed) : nullptr, .n = rows * x.config.hidden_size}, stream);
 }
 
 void HybridExecutor::Impl::head(std::span<float> logits) {

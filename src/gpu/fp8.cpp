@@ -51,7 +51,7 @@ void check_gemv(const Fp8GemvParams& p) {
                   p.scale_ld >= (p.k + 127) / 128,
               kInvalidArgument, "fp8 gemv: bad shape n={} k={} ldw={} ldx={} ldy={} scale_ld={}",
               p.n, p.k, p.ldw, p.ldx, p.ldy, p.scale_ld);
-  HYMOE_CHECK(p.w && p.w_scales && p.x && p.y, kInvalidArgument, "fp8 gemv: null pointer");
+  HYMOE_CHECK(p.w && p.w_scales && p.x && (p.y || p.y_f32), kInvalidArgument, "fp8 gemv: null pointer");
   HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.w) & 15u) == 0 &&
                   (reinterpret_cast<uintptr_t>(p.x) & 15u) == 0,
               kInvalidArgument, "fp8 gemv: weight and activations must be 16-byte aligned");

@@ -43,20 +43,33 @@ void dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::dense_gemv_f32(p, stream));
 }
 
-void latent_cache_write(const LatentWriteParams& p, cudaStream_t stream) {
-  HYMOE_CHECK(p.tokens >= 0 && p.width >= 1 && p.src_stride >= p.width, kInvalidArgument,
-              "latent_cache_write: bad shape tokens={} width={} stride={}", p.tokens, p.width, p.src_stride);
+void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.rows >= 0 && p.cols >= 1 && p.in_stride >= 2 * int64_t{p.cols} && p.out_stride >= p.cols,
+              kInvalidArgument, "silu_mul_f32: bad shape rows={} cols={} in_stride={} out_stride={}", p.rows, p.cols,
+              p.in_stride, p.out_stride);
+  if (p.rows == 0) return;
+  HYMOE_CHECK(p.gate_up && p.out, kInvalidArgument, "silu_mul_f32: null pointer");
+  HYMOE_CUDA_CHECK(launch::silu_mul_f32(p, stream));
+}
+
+void mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.lora >= 1 && p.rope >= 0 && p.rope % 2 == 0 && p.table.rope_dim == p.rope &&
+                  p.kva_stride >= p.lora + p.rope,
+              kInvalidArgument, "mla_latent_rows: bad shape tokens={} lora={} rope={} (table {}) stride={}", p.tokens,
+              p.lora, p.rope, p.table.rope_dim, p.kva_stride);
   if (p.tokens == 0) return;
-  HYMOE_CHECK(p.src && p.slots && p.cache, kInvalidArgument, "latent_cache_write: null pointer");
-  HYMOE_CUDA_CHECK(launch::latent_cache_write(p, stream));
+  HYMOE_CHECK(p.kva && p.norm_weight && p.positions && p.slots && p.cache, kInvalidArgument,
+              "mla_latent_rows: null pointer");
+  HYMOE_CUDA_CHECK(launch::mla_latent_rows(p, stream));
 }
 
 void mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream) {
-  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= kMaxGridY && p.heads >= 1 && p.nope >= 1 && p.rope >= 0 && p.lora >= 1,
-              kInvalidArgument, "mla_absorb_q: bad shape tokens={} heads={} nope={} rope={} lora={}", p.tokens,
-              p.heads, p.nope, p.rope, p.lora);
+  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= kMaxGridY && p.heads >= 1 && p.nope >= 1 && p.rope >= 0 && p.rope % 2 == 0 &&
+                  p.table.rope_dim == p.rope && p.lora >= 1,
+              kInvalidArgument, "mla_absorb_q: bad shape tokens={} heads={} nope={} rope={} (table {}) lora={}",
+              p.tokens, p.heads, p.nope, p.rope, p.table.rope_dim, p.lora);
   if (p.tokens == 0) return;
-  HYMOE_CHECK(p.q && p.w_uk && p.out, kInvalidArgument, "mla_absorb_q: null pointer");
+  HYMOE_CHECK(p.q && p.w_uk && p.out && (p.positions || p.rope == 0), kInvalidArgument, "mla_absorb_q: null pointer");
   HYMOE_CUDA_CHECK(launch::mla_absorb_q(p, stream));
 }
 

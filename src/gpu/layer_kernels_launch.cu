@@ -28,8 +28,13 @@ cudaError_t dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t latent_cache_write(const LatentWriteParams& p, cudaStream_t stream) {
-  kernels::latent_cache_write_kernel<<<p.tokens, 128, 0, stream>>>(p);
+cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
+  kernels::silu_mul_f32_kernel<<<p.rows, p.cols >= 1024 ? 256 : 128, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {
+  kernels::mla_latent_rows_kernel<<<p.tokens, 128, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

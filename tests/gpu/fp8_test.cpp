@@ -359,6 +359,17 @@ TEST_P(GemvTest, MatchesReference) {
                            << " stream_blocks_per_sm=" << v[2] << ": outputs differ from the plain launch";
     }
     p.stream_blocks_per_sm = 2;
+    // FP32 output: the same sums unrounded (within BF16's half ulp of the BF16 results).
+    auto dyf = test::poisoned<float>(size_t(c.tokens) * c.n, stream);
+    p.y = nullptr;
+    p.y_f32 = dyf.as<float>();
+    fp8_gemv(p, stream);
+    const auto yf = test::to_host<float>(dyf, size_t(c.tokens) * c.n, stream);
+    int off = 0;
+    for (size_t i = 0; i < yf.size(); ++i) off += !(std::fabs(yf[i] - y[i]) <= std::fabs(y[i]) * (1.0f / 256));
+    EXPECT_EQ(off, 0) << name << ": FP32 output away from the BF16 one";
+    EXPECT_LT(test::normalized_error(yf, ref), 5e-3) << name << " FP32 output";
+    p.y_f32 = nullptr;
   }
 }
 

@@ -1,6 +1,6 @@
 // The layer path's small kernels against scalar references (double accumulation) on fresh random
 // inputs with NaN-poisoned outputs; the attention on the tiny model's dims and on DeepSeek-V3's,
-// over a shuffled paged cache with sequences of many lengths.
+// over a shuffled paged cache with sequences of many lengths; rope against the formula of rope.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,15 +65,68 @@ TEST(LayerKernels, RmsNormF32AndResidualAdd) {
     }
     EXPECT_LT(normalized_error(out, ref), 4e-3) << cols;
     EXPECT_LT(normalized_error(out32, ref), 1e-5) << cols;
+    // Strided rows: the first cols - 7 columns of each row into rows of stride cols + 5, the
+    // gaps keep their poison.
+    const int part = cols - 7;
+    auto dstrided = poisoned<Bf16>(static_cast<size_t>(rows) * (cols + 5), s);
+    rmsnorm_f32({.x = dx.as<float>(), .weight = dw.as<float>(), .out = dstrided.as<Bf16>(), .rows = rows, .cols = part,
+                 .eps = 1e-6f, .x_stride = cols, .out_stride = cols + 5},
+                s);
+    const auto strided = to_float(to_host<Bf16>(dstrided, static_cast<size_t>(rows) * (cols + 5), s));
+    for (int r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int c = 0; c < part; ++c) ss += double(x[r * cols + c]) * x[r * cols + c];
+      const double inv = 1.0 / std::sqrt(ss / part + 1e-6);
+      for (int c = 0; c < cols + 5; ++c) {
+        const float got = strided[size_t(r) * (cols + 5) + c];
+        if (c >= part) {
+          ASSERT_TRUE(std::isnan(got)) << "column " << c << " past the row was written";
+        } else {
+          ASSERT_NEAR(got, x[r * cols + c] * inv * w[c], 1e-2 * std::fabs(x[r * cols + c] * inv * w[c]) + 1e-6);
+        }
+      }
+    }
 
-    // h += a (BF16) + b (FP32).
-    const auto a = random_bf16(x.size(), rng);
+    // h += a + b (FP32).
+    const auto a = random_f32(x.size(), rng, -1, 1);
     const auto b = random_f32(x.size(), rng, -1, 1);
     auto da = to_device(a, s);
     auto db = to_device(b, s);
-    residual_add({.h = dx.as<float>(), .a = da.as<Bf16>(), .b = db.as<float>(), .n = static_cast<int64_t>(x.size())}, s);
+    residual_add({.h = dx.as<float>(), .a = da.as<float>(), .b = db.as<float>(), .n = static_cast<int64_t>(x.size())}, s);
     const auto h = to_host<float>(dx, x.size(), s);
-    for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(h[i], x[i] + a[i].to_float() + b[i]);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(h[i], x[i] + a[i] + b[i]);
+  }
+}
+
+TEST(LayerKernels, SiluMulF32) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  const int rows = 4, cols = 1111;
+  const int64_t in_stride = 2 * cols + 3, out_stride = cols + 9;
+  const auto gu = random_f32(static_cast<size_t>(rows) * in_stride, rng, -4, 4);
+  auto dgu = to_device(gu, s);
+  auto dout = poisoned<Bf16>(static_cast<size_t>(rows) * out_stride, s);
+  silu_mul_f32({.gate_up = dgu.as<float>(), .out = dout.as<Bf16>(), .rows = rows, .cols = cols, .in_stride = in_stride,
+                .out_stride = out_stride},
+               s);
+  const auto out = to_float(to_host<Bf16>(dout, static_cast<size_t>(rows) * out_stride, s));
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const double g = gu[r * in_stride + c], u = gu[r * in_stride + cols + c];
+      const double ref = g / (1 + std::exp(-g)) * u;
+      ASSERT_NEAR(out[r * out_stride + c], ref, std::fabs(ref) / 128 + 1e-30) << r << "," << c;
+    }
+}
+
+// rope.h's formula for pair i of a rope part at position pos, in double.
+void rope_ref(const YarnTable& t, int pos, const float* in, double* out) {
+  const int half = t.rope_dim / 2;
+  for (int i = 0; i < half; ++i) {
+    const double angle = double(static_cast<float>(pos) * t.inv_freq[i]);
+    const double c = std::cos(angle) * t.mscale, sn = std::sin(angle) * t.mscale;
+    out[i] = in[2 * i] * c - in[2 * i + 1] * sn;
+    out[i + half] = in[2 * i + 1] * c + in[2 * i] * sn;
   }
 }
 
@@ -153,29 +206,35 @@ TEST_P(MlaAnyTest, AbsorbAttendUnabsorbMatchReference) {
   const std::vector<int> lens = {1, 7, 64, 65, 200, 3};  // per query token
   const int T = static_cast<int>(lens.size());
   const PagedCache pc = make_cache(lens, width, d.block_tokens, rng);
-  // Absorption: q [T, heads, nope + rope] through W_UK [heads, nope, lora].
-  const auto q = random_bf16(static_cast<size_t>(T) * d.heads * (nope + d.rope), rng);
+  const YarnTable yarn = make_yarn_table(YarnConfig{}, d.rope);
+  std::vector<int32_t> positions(T);
+  for (int t = 0; t < T; ++t) positions[t] = lens[t] - 1 + 1000 * t;  // far positions: large angles
+  // Absorption: q [T, heads, nope + rope] through W_UK [heads, nope, lora], q_pe roped.
+  const auto q = random_f32(static_cast<size_t>(T) * d.heads * (nope + d.rope), rng, -1, 1);
   const auto w_uk = random_bf16(static_cast<size_t>(d.heads) * nope * d.lora, rng, 0.1f);
   auto dq = to_device(q, s);
   auto dwuk = to_device(w_uk, s);
-  auto dqa = poisoned<Bf16>(static_cast<size_t>(T) * d.heads * width, s);
-  mla_absorb_q({.q = dq.as<Bf16>(), .w_uk = dwuk.as<Bf16>(), .out = dqa.as<Bf16>(), .tokens = T, .heads = d.heads,
-                .nope = nope, .rope = d.rope, .lora = d.lora},
+  auto dpos = to_device(positions, s);
+  auto dqa = poisoned<float>(static_cast<size_t>(T) * d.heads * width, s);
+  mla_absorb_q({.q = dq.as<float>(), .w_uk = dwuk.as<Bf16>(), .positions = dpos.as<int32_t>(), .out = dqa.as<float>(),
+                .table = yarn, .tokens = T, .heads = d.heads, .nope = nope, .rope = d.rope, .lora = d.lora},
                s);
-  const auto qa = to_host<Bf16>(dqa, static_cast<size_t>(T) * d.heads * width, s);
+  const auto qa = to_host<float>(dqa, static_cast<size_t>(T) * d.heads * width, s);
   {
     std::vector<double> ref;
+    std::vector<double> roped(d.rope);
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < d.heads; ++h) {
-        const Bf16* qr = &q[(size_t(t) * d.heads + h) * (nope + d.rope)];
+        const float* qr = &q[(size_t(t) * d.heads + h) * (nope + d.rope)];
         for (int c = 0; c < d.lora; ++c) {
           double acc = 0;
-          for (int r = 0; r < nope; ++r) acc += double(qr[r].to_float()) * w_uk[(size_t(h) * nope + r) * d.lora + c].to_float();
+          for (int r = 0; r < nope; ++r) acc += double(qr[r]) * w_uk[(size_t(h) * nope + r) * d.lora + c].to_float();
           ref.push_back(acc);
         }
-        for (int r = 0; r < d.rope; ++r) ref.push_back(qr[nope + r].to_float());
+        rope_ref(yarn, positions[t], qr + nope, roped.data());
+        ref.insert(ref.end(), roped.begin(), roped.end());
       }
-    EXPECT_LT(normalized_error(to_float(qa), ref), 5e-3);
+    EXPECT_LT(normalized_error(qa, ref), 1e-5);
   }
   // Attention over the paged cache from the absorbed q.
   std::vector<int32_t> table(static_cast<size_t>(T) * pc.max_blocks, -1);
@@ -183,25 +242,25 @@ TEST_P(MlaAnyTest, AbsorbAttendUnabsorbMatchReference) {
   auto dcache = to_device(pc.rows, s);
   auto dtable = to_device(table, s);
   auto dlens = to_device(lens, s);
-  auto dol = poisoned<Bf16>(static_cast<size_t>(T) * d.heads * d.lora, s);
+  auto dol = poisoned<float>(static_cast<size_t>(T) * d.heads * d.lora, s);
   const float scale = 1.0f / std::sqrt(static_cast<float>(nope + d.rope));
-  mla_attention_any({.q = dqa.as<Bf16>(), .cache = dcache.as<Bf16>(), .block_table = dtable.as<int32_t>(),
-                     .seq_lens = dlens.as<int32_t>(), .out = dol.as<Bf16>(), .tokens = T, .heads = d.heads,
+  mla_attention_any({.q = dqa.as<float>(), .cache = dcache.as<Bf16>(), .block_table = dtable.as<int32_t>(),
+                     .seq_lens = dlens.as<int32_t>(), .out = dol.as<float>(), .tokens = T, .heads = d.heads,
                      .lora = d.lora, .rope = d.rope, .block_tokens = d.block_tokens, .max_blocks = pc.max_blocks,
                      .scale = scale},
                     s);
-  const auto ol = to_host<Bf16>(dol, static_cast<size_t>(T) * d.heads * d.lora, s);
+  const auto ol = to_host<float>(dol, static_cast<size_t>(T) * d.heads * d.lora, s);
   {
     std::vector<double> ref;
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < d.heads; ++h) {
-        const Bf16* qr = &qa[(size_t(t) * d.heads + h) * width];
+        const float* qr = &qa[(size_t(t) * d.heads + h) * width];
         std::vector<double> sc(lens[t]);
         double mx = -1e300;
         for (int p = 0; p < lens[t]; ++p) {
           const Bf16* row = &pc.rows[(size_t(pc.tables[t][p / d.block_tokens]) * d.block_tokens + p % d.block_tokens) * width];
           double dot = 0;
-          for (int c = 0; c < width; ++c) dot += double(qr[c].to_float()) * row[c].to_float();
+          for (int c = 0; c < width; ++c) dot += double(qr[c]) * row[c].to_float();
           sc[p] = dot * scale;
           mx = std::max(mx, sc[p]);
         }
@@ -214,13 +273,13 @@ TEST_P(MlaAnyTest, AbsorbAttendUnabsorbMatchReference) {
           ref.push_back(acc / sum);
         }
       }
-    EXPECT_LT(normalized_error(to_float(ol), ref), 5e-3);
+    EXPECT_LT(normalized_error(ol, ref), 1e-4);
   }
   // Through W_UV.
   const auto w_uv_t = random_bf16(static_cast<size_t>(d.heads) * d.lora * vd, rng, 0.1f);
   auto dwuv = to_device(w_uv_t, s);
   auto dout = poisoned<Bf16>(static_cast<size_t>(T) * d.heads * vd, s);
-  mla_unabsorb({.o_lat = dol.as<Bf16>(), .w_uv_t = dwuv.as<Bf16>(), .out = dout.as<Bf16>(), .tokens = T, .heads = d.heads,
+  mla_unabsorb({.o_lat = dol.as<float>(), .w_uv_t = dwuv.as<Bf16>(), .out = dout.as<Bf16>(), .tokens = T, .heads = d.heads,
                 .lora = d.lora, .v_dim = vd},
                s);
   const auto out = to_float(to_host<Bf16>(dout, static_cast<size_t>(T) * d.heads * vd, s));
@@ -230,7 +289,7 @@ TEST_P(MlaAnyTest, AbsorbAttendUnabsorbMatchReference) {
       for (int v = 0; v < vd; ++v) {
         double acc = 0;
         for (int c = 0; c < d.lora; ++c)
-          acc += double(ol[(size_t(t) * d.heads + h) * d.lora + c].to_float()) * w_uv_t[(size_t(h) * d.lora + c) * vd + v].to_float();
+          acc += double(ol[(size_t(t) * d.heads + h) * d.lora + c]) * w_uv_t[(size_t(h) * d.lora + c) * vd + v].to_float();
         ref.push_back(acc);
       }
   EXPECT_LT(normalized_error(out, ref), 5e-3);
@@ -239,26 +298,52 @@ TEST_P(MlaAnyTest, AbsorbAttendUnabsorbMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Dims, MlaAnyTest,
                          ::testing::Values(AttnDims{4, 256, 32, 16}, AttnDims{16, 512, 64, 64}, AttnDims{3, 100, 12, 5}));
 
-TEST(LayerKernels, LatentCacheWriteScattersRows) {
+TEST(LayerKernels, MlaLatentRowsNormRopeAndScatter) {
   HYMOE_REQUIRE_GPU();
   auto rng = make_rng();
   Stream s;
-  const int width = 288, tokens = 9, slots_total = 40;
+  const int lora = 264, rope = 32, width = lora + rope, tokens = 9, slots_total = 40;
   const int64_t stride = width + 16;
-  const auto src = random_bf16(static_cast<size_t>(tokens) * stride, rng);
+  const YarnTable yarn = make_yarn_table(YarnConfig{}, rope);
+  const auto kva = random_f32(static_cast<size_t>(tokens) * stride, rng, -2, 2);
+  const auto w = random_f32(lora, rng, 0.5f, 1.5f);
   std::vector<int32_t> slots(slots_total);
   std::iota(slots.begin(), slots.end(), 0);
   std::shuffle(slots.begin(), slots.end(), rng);
   slots.resize(tokens);
-  auto dsrc = to_device(src, s);
+  std::vector<int32_t> positions(tokens);
+  for (int t = 0; t < tokens; ++t) positions[t] = static_cast<int32_t>(rng() % 100000);
+  auto dkva = to_device(kva, s);
+  auto dw = to_device(w, s);
   auto dslots = to_device(slots, s);
+  auto dpos = to_device(positions, s);
   auto dcache = poisoned<Bf16>(static_cast<size_t>(slots_total) * width, s);
-  latent_cache_write({.src = dsrc.as<Bf16>(), .slots = dslots.as<int32_t>(), .cache = dcache.as<Bf16>(), .tokens = tokens,
-                      .width = width, .src_stride = stride},
-                     s);
-  const auto cache = to_host<Bf16>(dcache, static_cast<size_t>(slots_total) * width, s);
-  for (int t = 0; t < tokens; ++t)
-    for (int c = 0; c < width; ++c) ASSERT_EQ(cache[size_t(slots[t]) * width + c].bits, src[size_t(t) * stride + c].bits);
+  mla_latent_rows({.kva = dkva.as<float>(), .norm_weight = dw.as<float>(), .positions = dpos.as<int32_t>(),
+                   .slots = dslots.as<int32_t>(), .cache = dcache.as<Bf16>(), .table = yarn, .tokens = tokens,
+                   .lora = lora, .rope = rope, .kva_stride = stride, .eps = 1e-6f},
+                  s);
+  const auto cache = to_float(to_host<Bf16>(dcache, static_cast<size_t>(slots_total) * width, s));
+  std::vector<double> roped(rope);
+  for (int t = 0; t < tokens; ++t) {
+    const float* x = &kva[size_t(t) * stride];
+    double ss = 0;
+    for (int c = 0; c < lora; ++c) ss += double(x[c]) * x[c];
+    const double inv = 1.0 / std::sqrt(ss / lora + 1e-6);
+    rope_ref(yarn, positions[t], x + lora, roped.data());
+    const float* row = &cache[size_t(slots[t]) * width];
+    for (int c = 0; c < width; ++c) {
+      const double ref = c < lora ? x[c] * inv * w[c] : roped[c - lora];
+      ASSERT_NEAR(row[c], ref, std::fabs(ref) / 128 + 1e-4) << "token " << t << " column " << c;
+    }
+  }
+  // Slots no token names keep their poison.
+  std::vector<bool> used(slots_total);
+  for (int sl : slots) used[sl] = true;
+  for (int sl = 0; sl < slots_total; ++sl) {
+    if (!used[sl]) {
+      ASSERT_TRUE(std::isnan(cache[size_t(sl) * width])) << "slot " << sl;
+    }
+  }
 }
 
 TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
@@ -338,6 +423,8 @@ TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
 TEST(LayerKernels, ShapesAreChecked) {
   EXPECT_THROW(dense_gemv_f32({.tokens = 9, .n = 4, .k = 8, .ldy = 4}, nullptr), Error);
   EXPECT_THROW(dense_gemv_f32({.tokens = 1, .n = 4, .k = 12, .ldy = 4}, nullptr), Error);
+  EXPECT_THROW(mla_absorb_q({.tokens = 1, .heads = 1, .nope = 8, .rope = 64, .lora = 8}, nullptr), Error);  // no table
+  EXPECT_THROW(silu_mul_f32({.rows = 1, .cols = 8, .in_stride = 8, .out_stride = 8}, nullptr), Error);
   EXPECT_THROW(mla_attention_any({.tokens = 1, .heads = 1, .lora = 2048, .rope = 0, .block_tokens = 1, .max_blocks = 1}, nullptr),
                Error);
   EXPECT_THROW(moe_gemv({.tokens = 1, .top_k = 2, .experts = 4, .hidden = 100, .inter = 64}, nullptr), Error);

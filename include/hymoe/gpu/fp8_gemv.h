@@ -57,6 +57,9 @@ struct Fp8GemvParams {
   // at most (values below 1 read as 1; capped at what fits). Default 2: faster than 1 in every
   // single launch and PDL chain of run 30 (H200), e.g. 7168x16384 51 vs 39% of copy.
   int stream_blocks_per_sm = 2;
+  // FP32 results here instead of BF16 ones in y (same layout: row t at y_f32 + t * ldy; y unused),
+  // for a caller that adds them into an FP32 stream or normalises them before rounding.
+  float* y_f32 = nullptr;
 };
 
 void fp8_gemv(const Fp8GemvParams& p, cudaStream_t stream);

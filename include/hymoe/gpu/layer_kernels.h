@@ -1,7 +1,10 @@
 // The small kernels of the GPU layer path (hybrid decode, later SLP): the FP32 residual stream,
 // dense (BF16-weight) GEMVs with FP32 in and out (router, lm_head), latent cache writes, and the
 // absorbed MLA attention for any dimensions (the tuned mla_decode covers 512 + 64 only).
-// Each has a scalar reference in tests/gpu/layer_kernels_test.cpp.
+// Activations are rounded to BF16 where the CPU engine rounds them (a linear layer's input, the
+// cache) and stay FP32 between (linear outputs, norms, rope, q absorption, attention output), so
+// both engines carry the same precision. Each has a scalar reference in
+// tests/gpu/layer_kernels_test.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,6 +13,7 @@
 
 #include "hymoe/gpu/dtypes.h"
 #include "hymoe/gpu/moe.h"
+#include "hymoe/gpu/rope.h"
 
 namespace hymoe::gpu {
 
@@ -24,25 +28,38 @@ struct EmbedF32Params {
 void embed_f32(const EmbedF32Params& p, cudaStream_t stream);
 
 // RMSNorm of FP32 rows with FP32 weights: out = x * rsqrt(mean(x^2) + eps) * w in FP32, rounded
-// to BF16 once (the CPU engine's order). Optionally also the FP32 result (out_f32).
+// to BF16 once (the CPU engine's order). Optionally also the FP32 result (out_f32, contiguous).
 struct RmsNormF32Params {
-  const float* x = nullptr;       // [rows, cols]
+  const float* x = nullptr;       // [rows, cols], row r at x + r * x_stride
   const float* weight = nullptr;  // [cols]
-  Bf16* out = nullptr;            // [rows, cols]
+  Bf16* out = nullptr;            // [rows, cols], row r at out + r * out_stride
   float* out_f32 = nullptr;       // [rows, cols] or null
   int rows = 0;
   int cols = 0;
   float eps = 1e-6f;
+  int64_t x_stride = 0;           // 0: cols
+  int64_t out_stride = 0;         // 0: cols
 };
 void rmsnorm_f32(const RmsNormF32Params& p, cudaStream_t stream);
 
-// h[i] += a[i] (BF16, optional) + b[i] (FP32, optional), FP32, for i < n.
+// h[i] += a[i] + b[i] (each optional), FP32, for i < n.
 struct ResidualAddParams {
   float* h = nullptr;
-  const Bf16* a = nullptr;
+  const float* a = nullptr;
   const float* b = nullptr;
   int64_t n = 0;
 };
+
+// out[r][c] = BF16(silu(gate_up[r][c]) * gate_up[r][cols + c]) from FP32 gate and up halves.
+struct SiluMulF32Params {
+  const float* gate_up = nullptr;  // [rows, in_stride]: gate in [0, cols), up in [cols, 2 cols)
+  Bf16* out = nullptr;             // [rows, out_stride]
+  int rows = 0;
+  int cols = 0;
+  int64_t in_stride = 0;
+  int64_t out_stride = 0;
+};
+void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 void residual_add(const ResidualAddParams& p, cudaStream_t stream);
 
 // y[t][r] = sum_c w[r][c] * x[t][c] for t < tokens (up to kDenseGemvMaxTokens), FP32
@@ -59,24 +76,34 @@ struct DenseGemvParams {
 };
 void dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
 
-// Copies row t of src (width values) to the cache row slots[t] of one layer's pool:
-// cache + slots[t] * width (slot = block * block_tokens + position % block_tokens).
-struct LatentWriteParams {
-  const Bf16* src = nullptr;      // [tokens, src_stride]
-  const int32_t* slots = nullptr; // [tokens]
-  Bf16* cache = nullptr;          // one layer: [blocks * block_tokens, width]
+// This step's latent cache rows from kv_a's FP32 output [c_kv | k_pe]: c_kv RMS-normalised
+// (FP32 weight), k_pe YaRN-roped at positions[t] (the rope_yarn layout: pairs in, halves out),
+// both rounded to BF16 into the cache row slots[t] of one layer's pool (cache + slots[t] *
+// (lora + rope); slot = block * block_tokens + position % block_tokens).
+struct MlaLatentRowsParams {
+  const float* kva = nullptr;         // [tokens, kva_stride]: c_kv in [0, lora), k_pe after
+  const float* norm_weight = nullptr; // [lora]
+  const int32_t* positions = nullptr; // [tokens]
+  const int32_t* slots = nullptr;     // [tokens]
+  Bf16* cache = nullptr;              // one layer: [blocks * block_tokens, lora + rope]
+  YarnTable table{};                  // table.rope_dim == rope
   int tokens = 0;
-  int width = 0;
-  int64_t src_stride = 0;
+  int lora = 0;
+  int rope = 0;
+  int64_t kva_stride = 0;
+  float eps = 1e-6f;
 };
-void latent_cache_write(const LatentWriteParams& p, cudaStream_t stream);
+void mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
 
-// q absorption: out[t][h] = [ W_UK[h]^T q[t][h][0, nope) | q[t][h][nope, nope + rope) ], the
-// latent query the attention reads (lora + rope wide), FP32 accumulation.
+// q absorption: out[t][h] = [ W_UK[h]^T q[t][h][0, nope) | rope(q[t][h][nope, nope + rope)) ],
+// the latent query the attention reads (lora + rope wide), FP32 in, accumulation and out; q_pe
+// YaRN-roped at positions[t] on the way (the rope_yarn layout).
 struct MlaAbsorbParams {
-  const Bf16* q = nullptr;     // [tokens, heads, nope + rope]
-  const Bf16* w_uk = nullptr;  // [heads, nope, lora]
-  Bf16* out = nullptr;         // [tokens, heads, lora + rope]
+  const float* q = nullptr;            // [tokens, heads, nope + rope]
+  const Bf16* w_uk = nullptr;          // [heads, nope, lora]
+  const int32_t* positions = nullptr;  // [tokens]
+  float* out = nullptr;                // [tokens, heads, lora + rope]
+  YarnTable table{};                   // table.rope_dim == rope
   int tokens = 0;
   int heads = 0;
   int nope = 0;
@@ -85,9 +112,10 @@ struct MlaAbsorbParams {
 };
 void mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 
-// The attention output through W_UV: out[t][h][v] = sum_c o_lat[t][h][c] * W_UV[h][v][c].
+// The attention output through W_UV: out[t][h][v] = sum_c o_lat[t][h][c] * W_UV[h][v][c],
+// rounded to BF16 once (o_proj's input).
 struct MlaUnabsorbParams {
-  const Bf16* o_lat = nullptr;   // [tokens, heads, lora]
+  const float* o_lat = nullptr;  // [tokens, heads, lora]
   const Bf16* w_uv_t = nullptr;  // [heads, lora, v_dim] (W_UV transposed)
   Bf16* out = nullptr;           // [tokens, heads * v_dim]
   int tokens = 0;
@@ -100,13 +128,13 @@ void mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
 // Absorbed MLA attention of each query token over its sequence's latent cache, for any lora,
 // rope and heads: token t attends positions [0, seq_lens[t]) of the blocks in its row of
 // block_table, score = q[t][h] . row * scale, online softmax in FP32, o_lat = sum p * c_kv.
-// One block per (token, head); a token's result depends only on its own inputs.
+// One block per (token, head); a token's result depends only on its own inputs. FP32 q and out.
 struct MlaAttentionParams {
-  const Bf16* q = nullptr;              // [tokens, heads, lora + rope]
+  const float* q = nullptr;             // [tokens, heads, lora + rope]
   const Bf16* cache = nullptr;          // one layer: [blocks, block_tokens, lora + rope]
   const int32_t* block_table = nullptr; // [tokens, max_blocks]
   const int32_t* seq_lens = nullptr;    // [tokens], each >= 1
-  Bf16* out = nullptr;                  // [tokens, heads, lora]
+  float* out = nullptr;                 // [tokens, heads, lora]
   int tokens = 0;
   int heads = 0;
   int lora = 0;
