@@ -14,7 +14,10 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, Options o
 std::string StreamingDetokenizer::push(TokenId id) {
   const std::string_view bytes = tokenizer_.token_bytes(id);  // validates the id
   if (stopped()) return "";
-  if (options_.skip_special && tokenizer_.is_special(id)) return "";
+  if (options_.skip_special && tokenizer_.is_special(id) &&
+      std::find(options_.keep_special.begin(), options_.keep_special.end(), id) == options_.keep_special.end()) {
+    return "";
+  }
   bytes_.append(bytes);
   const size_t n = utf8::complete_prefix(bytes_);
   if (n == 0) return "";

@@ -88,7 +88,7 @@ TEST_F(StreamingDetokenizerTest, StopStringsStraddlingTokens) {
     }
     if (!expect_stop) expected = text;
 
-    StreamingDetokenizer detok(*tok_, {true, stops});
+    StreamingDetokenizer detok(*tok_, {true, stops, {}});
     std::string streamed;
     for (TokenId id : ids) streamed += detok.push(id);
     streamed += detok.finish();
@@ -106,8 +106,10 @@ TEST_F(StreamingDetokenizerTest, SpecialTokensSkippedOrShownAndBadIdsRejected) {
   const TokenId eos = *tok_->eos_id();
   StreamingDetokenizer skip(*tok_, {});
   EXPECT_EQ(skip.push(eos), "");
-  StreamingDetokenizer show(*tok_, {false, {}});
+  StreamingDetokenizer show(*tok_, {false, {}, {}});
   EXPECT_EQ(show.push(eos), "<|eos|>");
+  StreamingDetokenizer keep(*tok_, {.skip_special = true, .stop = {}, .keep_special = {eos}});
+  EXPECT_EQ(keep.push(eos), "<|eos|>");  // a kept special token (a tool-call marker) shows
   EXPECT_THROW(skip.push(tok_->vocab_size()), Error);
   EXPECT_THROW(skip.push(-1), Error);
 }

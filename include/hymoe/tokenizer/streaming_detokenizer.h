@@ -20,6 +20,9 @@ class StreamingDetokenizer {
   struct Options {
     bool skip_special = true;        // drop special tokens (e.g. the EOS) from the text
     std::vector<std::string> stop;   // stop strings; empty ones are ignored
+    // Special tokens whose text stays with skip_special on (Kimi-K2's tool-call markers, which
+    // the tool-call parser reads).
+    std::vector<TokenId> keep_special;
   };
 
   StreamingDetokenizer(const Tokenizer& tokenizer, Options options);
