@@ -13,6 +13,8 @@
 #include "hymoe/server/generation.h"
 #include "hymoe/server/http_server.h"
 #include "hymoe/server/openai_request.h"
+#include "hymoe/server/tool_calls.h"
+#include "hymoe/tokenizer/chat_template.h"
 #include "http_routes.h"
 #include "peer_watch.h"
 
@@ -44,6 +46,17 @@ void check_context(const ServedModel& m, int64_t prompt_tokens, int32_t max_toke
 }
 
 const char* finish_name(FinishReason r) { return finish_reason_name(r); }
+
+// A chat's finish reason: "tool_calls" when the model stopped on its own after calls were taken.
+const char* chat_finish_name(FinishReason r, const Generation& gen) {
+  return r == FinishReason::kStop && gen.tool_call_count() > 0 ? "tool_calls" : finish_reason_name(r);
+}
+
+// The tool-call format of the served model: the configured one, else the chat template's family's.
+ToolCallFormat tool_call_format(const ServerConfig& config, const tokenizer::ChatTemplate& t) {
+  if (auto f = parse_tool_call_format(config.tool_call_parser)) return *f;
+  return tool_call_format_for_family(tokenizer::template_family_name(t.family()));
+}
 
 // State shared by one SSE stream's provider calls.
 struct Stream {
@@ -87,6 +100,12 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
     }
     if (!write(out)) return false;
   }
+  // Each call as OpenAI streams one: id and name first, then the arguments.
+  for (const auto& call : d.tool_calls) {
+    for (auto& delta : tool_call_deltas(call)) {
+      if (!write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, nullptr)))) return false;
+    }
+  }
   if (!d.finished) return true;
   if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
     ApiError e;
@@ -95,7 +114,9 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
     e.message = d.reason == FinishReason::kError ? "generation failed: " + d.error : "request aborted: " + d.error;
     if (!write(sse_event(e.to_json()))) return false;
   } else if (st.chat) {
-    if (!write(sse_event(chat_chunk(st.head, json::object(), finish_name(d.reason), nullptr)))) return false;
+    if (!write(sse_event(chat_chunk(st.head, json::object(), chat_finish_name(d.reason, *st.gen), nullptr)))) {
+      return false;
+    }
   } else {
     if (!write(sse_event(text_completion_chunk(st.head, "", finish_name(d.reason), nullptr, st.text_offset)))) return false;
   }
@@ -154,6 +175,7 @@ Generation::Delta collect(const ServedModel& m, Generation& gen, const httplib::
     if (!gen.wait(d, 200ms)) continue;
     all.content += d.content;
     all.reasoning += d.reasoning;
+    for (auto& c : d.tool_calls) all.tool_calls.push_back(std::move(c));
     for (auto& lp : d.logprobs) all.logprobs.push_back(std::move(lp));
     if (d.finished) {
       all.finished = true;
@@ -198,7 +220,8 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   }
   tokenizer::ChatRenderOptions ropts;
   ropts.add_generation_prompt = true;
-  if (!r.tools.is_null()) ropts.tools = r.tools;
+  const bool use_tools = r.tool_choice.mode != ToolChoice::Mode::kNone;  // none: not rendered, not parsed
+  if (use_tools) ropts.tools = r.tools;
   const std::string prompt = m.chat_template->render(r.messages, ropts);
   std::vector<int32_t> ids = m.tokenizer->encode(prompt, /*add_special=*/false);
   if (r.sampling.max_tokens == 0 && config.default_max_tokens > 0) r.sampling.max_tokens = config.default_max_tokens;
@@ -210,6 +233,18 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   go.logprobs = r.sampling.logprobs;
   go.split_reasoning = config.reasoning_parser != "none";
   go.starts_in_reasoning = go.split_reasoning && prompt_opens_thinking(prompt);
+  if (use_tools) {
+    // required and a named function are honoured by the parse only (no constrained decoding):
+    // a named choice takes calls of that function alone, the rest stays content.
+    go.tool_calls.format = tool_call_format(config, *m.chat_template);
+    go.tool_calls.id_prefix = "call_" + go.id.substr(std::string_view("chatcmpl-").size()) + "_";
+    if (r.tool_choice.mode == ToolChoice::Mode::kFunction) go.tool_calls.only_name = r.tool_choice.function;
+    if (!r.parallel_tool_calls) go.tool_calls.max_calls = 1;
+    for (const auto& marker : tool_call_markers(go.tool_calls.format)) {
+      const auto id = m.tokenizer->special_token_id(marker);
+      if (id && m.tokenizer->is_special(*id)) go.keep_special.push_back(*id);
+    }
+  }
   go.prompt_tokens = static_cast<int64_t>(ids.size());
   auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
@@ -223,8 +258,8 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
   std::optional<std::string> reasoning;
   if (gen->saw_reasoning() || !d.reasoning.empty()) reasoning = d.reasoning;
-  res.set_content(chat_completion(head, d.content, reasoning, finish_name(d.reason), gen->usage(),
-                                  r.sampling.logprobs ? &d.logprobs : nullptr)
+  res.set_content(chat_completion(head, d.content, reasoning, chat_finish_name(d.reason, *gen), gen->usage(),
+                                  r.sampling.logprobs ? &d.logprobs : nullptr, d.tool_calls)
                       .dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }

@@ -8,8 +8,11 @@ Generation::Generation(const tokenizer::Tokenizer& tokenizer, GenerationOptions 
     : tokenizer_(tokenizer),
       options_(std::move(options)),
       metrics_(metrics),
-      detok_(tokenizer, tokenizer::StreamingDetokenizer::Options{.skip_special = true, .stop = options_.stop}),
-      splitter_(options_.starts_in_reasoning) {}
+      detok_(tokenizer, tokenizer::StreamingDetokenizer::Options{.skip_special = true,
+                                                                  .stop = options_.stop,
+                                                                  .keep_special = options_.keep_special}),
+      splitter_(options_.starts_in_reasoning),
+      tool_parser_(options_.tool_calls) {}
 
 GenerationCallbacks Generation::callbacks(std::shared_ptr<Generation> self) {
   GenerationCallbacks cb;
@@ -18,13 +21,20 @@ GenerationCallbacks Generation::callbacks(std::shared_ptr<Generation> self) {
   return cb;
 }
 
+void Generation::emit_content(const std::string& text) {
+  if (text.empty()) return;
+  auto d = tool_parser_.push(text);
+  pending_.content += d.content;
+  for (auto& c : d.calls) pending_.tool_calls.push_back(std::move(c));
+}
+
 void Generation::emit_text(const std::string& text) {
   if (text.empty()) return;
   if (!options_.split_reasoning) {
-    pending_.content += text;
+    emit_content(text);
   } else {
     auto d = splitter_.push(text);
-    pending_.content += d.content;
+    emit_content(d.content);
     pending_.reasoning += d.reasoning;
   }
   news_ = true;
@@ -34,9 +44,14 @@ void Generation::flush_held() {
   emit_text(detok_.finish());
   if (options_.split_reasoning) {
     auto d = splitter_.finish();
-    pending_.content += d.content;
+    emit_content(d.content);
     pending_.reasoning += d.reasoning;
     if (!d.content.empty() || !d.reasoning.empty()) news_ = true;
+  }
+  auto d = tool_parser_.finish();
+  if (!d.content.empty()) {
+    pending_.content += d.content;
+    news_ = true;
   }
 }
 
@@ -111,6 +126,11 @@ bool Generation::wait(Delta& out, std::chrono::milliseconds timeout) {
 Usage Generation::usage() const {
   std::lock_guard lock(mutex_);
   return Usage{options_.prompt_tokens, completion_tokens_};
+}
+
+int32_t Generation::tool_call_count() const {
+  std::lock_guard lock(mutex_);
+  return tool_parser_.call_count();
 }
 
 bool Generation::saw_reasoning() const {

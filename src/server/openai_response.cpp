@@ -82,10 +82,19 @@ json Usage::to_json() const {
 }
 
 json chat_completion(const ResponseHead& head, const std::string& content, const std::optional<std::string>& reasoning,
-                     const char* finish_reason, const Usage& usage, const std::vector<TokenLogprob>* logprobs) {
+                     const char* finish_reason, const Usage& usage, const std::vector<TokenLogprob>* logprobs,
+                     const std::vector<ToolCall>& tool_calls) {
   json j = head_json(head, "chat.completion");
-  json message = {{"role", "assistant"}, {"content", content}};
+  json message = {{"role", "assistant"},
+                  {"content", content.empty() && !tool_calls.empty() ? json(nullptr) : json(content)}};
   if (reasoning) message["reasoning_content"] = *reasoning;
+  if (!tool_calls.empty()) {
+    json calls = json::array();
+    for (const auto& c : tool_calls) {
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
   json choice = {{"index", 0}, {"message", message}, {"finish_reason", reason_or_null(finish_reason)},
                  {"logprobs", logprobs ? chat_logprobs(*logprobs) : json(nullptr)}};
   j["choices"] = json::array({choice});
@@ -100,6 +109,13 @@ json chat_chunk(const ResponseHead& head, json delta, const char* finish_reason,
                  {"logprobs", logprobs ? chat_logprobs(*logprobs) : json(nullptr)}};
   j["choices"] = json::array({choice});
   return j;
+}
+
+std::vector<json> tool_call_deltas(const ToolCall& c) {
+  json head = {{"index", c.index}, {"id", c.id}, {"type", "function"},
+               {"function", {{"name", c.name}, {"arguments", ""}}}};
+  json args = {{"index", c.index}, {"function", {{"arguments", c.arguments}}}};
+  return {json{{"tool_calls", json::array({std::move(head)})}}, json{{"tool_calls", json::array({std::move(args)})}}};
 }
 
 json chat_usage_chunk(const ResponseHead& head, const Usage& usage) {

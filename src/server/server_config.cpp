@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hymoe/common/error.h"
+#include "hymoe/server/tool_calls.h"
 
 namespace hymoe::server {
 namespace {
@@ -55,6 +56,7 @@ json ServerConfig::to_json() const {
           {"max_context", max_context},
           {"default_max_tokens", default_max_tokens},
           {"reasoning_parser", reasoning_parser},
+          {"tool_call_parser", tool_call_parser},
           {"drain_timeout_s", drain_timeout_s},
           {"log_level", log_level}};
 }
@@ -65,7 +67,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
                                 "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
-                                "default_max_tokens", "reasoning_parser", "drain_timeout_s", "log_level"};
+                                "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
@@ -99,6 +101,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "max_context", max_context, source);
   take(j, "default_max_tokens", default_max_tokens, source);
   take(j, "reasoning_parser", reasoning_parser, source);
+  take(j, "tool_call_parser", tool_call_parser, source);
   take(j, "drain_timeout_s", drain_timeout_s, source);
   take(j, "log_level", log_level, source);
 }
@@ -128,6 +131,8 @@ void ServerConfig::validate() const {
   check(default_max_tokens >= 0, "default_max_tokens", "must be >= 0");
   check(reasoning_parser == "auto" || reasoning_parser == "deepseek_r1" || reasoning_parser == "none",
         "reasoning_parser", "must be auto, deepseek_r1 or none");
+  check(tool_call_parser == "auto" || parse_tool_call_format(tool_call_parser).has_value(), "tool_call_parser",
+        "must be auto, deepseek_v3, deepseek_v31, kimi_k2 or none");
   check(drain_timeout_s >= 0, "drain_timeout_s", "must be >= 0");
   for (const auto& k : api_keys) check(!k.empty(), "api_keys", "must not contain empty keys");
 }
@@ -189,6 +194,8 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--default-max-tokens", c.default_max_tokens, "Chat max_tokens when absent (0 = up to the context)",
       "HYMOE_DEFAULT_MAX_TOKENS");
   opt("--reasoning-parser", c.reasoning_parser, "auto | deepseek_r1 | none", "HYMOE_REASONING_PARSER");
+  opt("--tool-call-parser", c.tool_call_parser, "auto | deepseek_v3 | deepseek_v31 | kimi_k2 | none",
+      "HYMOE_TOOL_CALL_PARSER");
   opt("--drain-timeout", c.drain_timeout_s, "Seconds to drain requests on SIGTERM", "HYMOE_DRAIN_TIMEOUT");
   opt("--log-level", c.log_level, "trace | debug | info | warn | error", "HYMOE_LOG_LEVEL");
 }

@@ -39,11 +39,13 @@ void handle_tokenize(const ServedModel& m, const std::string& body, httplib::Res
     ids = m.tokenizer->encode(j["prompt"].get<std::string>(), flag(j, "add_special_tokens", true));
   } else if (j.contains("messages")) {
     if (!m.chat_template) throw ApiException(ApiError::invalid("this model has no chat template", "messages"));
-    // Reuse the chat request validation for the messages.
+    // Reuse the chat request validation for the messages (and tools, rendered as a chat would).
     json probe = {{"model", m.name}, {"messages", j["messages"]}};
+    if (j.contains("tools")) probe["tools"] = j["tools"];
     ChatCompletionRequest r = parse_chat_request(probe.dump());
     tokenizer::ChatRenderOptions o;
     o.add_generation_prompt = flag(j, "add_generation_prompt", true);
+    if (!r.tools.is_null()) o.tools = r.tools;
     ids = m.tokenizer->encode(m.chat_template->render(r.messages, o), flag(j, "add_special_tokens", false));
   } else {
     throw ApiException(ApiError::invalid("'prompt' or 'messages' is required", "prompt"));

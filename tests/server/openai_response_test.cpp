@@ -21,6 +21,39 @@ TEST(OpenAiResponse, ChatCompletionShape) {
   EXPECT_EQ(lp["top_logprobs"][1]["token"], "Yo");
 }
 
+TEST(OpenAiResponse, ToolCallsInTheMessageAndAsDeltas) {
+  ResponseHead h{"chatcmpl-4", "tiny", 1};
+  const std::vector<ToolCall> calls = {{0, "call_a_0", "get_weather", R"({"city": "東京"})"},
+                                       {1, "functions.search:1", "search", "{}"}};
+  auto j = chat_completion(h, "", std::nullopt, "tool_calls", {5, 6}, nullptr, calls);
+  const auto& m = j["choices"][0]["message"];
+  EXPECT_TRUE(m["content"].is_null());
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  ASSERT_EQ(m["tool_calls"].size(), 2u);
+  EXPECT_EQ(m["tool_calls"][0]["id"], "call_a_0");
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city": "東京"})");
+  EXPECT_EQ(m["tool_calls"][1]["id"], "functions.search:1");
+  // Text beside the calls stays content; no calls, no tool_calls key.
+  EXPECT_EQ(chat_completion(h, "Let me see.", std::nullopt, "tool_calls", {}, nullptr, calls)["choices"][0]["message"]
+                ["content"], "Let me see.");
+  EXPECT_FALSE(chat_completion(h, "", std::nullopt, "stop", {}, nullptr)["choices"][0]["message"].contains("tool_calls"));
+
+  const auto d = tool_call_deltas(calls[1]);
+  ASSERT_EQ(d.size(), 2u);
+  const auto& first = d[0]["tool_calls"][0];
+  EXPECT_EQ(first["index"], 1);
+  EXPECT_EQ(first["id"], "functions.search:1");
+  EXPECT_EQ(first["type"], "function");
+  EXPECT_EQ(first["function"]["name"], "search");
+  EXPECT_EQ(first["function"]["arguments"], "");
+  const auto& second = d[1]["tool_calls"][0];
+  EXPECT_EQ(second["index"], 1);
+  EXPECT_FALSE(second.contains("id"));
+  EXPECT_EQ(second["function"]["arguments"], "{}");
+}
+
 TEST(OpenAiResponse, ChunksAndSse) {
   ResponseHead h{"chatcmpl-2", "tiny", 1};
   auto c = chat_chunk(h, {{"content", "a"}}, nullptr, nullptr);

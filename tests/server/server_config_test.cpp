@@ -87,6 +87,8 @@ TEST(ServerConfig, ClearErrors) {
   EXPECT_THROW(parse({"--config", "/nonexistent/hymoe.json"}), Error);
   EXPECT_THROW(parse({"--model", "/m", "--port", "70000"}), Error);
   EXPECT_THROW(parse({"--model", "/m", "--load-format", "gguf"}), Error);
+  EXPECT_THROW(parse({"--model", "/m", "--tool-call-parser", "hermes"}), Error);
+  EXPECT_EQ(parse({"--model", "/m", "--tool-call-parser", "kimi_k2"}).tool_call_parser, "kimi_k2");
   EXPECT_THROW(parse({"--model", "/m", "--port", "abc"}), CLI::ParseError);
 }
 

@@ -1,7 +1,8 @@
 // One request's generation as the HTTP side sees it. The engine thread feeds tokens in through
 // on_token/on_finish (the scheduler's callbacks); the HTTP thread takes text out with wait().
-// Detokenisation (whole UTF-8 characters, stop strings across tokens), the reasoning split,
-// log-probabilities and per-request metrics happen here, on the engine thread, per token.
+// Detokenisation (whole UTF-8 characters, stop strings across tokens), the reasoning split, the
+// tool-call parse of the content, log-probabilities and per-request metrics happen here, on the
+// engine thread, per token.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "hymoe/server/metrics.h"
 #include "hymoe/server/openai_response.h"
 #include "hymoe/server/reasoning.h"
+#include "hymoe/server/tool_calls.h"
 #include "hymoe/tokenizer/streaming_detokenizer.h"
 
 namespace hymoe::server {
@@ -26,6 +28,10 @@ struct GenerationOptions {
   bool logprobs = false;
   bool split_reasoning = false;   // route <think> text to reasoning_content
   bool starts_in_reasoning = false;
+  // Tool calls parsed out of the content (format kNone: none). The reasoning is not parsed.
+  ToolCallParserOptions tool_calls;
+  // Special tokens the text keeps (the tool-call markers where they are special tokens).
+  std::vector<tokenizer::TokenId> keep_special;
   int64_t prompt_tokens = 0;
 };
 
@@ -44,6 +50,7 @@ class Generation {
   struct Delta {
     std::string content;
     std::string reasoning;
+    std::vector<ToolCall> tool_calls;  // taken since the last wait(), after `content` in the text
     std::vector<TokenLogprob> logprobs;
     bool finished = false;
     FinishReason reason = FinishReason::kStop;
@@ -56,9 +63,11 @@ class Generation {
   Usage usage() const;
   const GenerationOptions& options() const { return options_; }
   bool saw_reasoning() const;
+  int32_t tool_call_count() const;
 
  private:
   void emit_text(const std::string& text);  // caller holds mutex_
+  void emit_content(const std::string& text);  // through the tool-call parser; caller holds mutex_
   // Emits the text the detokenizer and the reasoning splitter hold back (an incomplete UTF-8
   // character, a possible stop-string or tag prefix): at the last token (TokenOutput::last), so
   // it streams with that token's text, and at on_finish (then usually nothing). Caller holds
@@ -70,6 +79,7 @@ class Generation {
   Metrics* metrics_;
   tokenizer::StreamingDetokenizer detok_;
   ReasoningSplitter splitter_;
+  ToolCallParser tool_parser_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_token_;
 

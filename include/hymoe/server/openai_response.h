@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hymoe/server/tool_calls.h"
+
 namespace hymoe::server {
 
 struct Usage {
@@ -32,10 +34,15 @@ struct ResponseHead {
   int64_t created = 0;     // unix seconds
 };
 
-// Non-streamed chat completion.
+// Non-streamed chat completion. With tool calls the message has `tool_calls` and its content is
+// null when no text came besides them.
 nlohmann::json chat_completion(const ResponseHead& head, const std::string& content,
                                const std::optional<std::string>& reasoning, const char* finish_reason,
-                               const Usage& usage, const std::vector<TokenLogprob>* logprobs);
+                               const Usage& usage, const std::vector<TokenLogprob>* logprobs,
+                               const std::vector<ToolCall>& tool_calls = {});
+// A streamed call as OpenAI sends it: a first delta with index, id, type, function.name and empty
+// arguments, then one with the arguments. Each is the value of a chunk's delta.
+std::vector<nlohmann::json> tool_call_deltas(const ToolCall& call);
 // One streamed chat chunk. `delta` holds role/content/reasoning_content as present;
 // finish_reason null until the last chunk.
 nlohmann::json chat_chunk(const ResponseHead& head, nlohmann::json delta, const char* finish_reason,

@@ -50,6 +50,9 @@ struct ServerConfig {
 
   // Behaviour.
   std::string reasoning_parser = "auto";  // auto | deepseek_r1 | none
+  // Tool calls in the output: auto (the chat template's family) | deepseek_v3 | deepseek_v31 |
+  // kimi_k2 | none.
+  std::string tool_call_parser = "auto";
   double drain_timeout_s = 30.0;     // SIGTERM: wait this long for in-flight requests
   std::string log_level = "info";
 
