@@ -53,7 +53,7 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str()->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", a->top_k, "0 = off")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Sampling seed (-1 = random)")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Sampling seed (-1 = random); copy i of --parallel samples with seed + i")->capture_default_str();
   cmd->add_flag("--raw", a->raw, "Use the prompt as is, without the chat template");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = all)")->capture_default_str();
   cmd->add_option("--parallel", a->parallel,
@@ -117,7 +117,7 @@ void register_generate_commands(CLI::App& app) {
       req.sampling.temperature = a->temperature;
       req.sampling.top_p = a->top_p;
       req.sampling.top_k = a->top_k;
-      if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed);
+      if (a->seed >= 0) req.sampling.seed = static_cast<uint64_t>(a->seed + i);  // copies part at temperature > 0
       req.callbacks = gens.back()->callbacks(gens.back());
       reqs.push_back(std::move(req));
     }
