@@ -132,14 +132,24 @@ __global__ void mla_absorb_q_kernel(MlaAbsorbParams p) {
     for (int r = 0; r < p.nope; ++r) acc += qs[r] * bf16_bits_to_float(w[int64_t{r} * p.lora + c]);
     out[c] = acc;
   }
+  if (p.out_bf16) {
+    __syncthreads();  // the rope part was written by other threads
+    auto* ob = reinterpret_cast<uint16_t*>(p.out_bf16) + (int64_t{t} * p.heads + h) * width;
+    for (int c = threadIdx.x; c < width; c += blockDim.x) ob[c] = float_to_bf16_bits(out[c]);
+  }
 }
 
 // Grid (heads, tokens); o_lat of the (token, head) in shared memory (lora floats).
 __global__ void mla_unabsorb_kernel(MlaUnabsorbParams p) {
   extern __shared__ float os[];
   const int h = blockIdx.x, t = blockIdx.y;
-  const float* o = p.o_lat + (int64_t{t} * p.heads + h) * p.lora;
-  for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = o[c];
+  const int64_t base = (int64_t{t} * p.heads + h) * p.lora;
+  if (p.o_lat) {
+    for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = p.o_lat[base + c];
+  } else {
+    const auto* o = reinterpret_cast<const uint16_t*>(p.o_lat_bf16) + base;
+    for (int c = threadIdx.x; c < p.lora; c += blockDim.x) os[c] = bf16_bits_to_float(o[c]);
+  }
   __syncthreads();
   const auto* w = reinterpret_cast<const uint16_t*>(p.w_uv_t) + int64_t{h} * p.lora * p.v_dim;
   auto* out = reinterpret_cast<uint16_t*>(p.out) + (int64_t{t} * p.heads + h) * p.v_dim;

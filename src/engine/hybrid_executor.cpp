@@ -23,6 +23,7 @@
 #include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/layer_kernels.h"
+#include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
@@ -95,6 +96,11 @@ struct HybridExecutor::Impl {
   gpu::YarnTable yarn;
   float softmax_scale = 1.0f;
   bool dual_microbatch = true;
+  // Decode rows through the tuned mla_decode (HybridExecutorOptions::tuned_decode_attention):
+  // whether it applies, the SM count its splits are planned for, the most splits a row gets.
+  bool tuned_decode = false;
+  int multiprocessors = 0;
+  int max_decode_splits = 1;
   int device = 0;  // made current by every forward() (the scheduler's thread is not the loader's)
 
   // Device weights.
@@ -275,6 +281,8 @@ struct HybridExecutor::Impl::Lane final : LayerOps {
   // attn, act, moe_act (the inputs of linear layers).
   gpu::DeviceBuffer xf, xb, proj, qa, qab, q, kva, qabs, olat, attn, gate_up, act, router_logits, topk_w, topk_ids, routed,
       moe_act;
+  // The tuned decode attention's BF16 q and o_lat (decode rows) and its split-K workspace.
+  gpu::DeviceBuffer qabs_bf, olat_bf, decode_ws;
   gpu::PinnedBuffer h_xb, h_topk, h_routed;
 
   explicit Lane(Impl& impl) : x(impl) {}
@@ -410,6 +418,14 @@ HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const H
     routed = std::make_unique<CpuRoutedExperts>(pool, c);
   if (o.shift_decode && kernels::best_isa() == kernels::Isa::kAvx512Bf16) specials = Fp8SpecialIndex::attach(weights, pool);
   dual_microbatch = o.dual_microbatch;
+  tuned_decode = o.tuned_decode_attention && c.kv_lora_rank == 512 && c.qk_rope_head_dim == 64 &&
+                 c.num_attention_heads % 16 == 0 && info.sm() >= 80;
+  multiprocessors = info.multiprocessors;
+  if (tuned_decode) {
+    max_decode_splits = gpu::mla_decode_splits_for(gpu::MlaDecodeImpl::kAuto, multiprocessors, 1,
+                                                   static_cast<int>(c.num_attention_heads),
+                                                   static_cast<int>(kv->capacity_tokens()));
+  }
   lanes[0] = std::make_unique<Lane>(*this);
   lanes[1] = std::make_unique<Lane>(*this);
   const size_t before = budget.used();
@@ -470,7 +486,7 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   const size_t inter = static_cast<size_t>(std::max(c.intermediate_size, c.moe_intermediate_size * std::max<int64_t>(c.n_shared_experts, 1)));
   const size_t E = static_cast<size_t>(std::max<int64_t>(c.n_routed_experts, 1)), K = static_cast<size_t>(std::max<int64_t>(c.num_experts_per_tok, 1));
   for (auto* b : {&xf, &xb, &proj, &qa, &qab, &q, &kva, &qabs, &olat, &attn, &gate_up, &act, &router_logits, &topk_w, &topk_ids,
-                  &routed, &moe_act})
+                  &routed, &moe_act, &qabs_bf, &olat_bf, &decode_ws})
     *b = {};  // release first: the budget counts old and new otherwise
   h_xb = {};
   h_topk = {};
@@ -493,6 +509,11 @@ void HybridExecutor::Impl::Lane::allocate(int64_t T) {
   topk_ids = make(t * K * 4);
   routed = make(t * hidden * 4);
   moe_act = make(t * K * static_cast<size_t>(c.moe_intermediate_size) * 2);
+  if (x.tuned_decode) {
+    qabs_bf = make(t * heads * width * 2);
+    olat_bf = make(t * heads * static_cast<size_t>(c.kv_lora_rank) * 2);
+    decode_ws = make(gpu::mla_decode_workspace_bytes(1, static_cast<int>(heads), x.max_decode_splits));
+  }
   h_xb = gpu::PinnedBuffer(t * hidden * 2);
   h_topk = gpu::PinnedBuffer(t * K * 8);
   h_routed = gpu::PinnedBuffer(t * hidden * 4);
@@ -611,19 +632,53 @@ void HybridExecutor::Impl::Lane::attention(int64_t li) {
   // Absorbed attention: q_lat = W_UK^T q_nope (q_pe roped), attention over the latent cache, out
   // through W_UV. A lane's rows read only the cache rows of their own sequences, which no other
   // lane writes.
-  gpu::mla_absorb_q({.q = f32(q), .w_uk = bf(l.w_uk), .positions = rows_of(x.p_pos), .out = f32(qabs), .table = x.yarn,
-                     .tokens = Ti(), .heads = static_cast<int>(heads), .nope = static_cast<int>(nope),
-                     .rope = static_cast<int>(rope), .lora = static_cast<int>(lora)},
+  const int64_t D = x.tuned_decode ? decode_rows : 0;  // rows through the tuned decode kernel
+  gpu::mla_absorb_q({.q = f32(q), .w_uk = bf(l.w_uk), .positions = rows_of(x.p_pos), .out = f32(qabs),
+                     .out_bf16 = D > 0 ? bf(qabs_bf) : nullptr, .table = x.yarn, .tokens = Ti(),
+                     .heads = static_cast<int>(heads), .nope = static_cast<int>(nope), .rope = static_cast<int>(rope),
+                     .lora = static_cast<int>(lora)},
                     stream);
-  gpu::mla_attention_any({.q = f32(qabs), .cache = x.cache_layer(li), .block_table = x.p_tables + row0 * x.step_blocks,
-                          .seq_lens = rows_of(x.p_lens), .out = f32(olat), .tokens = Ti(), .heads = static_cast<int>(heads),
-                          .lora = static_cast<int>(lora), .rope = static_cast<int>(rope),
-                          .block_tokens = static_cast<int>(x.kv->shape().block_tokens),
-                          .max_blocks = static_cast<int>(x.step_blocks), .scale = x.softmax_scale},
-                         stream);
-  gpu::mla_unabsorb({.o_lat = f32(olat), .w_uv_t = bf(l.w_uv_t), .out = bf(attn), .tokens = Ti(), .heads = static_cast<int>(heads),
-                     .lora = static_cast<int>(lora), .v_dim = static_cast<int>(c.v_head_dim)},
-                    stream);
+  // Decode rows: one mla_decode launch each, split by the row's own length (batch-invariant).
+  for (int64_t r = 0; r < D; ++r) {
+    const int len = static_cast<int>(x.plan.token_pos[static_cast<size_t>(row0 + r)] + 1);
+    gpu::MlaDecodeParams dp;
+    dp.q = bf(qabs_bf) + r * heads * width;
+    dp.kv_cache = x.cache_layer(li);
+    dp.block_table = x.p_tables + (row0 + r) * x.step_blocks;
+    dp.seq_lens = rows_of(x.p_lens) + r;
+    dp.out = bf(olat_bf) + r * heads * lora;
+    dp.workspace = f32(decode_ws);
+    dp.batch = 1;
+    dp.heads = static_cast<int>(heads);
+    dp.block_size = static_cast<int>(x.kv->shape().block_tokens);
+    dp.max_blocks = static_cast<int>(x.step_blocks);
+    dp.max_seq_len = len;
+    dp.cache_blocks = x.kv->total_blocks();
+    dp.num_splits = std::min(x.max_decode_splits, gpu::mla_decode_splits_for(gpu::MlaDecodeImpl::kAuto, x.multiprocessors,
+                                                                              1, static_cast<int>(heads), len));
+    dp.softmax_scale = x.softmax_scale;
+    gpu::mla_decode(dp, stream);
+  }
+  if (D > 0) {
+    gpu::mla_unabsorb({.o_lat_bf16 = bf(olat_bf), .w_uv_t = bf(l.w_uv_t), .out = bf(attn), .tokens = static_cast<int>(D),
+                       .heads = static_cast<int>(heads), .lora = static_cast<int>(lora), .v_dim = static_cast<int>(c.v_head_dim)},
+                      stream);
+  }
+  // The other rows (prompt rows, or every row without the tuned kernel): the generic attention.
+  if (T > D) {
+    const int n = static_cast<int>(T - D);
+    gpu::mla_attention_any({.q = f32(qabs) + D * heads * width, .cache = x.cache_layer(li),
+                            .block_table = x.p_tables + (row0 + D) * x.step_blocks, .seq_lens = rows_of(x.p_lens) + D,
+                            .out = f32(olat) + D * heads * lora, .tokens = n, .heads = static_cast<int>(heads),
+                            .lora = static_cast<int>(lora), .rope = static_cast<int>(rope),
+                            .block_tokens = static_cast<int>(x.kv->shape().block_tokens),
+                            .max_blocks = static_cast<int>(x.step_blocks), .scale = x.softmax_scale},
+                           stream);
+    gpu::mla_unabsorb({.o_lat = f32(olat) + D * heads * lora, .w_uv_t = bf(l.w_uv_t),
+                       .out = bf(attn) + D * heads * c.v_head_dim, .tokens = n, .heads = static_cast<int>(heads),
+                       .lora = static_cast<int>(lora), .v_dim = static_cast<int>(c.v_head_dim)},
+                      stream);
+  }
   x.linear(l.o, bf(attn), heads * c.v_head_dim, T, f32(proj), hidden, stream);
   gpu::residual_add({.h = h(), .a = f32(proj), .n = T * hidden}, stream);
 }

@@ -78,7 +78,8 @@ void mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream) {
               kInvalidArgument, "mla_unabsorb: bad shape tokens={} heads={} lora={} v_dim={}", p.tokens, p.heads,
               p.lora, p.v_dim);
   if (p.tokens == 0) return;
-  HYMOE_CHECK(p.o_lat && p.w_uv_t && p.out, kInvalidArgument, "mla_unabsorb: null pointer");
+  HYMOE_CHECK((p.o_lat != nullptr) != (p.o_lat_bf16 != nullptr) && p.w_uv_t && p.out, kInvalidArgument,
+              "mla_unabsorb: null pointer (or both o_lat and o_lat_bf16 set)");
   HYMOE_CUDA_CHECK(launch::mla_unabsorb(p, stream));
 }
 

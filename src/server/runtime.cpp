@@ -58,6 +58,7 @@ std::unique_ptr<Executor> make_executor(const ServerConfig& config, const Weight
     ho.max_step_tokens = config.max_prefill_chunk + config.max_running;
     ho.shift_decode = config.load_mode != "mmap";
     ho.dual_microbatch = config.dual_microbatch;
+    ho.tuned_decode_attention = config.tuned_decode_attention;
     ho.max_gpu_expert_layers = config.gpu_expert_layers;
     try {
       return std::make_unique<HybridExecutor>(store, pool, ho);

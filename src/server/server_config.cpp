@@ -45,6 +45,7 @@ json ServerConfig::to_json() const {
           {"gpu_memory_limit", gpu_memory_limit},
           {"gpu_device", gpu_device},
           {"dual_microbatch", dual_microbatch},
+          {"tuned_decode_attention", tuned_decode_attention},
           {"gpu_expert_layers", gpu_expert_layers},
           {"threads", threads},
           {"kv_cache_bytes", kv_cache_bytes},
@@ -65,7 +66,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
-                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
+                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
                                 "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
@@ -90,6 +91,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "gpu_memory_limit", gpu_memory_limit, source);
   take(j, "gpu_device", gpu_device, source);
   take(j, "dual_microbatch", dual_microbatch, source);
+  take(j, "tuned_decode_attention", tuned_decode_attention, source);
   take(j, "gpu_expert_layers", gpu_expert_layers, source);
   take(j, "threads", threads, source);
   take(j, "kv_cache_bytes", kv_cache_bytes, source);
@@ -176,6 +178,10 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--dual-microbatch", c.dual_microbatch,
       "Hybrid backend: run 2+ decoding sequences as two micro-batches whose GPU and CPU parts overlap",
       "HYMOE_DUAL_MICROBATCH");
+  opt("--tuned-decode-attention", c.tuned_decode_attention,
+      "Hybrid backend: decode rows' attention by the tuned MLA decode kernel where the model has its shapes "
+      "(false: the generic kernel, for comparison)",
+      "HYMOE_TUNED_DECODE_ATTENTION");
   opt("--gpu-expert-layers", c.gpu_expert_layers,
       "Hybrid backend: MoE layers whose routed experts go to the GPU where memory is left (-1 as many as fit, 0 none)",
       "HYMOE_GPU_EXPERT_LAYERS");

@@ -23,10 +23,13 @@ namespace hymoe::test {
 struct TinyModel {
   // vocab: smaller than the preset's to keep the float64 reference quick (the lm_head path is
   // the same).
-  TinyModel(const std::string& name, uint64_t seed, int64_t vocab) {
+  // `shape` (optional) changes the tiny config before the checkpoint is written, e.g. to
+  // DeepSeek-V3's attention dimensions.
+  TinyModel(const std::string& name, uint64_t seed, int64_t vocab, void (*shape)(ModelConfig&) = nullptr) {
     dir = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
     ModelConfig c = preset_config("tiny");
     c.vocab_size = vocab;
+    if (shape) shape(c);
     ModelWriteOptions wo;
     wo.seed = seed;
     write_random_checkpoint(c, dir, wo);

@@ -43,6 +43,11 @@ struct HybridExecutorOptions {
   // resident set, the KV pool and the step buffers (those layers then need no hand-off and the
   // CPU reads fewer bytes per token): -1 as many as fit, 0 none, N at most N.
   int max_gpu_expert_layers = -1;
+  // Decode rows' attention through the tuned MLA decode kernel (mla_decode.h) where the model has
+  // its shapes (kv_lora_rank 512, rope 64, heads a multiple of 16): one launch a decode row with
+  // the splits of its own length, so a row's result does not depend on the batch. Off (or other
+  // shapes): the generic kernel (mla_attention_any), which reads the cache once per head.
+  bool tuned_decode_attention = true;
 };
 
 // Where the model's bytes went, for the start-up log, /v1/models and /metrics.

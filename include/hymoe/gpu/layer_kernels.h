@@ -103,6 +103,7 @@ struct MlaAbsorbParams {
   const Bf16* w_uk = nullptr;          // [heads, nope, lora]
   const int32_t* positions = nullptr;  // [tokens]
   float* out = nullptr;                // [tokens, heads, lora + rope]
+  Bf16* out_bf16 = nullptr;            // optional: the same rounded to BF16 (the tuned decode's q)
   YarnTable table{};                   // table.rope_dim == rope
   int tokens = 0;
   int heads = 0;
@@ -115,7 +116,8 @@ void mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 // The attention output through W_UV: out[t][h][v] = sum_c o_lat[t][h][c] * W_UV[h][v][c],
 // rounded to BF16 once (o_proj's input).
 struct MlaUnabsorbParams {
-  const float* o_lat = nullptr;  // [tokens, heads, lora]
+  const float* o_lat = nullptr;  // [tokens, heads, lora], or
+  const Bf16* o_lat_bf16 = nullptr;  // the same in BF16 (mla_decode's output); exactly one is set
   const Bf16* w_uv_t = nullptr;  // [heads, lora, v_dim] (W_UV transposed)
   Bf16* out = nullptr;           // [tokens, heads * v_dim]
   int tokens = 0;

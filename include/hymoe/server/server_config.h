@@ -36,6 +36,7 @@ struct ServerConfig {
   int64_t gpu_memory_limit = 0;      // bytes hymoe may use on the GPU; 0 = the whole device
   int32_t gpu_device = 0;            // CUDA device of the hybrid backend
   bool dual_microbatch = true;       // hybrid: two overlapped micro-batches from 2 decoding sequences
+  bool tuned_decode_attention = true;  // hybrid: decode rows by the tuned MLA decode kernel
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads

@@ -38,6 +38,7 @@ void register_generate_commands(CLI::App& app) {
     int64_t gpu_memory_limit = 0;
     int64_t kv_cache_bytes = 1ll << 30;
     bool dual_microbatch = true;
+    bool tuned_decode_attention = true;
     int gpu_expert_layers = -1;
     int parallel = 1;
   };
@@ -70,6 +71,9 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_option("--dual-microbatch", a->dual_microbatch,
                   "Hybrid: two overlapped micro-batches from 2 decoding sequences (as hymoe-server's option)")
       ->capture_default_str();
+  cmd->add_option("--tuned-decode-attention", a->tuned_decode_attention,
+                  "Hybrid: decode attention by the tuned MLA kernel where the shapes allow (as hymoe-server's option)")
+      ->capture_default_str();
   cmd->add_option("--gpu-expert-layers", a->gpu_expert_layers,
                   "Hybrid: MoE layers whose routed experts go to the GPU where memory is left (-1 all that fit, 0 none)")
       ->capture_default_str();
@@ -90,6 +94,7 @@ void register_generate_commands(CLI::App& app) {
     config.gpu_memory_limit = a->gpu_memory_limit;
     config.kv_cache_bytes = a->kv_cache_bytes;
     config.dual_microbatch = a->dual_microbatch;
+    config.tuned_decode_attention = a->tuned_decode_attention;
     config.gpu_expert_layers = a->gpu_expert_layers;
     config.max_running = a->parallel;
     auto rt = server::Runtime::load(config);
