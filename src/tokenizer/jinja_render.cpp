@@ -617,12 +617,33 @@ class Renderer {
     HYMOE_THROW(kUnsupported, "chat template line {}: test '{}' is not supported", line, name);
   }
 
+  // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+  static JsonStyle json_style(const Args& a, int line) {
+    JsonStyle st;
+    if (const Value* x = a.at(0, "ensure_ascii")) st.ensure_ascii = x->truthy();
+    if (const Value* x = a.at(1, "indent"); x && !x->is_none()) {
+      if (x->kind == Value::Kind::kInt) {
+        st.indent = std::string(x->i > 0 ? size_t(x->i) : 0, ' ');
+      } else if (x->is_string()) {
+        st.indent = x->s;
+      } else {
+        HYMOE_THROW(kInvalidArgument, "chat template line {}: tojson indent must be an integer or a string", line);
+      }
+    }
+    if (const Value* x = a.at(2, "separators"); x && !x->is_none()) {
+      HYMOE_CHECK(x->kind == Value::Kind::kList && x->list->size() == 2 && (*x->list)[0].is_string() &&
+                      (*x->list)[1].is_string(),
+                  kInvalidArgument, "chat template line {}: tojson separators must be two strings", line);
+      st.item_sep = (*x->list)[0].s;
+      st.key_sep = (*x->list)[1].s;
+    }
+    if (const Value* x = a.at(3, "sort_keys")) st.sort_keys = x->truthy();
+    return st;
+  }
+
   Value filter(const Expr& e, Value v, const Args& a) {
     const std::string& name = e.name;
-    if (name == "tojson") {
-      const Value* indent = a.at(0, "indent");
-      return Value::string(v.to_json(indent && indent->kind == Value::Kind::kInt ? int(indent->i) : -1));
-    }
+    if (name == "tojson") return Value::string(v.to_json(json_style(a, e.line)));
     if (name == "length" || name == "count") return Value::integer(py_len(v));
     if (name == "first" || name == "last") {
       const std::vector<Value> items = iterate(v);

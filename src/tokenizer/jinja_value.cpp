@@ -1,5 +1,6 @@
 #include "jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -61,9 +62,17 @@ std::string float_repr(double f) {
   return s;
 }
 
-void json_string(std::string& out, const std::string& s) {
+// A JSON string as Python's json.dumps writes it; ensure_ascii escapes every non-ASCII
+// character (the text is valid UTF-8: it came from JSON or the template).
+void json_string(std::string& out, const std::string& s, bool ensure_ascii = false) {
   out.push_back('"');
-  for (unsigned char c : s) {
+  auto u_escape = [&out](uint32_t unit) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\u%04x", unit);
+    out += buf;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -74,9 +83,19 @@ void json_string(std::string& out, const std::string& s) {
       case '\f': out += "\\f"; break;
       default:
         if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
+          u_escape(c);
+        } else if (c >= 0x80 && ensure_ascii) {
+          const size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+          uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+          for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
+          i += len - 1;
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            u_escape(0xD800 + (cp >> 10));
+            u_escape(0xDC00 + (cp & 0x3FF));
+          } else {
+            u_escape(cp);
+          }
         } else {
           out.push_back(char(c));
         }
@@ -105,10 +124,14 @@ std::string py_repr(const Value& v) {
   return v.kind == Value::Kind::kString ? py_repr_string(v.s) : v.str();
 }
 
-void to_json_rec(const Value& v, int indent, int depth, std::string& out) {
-  const std::string nl = indent >= 0 ? "\n" + std::string(size_t(indent) * (depth + 1), ' ') : "";
-  const std::string nl_end = indent >= 0 ? "\n" + std::string(size_t(indent) * depth, ' ') : "";
-  const char* item_sep = indent >= 0 ? "," : ", ";
+void to_json_rec(const Value& v, const JsonStyle& st, int depth, std::string& out) {
+  auto newline = [&](int level) {
+    if (!st.indent) return;
+    out.push_back('\n');
+    for (int k = 0; k < level; ++k) out += *st.indent;
+  };
+  const std::string& item_sep = st.item_sep ? *st.item_sep : st.indent ? std::string(",") : std::string(", ");
+  const std::string key_sep = st.key_sep ? *st.key_sep : ": ";
   switch (v.kind) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone: out += "null"; return;
@@ -119,29 +142,35 @@ void to_json_rec(const Value& v, int indent, int depth, std::string& out) {
       out += r == "nan" ? "NaN" : r == "inf" ? "Infinity" : r == "-inf" ? "-Infinity" : r;
       return;
     }
-    case Value::Kind::kString: json_string(out, v.s); return;
+    case Value::Kind::kString: json_string(out, v.s, st.ensure_ascii); return;
     case Value::Kind::kList: {
       if (v.list->empty()) { out += "[]"; return; }
       out += "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += item_sep;
-        out += nl;
-        to_json_rec((*v.list)[k], indent, depth + 1, out);
+        newline(depth + 1);
+        to_json_rec((*v.list)[k], st, depth + 1, out);
       }
-      out += nl_end + "]";
+      newline(depth);
+      out += "]";
       return;
     }
     case Value::Kind::kDict: {
       if (v.dict->empty()) { out += "{}"; return; }
+      std::vector<const std::pair<std::string, Value>*> items;
+      for (const auto& kv : *v.dict) items.push_back(&kv);
+      // Python sorts str keys by code point, which is UTF-8 byte order.
+      if (st.sort_keys) std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
       out += "{";
-      for (size_t k = 0; k < v.dict->size(); ++k) {
+      for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += item_sep;
-        out += nl;
-        json_string(out, (*v.dict)[k].first);
-        out += ": ";
-        to_json_rec((*v.dict)[k].second, indent, depth + 1, out);
+        newline(depth + 1);
+        json_string(out, items[k]->first, st.ensure_ascii);
+        out += key_sep;
+        to_json_rec(items[k]->second, st, depth + 1, out);
       }
-      out += nl_end + "}";
+      newline(depth);
+      out += "}";
       return;
     }
     case Value::Kind::kMacro:
@@ -176,10 +205,16 @@ std::string Value::str() const {
   return "";
 }
 
-std::string Value::to_json(int indent) const {
+std::string Value::to_json(const JsonStyle& style) const {
   std::string out;
-  to_json_rec(*this, indent, 0, out);
+  to_json_rec(*this, style, 0, out);
   return out;
+}
+
+std::string Value::to_json(int indent) const {
+  JsonStyle st;
+  if (indent >= 0) st.indent = std::string(size_t(indent), ' ');
+  return to_json(st);
 }
 
 const Value* Value::get(std::string_view key) const {

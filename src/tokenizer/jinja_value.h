@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +53,9 @@ struct Value {
   bool truthy() const;
   // Python str() (what {{ }} prints); Undefined prints as "".
   std::string str() const;
-  // json.dumps(x, ensure_ascii=False, indent=indent) as transformers' tojson filter does.
+  // json.dumps(x, ...) with the options of transformers' tojson filter (JsonStyle).
+  std::string to_json(const struct JsonStyle& style) const;
+  // json.dumps(x, ensure_ascii=False, indent=indent); indent < 0 for none.
   std::string to_json(int indent) const;
   // Dict lookup; nullptr when absent or not a dict.
   const Value* get(std::string_view key) const;
@@ -61,6 +64,15 @@ struct Value {
  private:
   static Value make(Kind k) { Value x; x.kind = k; return x; }
   static Value from_json(const nlohmann::ordered_json& j, int depth);
+};
+
+// The arguments of json.dumps that transformers' tojson filter passes on:
+// tojson(ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+struct JsonStyle {
+  bool ensure_ascii = false;           // non-ASCII as \uXXXX (surrogate pairs past U+FFFF)
+  std::optional<std::string> indent;   // per level; set: one item per line
+  std::optional<std::string> item_sep, key_sep;  // separators; default ", " / ": " (",": with indent)
+  bool sort_keys = false;
 };
 
 bool operator==(const Value& a, const Value& b);

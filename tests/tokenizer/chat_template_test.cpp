@@ -37,6 +37,14 @@ TEST(ChatTemplateJinja, ExpressionsFollowPythonSemantics) {
   EXPECT_EQ(render("{{ {'b': [1, 2.5, 'é\"\n'], 'a': none} | tojson }}"),
             "{\"b\": [1, 2.5, \"é\\\"\\n\"], \"a\": null}");
   EXPECT_EQ(render("{{ {'a': [1]} | tojson(indent=2) }}"), "{\n  \"a\": [\n    1\n  ]\n}");
+  // The rest of transformers' tojson(ensure_ascii, indent, separators, sort_keys): Kimi-K2's
+  // templates write their tools with separators=(',', ':').
+  EXPECT_EQ(render("{{ {'b': [1, {'c': 'é'}], 'a': 2} | tojson(separators=(',', ':')) }}"),
+            "{\"b\":[1,{\"c\":\"é\"}],\"a\":2}");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': ['é😀']} | tojson(ensure_ascii=true, sort_keys=true) }}"),
+            "{\"a\": [\"\\u00e9\\ud83d\\ude00\"], \"b\": 1}");
+  EXPECT_EQ(render("{{ {'a': [1, 2]} | tojson(indent=1, separators=(';', '=')) }}"), "{\n \"a\"=[\n  1;\n  2\n ]\n}");
+  EXPECT_EQ(render("{{ [1] | tojson(false, 0) }}|{{ [] | tojson(indent='\\t') }}"), "[\n1\n]|[]");
   EXPECT_EQ(render("{{ [3, 1] | length }}{{ 'héllo' | length }}{{ ['a', 'b'] | join('-') }}{{ x | default('d') }}"),
             "25a-bd");
 }
