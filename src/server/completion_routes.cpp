@@ -87,24 +87,31 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
   Generation::Delta d;
   if (!st.gen->wait(d, 500ms)) return write(": keep-alive\n\n");
   const std::vector<TokenLogprob>* lps = st.logprobs && !d.logprobs.empty() ? &d.logprobs : nullptr;
-  if (!d.content.empty() || !d.reasoning.empty() || lps) {
-    std::string out;
-    if (st.chat) {
+  if (st.chat) {
+    // Content and calls in the order of the text: the content up to a call, the call, the rest.
+    // Reasoning and log-probabilities travel with the first chunk.
+    size_t sent = 0;
+    auto send_text = [&](size_t end, bool first) {
+      if (end == sent && !(first && (!d.reasoning.empty() || lps))) return true;
       json delta = json::object();
-      if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-      if (!d.content.empty() || d.reasoning.empty()) delta["content"] = d.content;
-      out = sse_event(chat_chunk(st.head, std::move(delta), nullptr, lps));
-    } else {
-      out = sse_event(text_completion_chunk(st.head, d.content, nullptr, lps, st.text_offset));
-      st.text_offset += static_cast<int64_t>(d.content.size());
+      if (first && !d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+      if (end > sent || !delta.contains("reasoning_content")) delta["content"] = d.content.substr(sent, end - sent);
+      sent = end;
+      return write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, first ? lps : nullptr)));
+    };
+    for (size_t i = 0; i < d.tool_calls.size(); ++i) {
+      if (!send_text(d.tool_call_at[i], i == 0)) return false;
+      // OpenAI's shape: id, type and name first, then the arguments.
+      for (auto& delta : tool_call_deltas(d.tool_calls[i])) {
+        if (!write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, nullptr)))) return false;
+      }
     }
-    if (!write(out)) return false;
+    if (!send_text(d.content.size(), d.tool_calls.empty())) return false;
   }
-  // Each call as OpenAI streams one: id and name first, then the arguments.
-  for (const auto& call : d.tool_calls) {
-    for (auto& delta : tool_call_deltas(call)) {
-      if (!write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, nullptr)))) return false;
-    }
+  if (!st.chat && (!d.content.empty() || lps)) {
+    const std::string out = sse_event(text_completion_chunk(st.head, d.content, nullptr, lps, st.text_offset));
+    st.text_offset += static_cast<int64_t>(d.content.size());
+    if (!write(out)) return false;
   }
   if (!d.finished) return true;
   if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
@@ -173,9 +180,12 @@ Generation::Delta collect(const ServedModel& m, Generation& gen, const httplib::
       }
     }
     if (!gen.wait(d, 200ms)) continue;
+    for (size_t i = 0; i < d.tool_calls.size(); ++i) {
+      all.tool_call_at.push_back(all.content.size() + d.tool_call_at[i]);
+      all.tool_calls.push_back(std::move(d.tool_calls[i]));
+    }
     all.content += d.content;
     all.reasoning += d.reasoning;
-    for (auto& c : d.tool_calls) all.tool_calls.push_back(std::move(c));
     for (auto& lp : d.logprobs) all.logprobs.push_back(std::move(lp));
     if (d.finished) {
       all.finished = true;

@@ -24,8 +24,11 @@ GenerationCallbacks Generation::callbacks(std::shared_ptr<Generation> self) {
 void Generation::emit_content(const std::string& text) {
   if (text.empty()) return;
   auto d = tool_parser_.push(text);
+  for (size_t i = 0; i < d.calls.size(); ++i) {
+    pending_.tool_calls.push_back(std::move(d.calls[i]));
+    pending_.tool_call_at.push_back(pending_.content.size() + d.call_at[i]);
+  }
   pending_.content += d.content;
-  for (auto& c : d.calls) pending_.tool_calls.push_back(std::move(c));
 }
 
 void Generation::emit_text(const std::string& text) {

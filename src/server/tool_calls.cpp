@@ -210,6 +210,7 @@ void ToolCallParser::step(Delta& d) {
       call->index = next_index_++;
       if (call->id.empty()) call->id = options_.id_prefix + std::to_string(call->index);
       d.calls.push_back(std::move(*call));
+      d.call_at.push_back(d.content.size());
       section_taken_ = true;
     } else {
       d.content += pending_;

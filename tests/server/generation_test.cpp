@@ -55,6 +55,7 @@ class GenerationToolCalls : public ::testing::Test {
   struct Out {
     std::string content, reasoning;
     std::vector<ToolCall> calls;
+    std::vector<size_t> call_at;  // offsets in `content`
   };
   // Generates `text` (as ids, one token at a time) and collects every delta.
   Out generate(const std::string& text, GenerationOptions o) {
@@ -64,9 +65,12 @@ class GenerationToolCalls : public ::testing::Test {
     auto drain = [&] {
       Generation::Delta d;
       while (gen.wait(d, std::chrono::milliseconds(0))) {
+        for (size_t i = 0; i < d.tool_calls.size(); ++i) {
+          out.call_at.push_back(out.content.size() + d.tool_call_at[i]);
+          out.calls.push_back(std::move(d.tool_calls[i]));
+        }
         out.content += d.content;
         out.reasoning += d.reasoning;
-        for (auto& c : d.tool_calls) out.calls.push_back(std::move(c));
       }
     };
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -118,13 +122,14 @@ TEST_F(GenerationToolCalls, KimiMarkersAreSpecialTokensTheParserSees) {
 TEST_F(GenerationToolCalls, DeepSeekMarkersInPlainTextAndNoParserWithoutTools) {
   // DeepSeek's markers are ordinary (non-special) tokens: here they arrive byte by byte.
   const std::string text = "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>search<｜tool▁sep｜>{\"q\":\"ü\"}"
-                           "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+                           "<｜tool▁call▁end｜><｜tool▁calls▁end｜> Done.";
   GenerationOptions o;
   o.tool_calls.format = ToolCallFormat::kDeepSeekV31;
   o.tool_calls.id_prefix = "call_t_";
   const Out out = generate(text, o);
-  EXPECT_EQ(out.content, "Sure.");
+  EXPECT_EQ(out.content, "Sure. Done.");
   ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.call_at, std::vector<size_t>{5});  // between "Sure." and " Done."
   EXPECT_EQ(out.calls[0].id, "call_t_0");
   EXPECT_EQ(out.calls[0].arguments, "{\"q\":\"ü\"}");
   // tool_choice none / no tools: the format stays kNone and the text is content.

@@ -265,8 +265,11 @@ TEST(ToolCallParser, ContentBeforeACallStreamsBeforeIt) {
   d = p.push("▁calls▁begin｜>" DS_CALL "f" DS_SEP "{\"a\":");
   EXPECT_EQ(d.content, "");
   EXPECT_TRUE(d.calls.empty());
-  d = p.push("1}" DS_CALL_END);
+  d = p.push("1}" DS_CALL_END DS_CALLS_END " after");
   ASSERT_EQ(d.calls.size(), 1u);
+  ASSERT_EQ(d.call_at.size(), 1u);
+  EXPECT_EQ(d.call_at[0], 0u);  // the call comes before this push's content
+  EXPECT_EQ(d.content, " after");
   EXPECT_EQ(d.calls[0].arguments, "{\"a\":1}");
   EXPECT_EQ(p.call_count(), 1);
   d = p.finish();

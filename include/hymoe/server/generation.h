@@ -50,7 +50,8 @@ class Generation {
   struct Delta {
     std::string content;
     std::string reasoning;
-    std::vector<ToolCall> tool_calls;  // taken since the last wait(), after `content` in the text
+    std::vector<ToolCall> tool_calls;  // taken since the last wait()
+    std::vector<size_t> tool_call_at;  // tool_calls[i] follows content[0, tool_call_at[i])
     std::vector<TokenLogprob> logprobs;
     bool finished = false;
     FinishReason reason = FinishReason::kStop;

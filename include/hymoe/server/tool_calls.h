@@ -66,6 +66,8 @@ class ToolCallParser {
   struct Delta {
     std::string content;          // text decided to be content
     std::vector<ToolCall> calls;  // calls taken by this push (whole, in order)
+    // Where each call stands in the text: calls[i] follows content[0, call_at[i]).
+    std::vector<size_t> call_at;
   };
   // Feeds the next piece of (content) text.
   Delta push(std::string_view text);
