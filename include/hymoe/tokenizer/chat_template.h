@@ -4,7 +4,8 @@
 // chat_template.jinja beside it), run by a small interpreter of the Jinja subset that Hugging
 // Face chat templates use (jinja_*.h). Output is byte-for-byte what transformers'
 // apply_chat_template(tokenize=False) gives: trim_blocks and lstrip_blocks on, `tojson` like
-// transformers (ensure_ascii off), raise_exception() becomes an Error.
+// transformers (its ensure_ascii, indent, separators and sort_keys arguments; ensure_ascii off by
+// default), raise_exception() becomes an Error.
 //
 // The family (DeepSeek-V3 / R1 / V3.1, Kimi-K2) is detected from the template text so that the
 // server can pick reasoning and tool-call parsers; rendering does not depend on it.
