@@ -12,6 +12,7 @@
 #include "hymoe/common/numeric.h"
 #include "hymoe/engine/cpu_routed_experts.h"
 #include "hymoe/engine/fp8_special_index.h"
+#include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/engine/layer_prep.h"
 #include "hymoe/engine/layer_sequence.h"
@@ -36,79 +37,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-double gb(size_t bytes) { return static_cast<double>(bytes) / 1e9; }
-
-size_t fp8_bytes(const Fp8Matrix& m) {
-  return m.bytes() + static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
-}
-size_t mlp_bytes(const MlpWeights& w) { return fp8_bytes(w.gate) + fp8_bytes(w.up) + fp8_bytes(w.down); }
-
-// An FP8 matrix on the device, in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
-struct DevFp8 {
-  gpu::DeviceBuffer data, scales;
-  int n = 0, k = 0;
-  int64_t scale_ld = 0;
-};
-
-struct DevMlp {
-  DevFp8 gate, up, down;
-};
-
-// A MoE layer's routed experts on the device: one allocation, and the per-expert views the
-// moe_gemv kernel reads (gate, up, down arrays of `experts` entries; the checkpoint's scale layout).
-struct DevExperts {
-  gpu::DeviceBuffer memory;
-  gpu::DeviceBuffer views;  // gpu::ExpertWeight [3][experts]
-};
-
-struct DevLayer {
-  gpu::DeviceBuffer input_norm, post_norm;  // FP32 [hidden]
-  gpu::DeviceBuffer q_a_norm, kv_a_norm;    // FP32
-  DevFp8 q_a, q_b, kv_a, o;
-  gpu::DeviceBuffer w_uk, w_uv_t;           // BF16 (layer_prep.h)
-  std::optional<DevMlp> dense, shared;
-  gpu::DeviceBuffer router_w;               // BF16 [experts, hidden]
-  gpu::DeviceBuffer router_bias;            // FP32 [experts]
-  std::optional<DevExperts> experts;        // where the placement put this layer's experts
-};
 
 }  // namespace
 
-std::string HybridPlacement::describe() const {
-  return fmt::format(
-      "hybrid placement on {}: budget {:.2f} GB; resident weights {:.2f} GB, KV pool {:.2f} GB ({} tokens), "
-      "step buffers {:.2f} GB; routed experts of {} MoE layers on the GPU ({:.2f} GB), {:.2f} GB on the CPU",
-      device_name, gb(budget_bytes), gb(resident_bytes), gb(kv_bytes), kv_tokens, gb(step_bytes), gpu_expert_layers,
-      gb(gpu_expert_bytes), gb(cpu_expert_bytes));
-}
-
 struct HybridExecutor::Impl {
   struct Lane;
-  ModelConfig config;
-  ModelWeights weights;
+  // The device half (weights, KV pool, budget), maybe shared with other executors; the names
+  // below are views of it.
+  std::shared_ptr<GpuModel> model;
+  const ModelConfig& config;
+  ModelWeights weights;  // this executor's host views (the CPU experts' special-code index attaches here)
+  gpu::MemoryBudget& budget;
+  GpuPlacement& placement;
+  KvCache* kv;
+  const gpu::YarnTable& yarn;
+  const float softmax_scale;
+  const gpu::Fp8GemvImpl gemv_impl;
+  const int device;  // made current by every forward() (the scheduler's thread is not the loader's)
   Fp8SpecialIndex specials;
   cpu::ThreadPool& pool;
-  gpu::MemoryBudget budget;
   gpu::Stream stream;  // plan upload, embedding, head; the lanes' streams join it
   gpu::Event embedded{false};
-  HybridPlacement placement;
-  gpu::Fp8GemvImpl gemv_impl = gpu::Fp8GemvImpl::kCudaCores;
-  gpu::YarnTable yarn;
-  float softmax_scale = 1.0f;
   bool dual_microbatch = true;
   // Decode rows through the tuned mla_decode (HybridExecutorOptions::tuned_decode_attention):
   // whether it applies, the SM count its splits are planned for, the most splits a row gets.
   bool tuned_decode = false;
   int multiprocessors = 0;
   int max_decode_splits = 1;
-  int device = 0;  // made current by every forward() (the scheduler's thread is not the loader's)
-
-  // Device weights.
-  std::vector<DevLayer> layers;
-  gpu::DeviceBuffer embed, lm_head, final_norm;
-  // The latent KV pool: device memory, host-side block accounting.
-  gpu::DeviceBuffer kv_memory;
-  std::unique_ptr<KvCache> kv;
+  size_t own_step_bytes = 0;  // what this executor's step buffers took at construction (placement)
   std::unique_ptr<CpuRoutedExperts> routed;
 
   // The step: its plan, on the device as int32 arrays of every row; the FP32 residual stream
@@ -124,111 +80,18 @@ struct HybridExecutor::Impl {
   std::unique_ptr<Lane> lanes[2];
   Profile profile;
 
-  Impl(const WeightStore& store, cpu::ThreadPool& p, const HybridExecutorOptions& o);
-
-  // ---- upload helpers ----
-  gpu::DeviceBuffer upload(const void* src, size_t bytes) {
-    gpu::DeviceBuffer b(bytes, &budget);
-    b.copy_from_host(src, bytes, stream);
-    return b;
-  }
-  gpu::DeviceBuffer upload_f32(const std::vector<float>& v) {
-    gpu::DeviceBuffer d = upload(v.data(), v.size() * sizeof(float));
-    stream.synchronize();  // v may go out of scope
-    return d;
-  }
-  gpu::DeviceBuffer upload_bf16(const std::vector<uint16_t>& v) {
-    gpu::DeviceBuffer d = upload(v.data(), v.size() * 2);
-    stream.synchronize();
-    return d;
-  }
-  gpu::DeviceBuffer upload_bf16(const std::vector<float>& v) {
-    std::vector<uint16_t> b(v.size());
-    for (size_t i = 0; i < v.size(); ++i) b[i] = float_to_bf16(v[i]);
-    return upload_bf16(b);
-  }
-  // A dense tensor as BF16 on the device (converted where the checkpoint holds F16 / F32).
-  gpu::DeviceBuffer upload_dense_bf16(const DenseMatrix& m) {
-    const size_t n = static_cast<size_t>(m.rows * m.cols);
-    if (m.dtype == DType::kBF16) return upload(m.data, n * 2);
-    std::vector<float> row(static_cast<size_t>(m.cols));
-    std::vector<uint16_t> all(n);
-    for (int64_t r = 0; r < m.rows; ++r) {
-      dense_row_to_float(m, r, row.data());
-      for (int64_t c = 0; c < m.cols; ++c) all[static_cast<size_t>(r * m.cols + c)] = float_to_bf16(row[static_cast<size_t>(c)]);
-    }
-    return upload_bf16(all);
-  }
-  DevFp8 upload_fp8(const Fp8Matrix& m, const char* what) {
-    HYMOE_CHECK(m.cols >= 16 && m.cols % 16 == 0, kUnsupported,
-                "hybrid executor: {} has {} input columns; the GPU GEMV needs a multiple of 16", what, m.cols);
-    DevFp8 d;
-    d.n = static_cast<int>(m.rows);
-    d.k = static_cast<int>(m.cols);
-    d.scale_ld = m.scale_cols();
-    d.data = upload(m.data, m.bytes());
-    d.scales = upload(m.scale_inv, static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float));
-    return d;
-  }
-  DevMlp upload_mlp(const MlpWeights& w, const char* what) {
-    return DevMlp{upload_fp8(w.gate, what), upload_fp8(w.up, what), upload_fp8(w.down, what)};
-  }
-
-  // A layer's routed experts into one device allocation (each tensor 256-byte aligned).
-  DevExperts upload_experts(const std::vector<MlpWeights>& experts) {
-    auto aligned = [](size_t b) { return (b + 255) / 256 * 256; };
-    size_t total = 0;
-    for (const MlpWeights& e : experts)
-      for (const Fp8Matrix* m : {&e.gate, &e.up, &e.down})
-        total += aligned(m->bytes()) + aligned(static_cast<size_t>(m->scale_rows() * m->scale_cols()) * sizeof(float));
-    DevExperts d;
-    d.memory = gpu::DeviceBuffer(total, &budget);
-    std::vector<gpu::ExpertWeight> views(3 * experts.size());
-    auto* base = d.memory.as<std::byte>();
-    size_t at = 0;
-    for (size_t i = 0; i < experts.size(); ++i) {
-      const Fp8Matrix* mats[3] = {&experts[i].gate, &experts[i].up, &experts[i].down};
-      for (size_t j = 0; j < 3; ++j) {
-        const Fp8Matrix& m = *mats[j];
-        const size_t sb = static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
-        d.memory.copy_from_host(m.data, m.bytes(), stream, at);
-        views[j * experts.size() + i].w = reinterpret_cast<const gpu::Fp8E4M3*>(base + at);
-        at += aligned(m.bytes());
-        d.memory.copy_from_host(m.scale_inv, sb, stream, at);
-        views[j * experts.size() + i].scales = reinterpret_cast<const float*>(base + at);
-        at += aligned(sb);
-      }
-    }
-    d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertWeight));
-    stream.synchronize();  // views is pageable and goes out of scope
-    return d;
-  }
-
-  // Bytes of everything resident (what the constructor uploads), for the placement and refusals.
-  size_t resident_bytes() const {
-    const ModelConfig& c = config;
-    size_t total = 2 * static_cast<size_t>(c.vocab_size * c.hidden_size) * 2 + static_cast<size_t>(c.hidden_size) * 4;
-    for (const LayerWeights& w : weights.layers) {
-      total += static_cast<size_t>(2 * c.hidden_size) * 4 + static_cast<size_t>(c.q_lora_rank + c.kv_lora_rank) * 2;
-      total += fp8_bytes(w.attn.q_a) + fp8_bytes(w.attn.q_b) + fp8_bytes(w.attn.kv_a_with_mqa) + fp8_bytes(w.attn.o);
-      total += static_cast<size_t>(c.num_attention_heads * c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim)) * 2;
-      if (w.dense) total += mlp_bytes(*w.dense);
-      if (w.moe) {
-        if (w.moe->shared) total += mlp_bytes(*w.moe->shared);
-        total += static_cast<size_t>(c.n_routed_experts) * (static_cast<size_t>(c.hidden_size) * 2 + 4);
-      }
-    }
-    return total;
-  }
+  Impl(std::shared_ptr<GpuModel> m, cpu::ThreadPool& p, const HybridExecutorOptions& o);
+  ~Impl() { placement.step_bytes -= own_step_bytes; }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  const DevLayer& layer(int64_t li) const { return model->layer(li); }
 
   // Grows the plan arrays and the residual stream to T rows and `blocks` blocks a row; on
   // failure (past the budget) keeps the old ones and throws.
   void ensure_plan_capacity(int64_t T, int64_t blocks);
   void allocate_plan(int64_t T, int64_t blocks);
 
-  gpu::Bf16* cache_layer(int64_t li) const {
-    return reinterpret_cast<gpu::Bf16*>(kv->base()) + li * kv->capacity_tokens() * kv->shape().width();
-  }
+  gpu::Bf16* cache_layer(int64_t li) const { return model->cache_layer(li); }
   // y[t] = W x[t] for t < T: FP8 GEMVs of up to 8 rows, one implementation for every row count
   // (a row's result does not depend on the rows beside it).
   // FP32 results (the CPU engine rounds a linear layer's output only where the next one reads it).
@@ -319,101 +182,29 @@ struct HybridExecutor::Impl::Lane final : LayerOps {
 
   void attention(int64_t li) override;
   void ffn_input(int64_t li) override;
-  void dense_mlp(int64_t li) override { mlp(*x.layers[static_cast<size_t>(li)].dense, bf(xb), f32(proj)); }
+  void dense_mlp(int64_t li) override { mlp(*x.layer(li).dense, bf(xb), f32(proj)); }
   void router(int64_t li) override;
   void shared_expert(int64_t li) override;
   void routed_experts(int64_t li) override;
   void ffn_residual(int64_t li) override;
 };
 
-HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const HybridExecutorOptions& o)
-    : config(store.config()),
-      weights(ModelWeights::bind(store)),
-      pool(p),
-      budget([&] {
-        HYMOE_CHECK(gpu::device_count() > o.device && o.device >= 0, kUnavailable,
-                    "hybrid executor: no CUDA device {} ({} present)", o.device, gpu::device_count());
-        HYMOE_CUDA_CHECK(cudaSetDevice(o.device));
-        return gpu::MemoryBudget::for_device(o.device, o.gpu_memory_limit).cap();
-      }()) {
+HybridExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, cpu::ThreadPool& p, const HybridExecutorOptions& o)
+    : model(std::move(m)),
+      config(model->config()),
+      weights(model->weights()),
+      budget(model->budget()),
+      placement(model->placement()),
+      kv(&model->kv_cache()),
+      yarn(model->yarn()),
+      softmax_scale(model->softmax_scale()),
+      gemv_impl(model->gemv_impl()),
+      device(model->device()),
+      pool(p) {
+  HYMOE_CUDA_CHECK(cudaSetDevice(device));
   weights.config = &config;
-  device = o.device;
   const ModelConfig& c = config;
-  const gpu::DeviceInfo info = gpu::query_device(o.device);
-  placement.device_name = info.name;
-  placement.budget_bytes = budget.cap();
-  HYMOE_CHECK(c.hidden_size % 16 == 0, kUnsupported, "hybrid executor: hidden_size {} is not a multiple of 16",
-              c.hidden_size);
-  HYMOE_CHECK(c.kv_lora_rank <= 1024 && c.num_experts_per_tok <= gpu::kRouterMaxTopK &&
-                  c.n_routed_experts <= gpu::kRouterMaxExperts && c.qk_rope_head_dim <= gpu::kMaxRopeDim,
-              kUnsupported, "hybrid executor: kv_lora_rank {}, top-k {}, experts {} or rope dim {} beyond the GPU kernels",
-              c.kv_lora_rank, c.num_experts_per_tok, c.n_routed_experts, c.qk_rope_head_dim);
-
-  // The KV pool's size and the resident set must fit the budget: refuse with the numbers.
-  const KvCacheShape kv_shape{.layers = c.num_hidden_layers,
-                              .kv_lora_rank = c.kv_lora_rank,
-                              .rope_dim = c.qk_rope_head_dim,
-                              .block_tokens = o.kv_block_tokens};
-  const int64_t kv_blocks = KvCache::blocks_in(kv_shape, o.kv_cache_bytes);
-  placement.kv_bytes = static_cast<size_t>(kv_blocks) * kv_shape.bytes_per_block();
-  placement.resident_bytes = resident_bytes();
-  for (const LayerWeights& w : weights.layers)
-    if (w.moe)
-      for (const MlpWeights& e : w.moe->experts) placement.cpu_expert_bytes += mlp_bytes(e);
-  const size_t need = placement.resident_bytes + placement.kv_bytes;
-  HYMOE_CHECK(need <= budget.cap(), kResourceExhausted,
-              "hybrid executor: the GPU memory limit of {:.2f} GB cannot hold the resident weights ({:.2f} GB) and the "
-              "KV pool ({:.2f} GB): {:.2f} GB are needed, plus step buffers; raise --gpu-memory-limit or lower "
-              "--kv-cache-bytes",
-              gb(budget.cap()), gb(placement.resident_bytes), gb(placement.kv_bytes), gb(need));
-
-  gemv_impl = gpu::fp8_block_gemm_supported() ? gpu::Fp8GemvImpl::kTensorCores : gpu::Fp8GemvImpl::kCudaCores;
-  gpu::YarnConfig yc;
-  yc.theta = c.rope_theta;
-  if (c.rope_scaling) {
-    yc.factor = c.rope_scaling->factor;
-    yc.original_max_position = static_cast<double>(c.rope_scaling->original_max_position_embeddings);
-    yc.beta_fast = c.rope_scaling->beta_fast;
-    yc.beta_slow = c.rope_scaling->beta_slow;
-    yc.mscale = c.rope_scaling->mscale;
-    yc.mscale_all_dim = c.rope_scaling->mscale_all_dim;
-  } else {
-    yc.factor = 1.0;
-  }
-  yarn = gpu::make_yarn_table(yc, static_cast<int>(c.qk_rope_head_dim));
-  softmax_scale = static_cast<float>(c.softmax_scale());
-
-  const auto t0 = Clock::now();
-  embed = upload_dense_bf16(weights.embed);
-  lm_head = upload_dense_bf16(weights.lm_head);
-  final_norm = upload_f32(dense_to_float(weights.final_norm));
-  stream.synchronize();
-  layers.reserve(weights.layers.size());
-  for (const LayerWeights& w : weights.layers) {
-    const PreparedLayer prep = prepare_layer(w, c);
-    DevLayer l;
-    l.input_norm = upload_f32(prep.input_norm);
-    l.post_norm = upload_f32(prep.post_attn_norm);
-    l.q_a_norm = upload_f32(prep.q_a_norm);
-    l.kv_a_norm = upload_f32(prep.kv_a_norm);
-    l.q_a = upload_fp8(w.attn.q_a, "q_a_proj");
-    l.q_b = upload_fp8(w.attn.q_b, "q_b_proj");
-    l.kv_a = upload_fp8(w.attn.kv_a_with_mqa, "kv_a_proj_with_mqa");
-    l.o = upload_fp8(w.attn.o, "o_proj");
-    l.w_uk = upload_bf16(prep.kv_b.w_uk);
-    l.w_uv_t = upload_bf16(prep.kv_b.w_uv_t);
-    if (w.dense) l.dense = upload_mlp(*w.dense, "mlp");
-    if (w.moe) {
-      if (w.moe->shared) l.shared = upload_mlp(*w.moe->shared, "shared_experts");
-      l.router_w = upload_dense_bf16(w.moe->router);
-      l.router_bias = upload_f32(prep.router_bias);
-    }
-    stream.synchronize();  // prep's host vectors go out of scope
-    layers.push_back(std::move(l));
-  }
-  kv_memory = gpu::DeviceBuffer(placement.kv_bytes, &budget);
-  kv = std::make_unique<KvCache>(kv_shape, o.kv_cache_bytes, kv_memory.as<uint16_t>());
-  placement.kv_tokens = kv->capacity_tokens();
+  const gpu::DeviceInfo& info = model->device_info();
   if (c.n_routed_experts > 0 && c.num_hidden_layers > c.first_k_dense_replace)
     routed = std::make_unique<CpuRoutedExperts>(pool, c);
   if (o.shift_decode && kernels::best_isa() == kernels::Isa::kAvx512Bf16) specials = Fp8SpecialIndex::attach(weights, pool);
@@ -431,22 +222,11 @@ HybridExecutor::Impl::Impl(const WeightStore& store, cpu::ThreadPool& p, const H
   const size_t before = budget.used();
   ensure_plan_capacity(std::max<int64_t>(o.max_step_tokens, 1), 1);
   lanes[0]->ensure_capacity(std::max<int64_t>(o.max_step_tokens, 1));
-  placement.step_bytes = budget.used() - before;
+  own_step_bytes = budget.used() - before;
+  placement.step_bytes += own_step_bytes;
   // Whole MoE layers' routed experts where room is left (headroom for the larger steps' buffers).
-  constexpr size_t kHeadroom = size_t{1} << 30;
-  for (size_t li = 0; li < weights.layers.size(); ++li) {
-    const LayerWeights& w = weights.layers[li];
-    if (!w.moe || o.max_gpu_expert_layers == 0) continue;
-    if (o.max_gpu_expert_layers > 0 && placement.gpu_expert_layers >= o.max_gpu_expert_layers) break;
-    size_t bytes = 0;
-    for (const MlpWeights& e : w.moe->experts) bytes += mlp_bytes(e);
-    if (bytes + kHeadroom + static_cast<size_t>(c.n_routed_experts) * 3 * 256 * 2 > budget.available()) break;
-    layers[li].experts = upload_experts(w.moe->experts);
-    placement.gpu_expert_bytes += bytes;
-    placement.cpu_expert_bytes -= bytes;
-    ++placement.gpu_expert_layers;
-  }
-  log::get("engine")->info("{} ({:.1f} s to upload)", placement.describe(), seconds_since(t0));
+  model->place_experts(o.max_gpu_expert_layers, size_t{1} << 30);
+  log::get("engine")->info("hybrid executor: {}", placement.describe());
 }
 
 void HybridExecutor::Impl::ensure_plan_capacity(int64_t T, int64_t blocks) {
@@ -580,7 +360,7 @@ void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<fl
   a.ensure_capacity(a.rows);
   if (dual) b.ensure_capacity(b.rows);
   upload_plan();
-  gpu::embed_f32({.ids = p_ids, .table = embed.as<gpu::Bf16>(), .out = d_h.as<float>(),
+  gpu::embed_f32({.ids = p_ids, .table = model->embed().as<gpu::Bf16>(), .out = d_h.as<float>(),
                   .tokens = static_cast<int>(T), .dim = static_cast<int>(c.hidden_size)},
                  stream);
   embedded.record(stream);
@@ -608,7 +388,7 @@ void HybridExecutor::Impl::forward(std::span<const StepItem> items, std::span<fl
 
 void HybridExecutor::Impl::Lane::attention(int64_t li) {
   const ModelConfig& c = x.config;
-  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  const DevLayer& l = x.layer(li);
   const int64_t T = rows, hidden = c.hidden_size, heads = c.num_attention_heads, nope = c.qk_nope_head_dim,
                 rope = c.qk_rope_head_dim, lora = c.kv_lora_rank, qk = nope + rope, width = lora + rope;
   if (T == 0) return;
@@ -686,7 +466,7 @@ void HybridExecutor::Impl::Lane::attention(int64_t li) {
 void HybridExecutor::Impl::Lane::ffn_input(int64_t li) {
   if (rows == 0) return;
   const ModelConfig& c = x.config;
-  gpu::rmsnorm_f32({.x = h(), .weight = f32(x.layers[static_cast<size_t>(li)].post_norm), .out = bf(xb), .out_f32 = f32(xf),
+  gpu::rmsnorm_f32({.x = h(), .weight = f32(x.layer(li).post_norm), .out = bf(xb), .out_f32 = f32(xf),
                     .rows = Ti(), .cols = static_cast<int>(c.hidden_size), .eps = static_cast<float>(c.rms_norm_eps)},
                    stream);
 }
@@ -694,7 +474,7 @@ void HybridExecutor::Impl::Lane::ffn_input(int64_t li) {
 void HybridExecutor::Impl::Lane::router(int64_t li) {
   if (rows == 0) return;
   const ModelConfig& c = x.config;
-  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  const DevLayer& l = x.layer(li);
   const int64_t T = rows, E = c.n_routed_experts, K = c.num_experts_per_tok, hidden = c.hidden_size;
   dense(l.router_w, static_cast<int>(E), static_cast<int>(hidden), f32(xf), T, f32(router_logits), E, stream);
   gpu::RouterParams rp;
@@ -723,7 +503,7 @@ void HybridExecutor::Impl::Lane::router(int64_t li) {
 
 void HybridExecutor::Impl::Lane::shared_expert(int64_t li) {
   if (rows == 0) return;
-  const DevLayer& l = x.layers[static_cast<size_t>(li)];
+  const DevLayer& l = x.layer(li);
   if (l.shared) {
     mlp(*l.shared, bf(xb), f32(proj));
   } else {
@@ -735,7 +515,7 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
   if (rows == 0) return;
   const ModelConfig& c = x.config;
   const int64_t T = rows, hidden = c.hidden_size, K = c.num_experts_per_tok;
-  if (const auto& ex = x.layers[static_cast<size_t>(li)].experts) {
+  if (const auto& ex = x.layer(li).experts) {
     // This layer's experts are on the device: the same sum, on the lane's stream.
     const int64_t E = c.n_routed_experts;
     const auto* views = ex->views.as<gpu::ExpertWeight>();
@@ -785,12 +565,12 @@ void HybridExecutor::Impl::head(std::span<float> logits) {
     for (int64_t r = 0; r < n; ++r) {
       // The BF16 output lands in lane 0's xb (unused now); the FP32 one is the lm_head's input.
       gpu::rmsnorm_f32({.x = d_h.as<float>() + rows[static_cast<size_t>(r0 + r)] * hidden,
-                        .weight = final_norm.as<float>(), .out = lanes[0]->xb.as<gpu::Bf16>(),
+                        .weight = model->final_norm().as<float>(), .out = lanes[0]->xb.as<gpu::Bf16>(),
                         .out_f32 = d_head_x.as<float>() + r * hidden, .rows = 1, .cols = static_cast<int>(hidden),
                         .eps = static_cast<float>(c.rms_norm_eps)},
                        stream);
     }
-    dense(lm_head, static_cast<int>(vocab), static_cast<int>(hidden), d_head_x.as<float>(), n, d_logits.as<float>(), vocab,
+    dense(model->lm_head(), static_cast<int>(vocab), static_cast<int>(hidden), d_head_x.as<float>(), n, d_logits.as<float>(), vocab,
           stream);
     d_logits.copy_to_host(h_logits.data(), static_cast<size_t>(n * vocab) * 4, stream);
     stream.synchronize();
@@ -800,15 +580,27 @@ void HybridExecutor::Impl::head(std::span<float> logits) {
   profile.head_s += seconds_since(t0);
 }
 
+namespace {
+GpuModelOptions model_options(const HybridExecutorOptions& o) {
+  return {.device = o.device, .gpu_memory_limit = o.gpu_memory_limit, .kv_cache_bytes = o.kv_cache_bytes,
+          .kv_block_tokens = o.kv_block_tokens};
+}
+}  // namespace
+
 HybridExecutor::HybridExecutor(const WeightStore& store, cpu::ThreadPool& pool, const HybridExecutorOptions& options)
-    : impl_(std::make_unique<Impl>(store, pool, options)) {}
+    : HybridExecutor(std::make_shared<GpuModel>(store, model_options(options)), pool, options) {}
+
+HybridExecutor::HybridExecutor(std::shared_ptr<GpuModel> model, cpu::ThreadPool& pool,
+                               const HybridExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(model), pool, options)) {}
 
 HybridExecutor::~HybridExecutor() = default;
 
 const ModelConfig& HybridExecutor::config() const { return impl_->config; }
 KvCache& HybridExecutor::kv_cache() { return *impl_->kv; }
 void HybridExecutor::forward(std::span<const StepItem> items, std::span<float> logits) { impl_->forward(items, logits); }
-const HybridPlacement& HybridExecutor::placement() const { return impl_->placement; }
+const GpuPlacement& HybridExecutor::placement() const { return impl_->placement; }
+const std::shared_ptr<GpuModel>& HybridExecutor::model() const { return impl_->model; }
 std::string HybridExecutor::placement_summary() const { return impl_->placement.describe(); }
 HybridExecutor::Profile HybridExecutor::profile() const { return impl_->profile; }
 void HybridExecutor::reset_profile() { impl_->profile = {}; }

@@ -17,6 +17,7 @@
 #include "hymoe/common/error.h"
 #include "hymoe/cpu/topology.h"
 #include "hymoe/engine/cpu_executor.h"
+#include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/gpu/device.h"
 #include "hymoe/model/model_writer.h"
@@ -317,7 +318,7 @@ TEST_F(HybridExecutorTest, MemoryLimitIsHonoured) {
   // With room for exactly the resident set and the KV pool plus the step buffers, it runs, and
   // what it placed stays within the limit.
   auto ex = make_executor();
-  const HybridPlacement& p = ex->placement();
+  const GpuPlacement& p = ex->placement();
   EXPECT_GT(p.resident_bytes, 0u);
   EXPECT_GT(p.cpu_expert_bytes, 0u);
   o.gpu_memory_limit = p.resident_bytes + p.kv_bytes + p.step_bytes + (1 << 20);
@@ -375,6 +376,36 @@ TEST_F(HybridExecutorTest, NoDeviceMemoryLeftBehind) {
   // 64 MiB, the smallest step buffer set a few MiB).
   EXPECT_LT(static_cast<int64_t>(free0) - static_cast<int64_t>(free1), int64_t{2} << 20)
       << "device memory not returned: " << free0 << " bytes free before, " << free1 << " after";
+}
+
+TEST_F(HybridExecutorTest, ExecutorsShareOneDeviceModel) {
+  // Two executors over one GpuModel: one KV pool (a prompt prefilled by one decodes on the other),
+  // the weights once (the second executor adds only its step buffers), the same bits as one
+  // executor doing both steps.
+  const HybridExecutorOptions o = options();
+  auto model = std::make_shared<GpuModel>(
+      *store_, GpuModelOptions{.kv_cache_bytes = o.kv_cache_bytes, .kv_block_tokens = o.kv_block_tokens});
+  const size_t resident = model->budget().used();
+  HybridExecutor a(model, *pool_, o);
+  const size_t after_a = model->budget().used();
+  HybridExecutor b(model, *pool_, o);
+  EXPECT_EQ(&a.kv_cache(), &b.kv_cache());
+  EXPECT_EQ(model->budget().used() - after_a, after_a - resident) << "the second executor added more than its step buffers";
+  const auto prompt = random_tokens(12, 77);
+  auto run = [&](HybridExecutor& first, HybridExecutor& second) {
+    BlockTable t;
+    EXPECT_TRUE(first.kv_cache().reserve(t, 14));
+    std::vector<float> logits(kVocab);
+    StepItem p{&t, prompt, 0, true};
+    first.forward({&p, 1}, logits);
+    const int32_t next = argmax(logits);
+    StepItem d{&t, {&next, 1}, 12, true, true};
+    second.forward({&d, 1}, logits);
+    first.kv_cache().release(t);
+    return logits;
+  };
+  const auto same = run(a, a), across = run(a, b);
+  for (size_t i = 0; i < same.size(); ++i) ASSERT_EQ(same[i], across[i]) << "logit " << i;
 }
 
 // The tuned MLA decode kernel (mla_decode.h) on decode rows needs DeepSeek-V3's attention shapes:

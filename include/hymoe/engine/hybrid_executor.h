@@ -6,10 +6,11 @@
 // the GPU. The layer sequence is the one every executor runs (layer_sequence.h); with two or more
 // decoding sequences the step runs as two micro-batches whose GPU and CPU parts overlap.
 //
-// Placement: everything but the routed experts is resident on the device, plus the KV pool, under
-// a memory budget (HybridExecutorOptions::gpu_memory_limit, which emulates a smaller card); a
+// Placement (GpuModel, gpu_model.h): everything but the routed experts is resident on the device,
+// plus the KV pool, under a memory budget (gpu_memory_limit, which emulates a smaller card); a
 // budget that cannot hold them is refused at construction with the bytes needed. Where room is
-// left, the routed experts of whole MoE layers go to the device too and are computed there.
+// left, the routed experts of whole MoE layers go to the device too and are computed there. The
+// device model may be shared with other GPU executors (one copy of the weights, one KV pool).
 //
 // Built only with CUDA (HYMOE_HAVE_CUDA); the header itself needs no CUDA headers.
 #pragma once
@@ -22,10 +23,12 @@
 
 #include "hymoe/cpu/thread_pool.h"
 #include "hymoe/engine/executor.h"
+#include "hymoe/engine/gpu_placement.h"
 
 namespace hymoe {
 
 class WeightStore;
+class GpuModel;
 
 struct HybridExecutorOptions {
   int device = 0;
@@ -50,19 +53,6 @@ struct HybridExecutorOptions {
   bool tuned_decode_attention = true;
 };
 
-// Where the model's bytes went, for the start-up log, /v1/models and /metrics.
-struct HybridPlacement {
-  std::string device_name;
-  size_t budget_bytes = 0;       // the memory budget on the device
-  size_t resident_bytes = 0;     // weights on the device (everything but the routed experts)
-  size_t kv_bytes = 0;           // the latent KV pool
-  size_t step_bytes = 0;         // activations and step buffers
-  size_t cpu_expert_bytes = 0;   // routed experts left in host memory (computed by the CPU)
-  size_t gpu_expert_bytes = 0;   // routed experts on the device
-  int64_t kv_tokens = 0;
-  int64_t gpu_expert_layers = 0; // MoE layers whose routed experts the GPU holds
-  std::string describe() const;  // one line for the log
-};
 
 class HybridExecutor final : public Executor {
  public:
@@ -70,6 +60,9 @@ class HybridExecutor final : public Executor {
   // kResourceExhausted when the budget cannot hold the resident set and the KV pool (the message
   // says how much is needed), kUnsupported for shapes the GPU path cannot run.
   HybridExecutor(const WeightStore& store, cpu::ThreadPool& pool, const HybridExecutorOptions& options);
+  // On a device model built already (maybe shared): options' device, gpu_memory_limit,
+  // kv_cache_bytes and kv_block_tokens are the model's and not read here.
+  HybridExecutor(std::shared_ptr<GpuModel> model, cpu::ThreadPool& pool, const HybridExecutorOptions& options);
   ~HybridExecutor() override;
 
   const ModelConfig& config() const override;
@@ -77,7 +70,8 @@ class HybridExecutor final : public Executor {
   void forward(std::span<const StepItem> items, std::span<float> logits) override;
   const char* name() const override { return "hybrid"; }
   std::string placement_summary() const override;
-  const HybridPlacement& placement() const;
+  const GpuPlacement& placement() const;
+  const std::shared_ptr<GpuModel>& model() const;
 
   // Wall time since construction or the last reset (benchmarks, hymoe-cli --profile).
   struct Profile {

@@ -1,0 +1,129 @@
+// GpuModel: the model's device half, built once and shared by the GPU executors (the hybrid
+// executor's decode and short prefill now; stream-loading prefill next): everything but the
+// routed experts resident under a memory budget, the latent KV pool in device memory, and -
+// where the budget has room left - whole MoE layers' routed experts. The host weights stay in the
+// WeightStore, which must outlive the model.
+//
+// Built only with CUDA (HYMOE_HAVE_CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "hymoe/engine/gpu_placement.h"
+#include "hymoe/engine/kv_cache.h"
+#include "hymoe/gpu/buffer.h"
+#include "hymoe/gpu/device.h"
+#include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/fp8_gemv.h"
+#include "hymoe/gpu/rope.h"
+#include "hymoe/gpu/stream.h"
+#include "hymoe/model/model_weights.h"
+
+namespace hymoe {
+
+class WeightStore;
+
+struct GpuModelOptions {
+  int device = 0;
+  std::optional<size_t> gpu_memory_limit{};  // bytes hymoe may allocate on the device; none: all
+  size_t kv_cache_bytes = 1ull << 30;      // device memory of the latent KV pool
+  int64_t kv_block_tokens = 64;
+};
+
+// An FP8 matrix on the device in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
+struct DevFp8 {
+  gpu::DeviceBuffer data, scales;
+  int n = 0, k = 0;
+  int64_t scale_ld = 0;
+};
+
+struct DevMlp {
+  DevFp8 gate, up, down;
+};
+
+// A MoE layer's routed experts on the device: one allocation, and the per-expert views the
+// kernels read (gate, up, down arrays of `experts` gpu::ExpertWeight; the checkpoint's scales).
+struct DevExperts {
+  gpu::DeviceBuffer memory;
+  gpu::DeviceBuffer views;  // gpu::ExpertWeight [3][experts]
+};
+
+struct DevLayer {
+  gpu::DeviceBuffer input_norm, post_norm;  // FP32 [hidden]
+  gpu::DeviceBuffer q_a_norm, kv_a_norm;    // FP32
+  DevFp8 q_a, q_b, kv_a, o;
+  gpu::DeviceBuffer w_uk, w_uv_t;           // BF16 (layer_prep.h)
+  std::optional<DevMlp> dense, shared;
+  gpu::DeviceBuffer router_w;               // BF16 [experts, hidden]
+  gpu::DeviceBuffer router_bias;            // FP32 [experts]
+  std::optional<DevExperts> experts;        // where place_experts put this layer's experts
+};
+
+class GpuModel {
+ public:
+  // Binds the store's weights, uploads the resident set and allocates the KV pool. Throws
+  // hymoe::Error: kUnavailable without the CUDA device, kResourceExhausted when the budget cannot
+  // hold the resident set and the KV pool (the message says how much is needed), kUnsupported for
+  // shapes the GPU kernels cannot run.
+  GpuModel(const WeightStore& store, const GpuModelOptions& options);
+  GpuModel(const GpuModel&) = delete;
+  GpuModel& operator=(const GpuModel&) = delete;
+
+  // Uploads whole MoE layers' routed experts, first layers first, while the budget keeps
+  // `headroom` bytes free after them: at most max_layers (-1 as many as fit, 0 none). Once: a
+  // second call does nothing. Returns the layers placed.
+  int64_t place_experts(int max_layers, size_t headroom);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  int device() const { return device_; }
+  const gpu::DeviceInfo& device_info() const { return info_; }
+  gpu::MemoryBudget& budget() { return budget_; }
+  GpuPlacement& placement() { return placement_; }
+  const GpuPlacement& placement() const { return placement_; }
+  KvCache& kv_cache() { return *kv_; }
+  // Layer li's part of the latent KV pool: [blocks * block_tokens, kv_lora_rank + rope] BF16.
+  gpu::Bf16* cache_layer(int64_t li) const;
+
+  const DevLayer& layer(int64_t li) const { return layers_[static_cast<size_t>(li)]; }
+  const gpu::DeviceBuffer& embed() const { return embed_; }        // BF16 [vocab, hidden]
+  const gpu::DeviceBuffer& lm_head() const { return lm_head_; }    // BF16 [vocab, hidden]
+  const gpu::DeviceBuffer& final_norm() const { return final_norm_; }  // FP32 [hidden]
+  const gpu::YarnTable& yarn() const { return yarn_; }
+  float softmax_scale() const { return softmax_scale_; }
+  // The FP8 GEMV implementation every executor uses for every row count (results then do not
+  // depend on how rows are batched).
+  gpu::Fp8GemvImpl gemv_impl() const { return gemv_impl_; }
+
+ private:
+  gpu::DeviceBuffer upload(const void* src, size_t bytes);
+  gpu::DeviceBuffer upload_f32(const std::vector<float>& v);
+  gpu::DeviceBuffer upload_bf16(const std::vector<uint16_t>& v);
+  gpu::DeviceBuffer upload_dense_bf16(const DenseMatrix& m);
+  DevFp8 upload_fp8(const Fp8Matrix& m, const char* what);
+  DevMlp upload_mlp(const MlpWeights& w, const char* what);
+  DevExperts upload_experts(const std::vector<MlpWeights>& experts);
+  size_t resident_bytes() const;
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  int device_ = 0;
+  gpu::DeviceInfo info_;
+  gpu::MemoryBudget budget_;
+  gpu::Stream stream_;  // uploads
+  GpuPlacement placement_;
+  gpu::Fp8GemvImpl gemv_impl_ = gpu::Fp8GemvImpl::kCudaCores;
+  gpu::YarnTable yarn_;
+  float softmax_scale_ = 1.0f;
+  bool experts_placed_ = false;
+  std::vector<DevLayer> layers_;
+  gpu::DeviceBuffer embed_, lm_head_, final_norm_;
+  gpu::DeviceBuffer kv_memory_;
+  std::unique_ptr<KvCache> kv_;
+};
+
+}  // namespace hymoe

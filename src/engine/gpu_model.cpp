@@ -1,0 +1,256 @@
+#include "hymoe/engine/gpu_model.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "hymoe/common/error.h"
+#include "hymoe/common/log.h"
+#include "hymoe/common/numeric.h"
+#include "hymoe/engine/layer_prep.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/moe.h"
+#include "hymoe/gpu/router.h"
+#include "hymoe/model/weight_store.h"
+
+namespace hymoe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double gb(size_t bytes) { return static_cast<double>(bytes) / 1e9; }
+
+size_t fp8_bytes(const Fp8Matrix& m) {
+  return m.bytes() + static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
+}
+size_t mlp_bytes(const MlpWeights& w) { return fp8_bytes(w.gate) + fp8_bytes(w.up) + fp8_bytes(w.down); }
+
+gpu::YarnTable yarn_of(const ModelConfig& c) {
+  gpu::YarnConfig yc;
+  yc.theta = c.rope_theta;
+  if (c.rope_scaling) {
+    yc.factor = c.rope_scaling->factor;
+    yc.original_max_position = static_cast<double>(c.rope_scaling->original_max_position_embeddings);
+    yc.beta_fast = c.rope_scaling->beta_fast;
+    yc.beta_slow = c.rope_scaling->beta_slow;
+    yc.mscale = c.rope_scaling->mscale;
+    yc.mscale_all_dim = c.rope_scaling->mscale_all_dim;
+  } else {
+    yc.factor = 1.0;
+  }
+  return gpu::make_yarn_table(yc, static_cast<int>(c.qk_rope_head_dim));
+}
+
+}  // namespace
+
+std::string GpuPlacement::describe() const {
+  return fmt::format(
+      "GPU placement on {}: budget {:.2f} GB; resident weights {:.2f} GB, KV pool {:.2f} GB ({} tokens), "
+      "step buffers {:.2f} GB; routed experts of {} MoE layers on the GPU ({:.2f} GB), {:.2f} GB on the CPU",
+      device_name, gb(budget_bytes), gb(resident_bytes), gb(kv_bytes), kv_tokens, gb(step_bytes), gpu_expert_layers,
+      gb(gpu_expert_bytes), gb(cpu_expert_bytes));
+}
+
+GpuModel::GpuModel(const WeightStore& store, const GpuModelOptions& o)
+    : config_(store.config()),
+      weights_(ModelWeights::bind(store)),
+      device_(o.device),
+      budget_([&] {
+        HYMOE_CHECK(gpu::device_count() > o.device && o.device >= 0, kUnavailable,
+                    "GPU model: no CUDA device {} ({} present)", o.device, gpu::device_count());
+        HYMOE_CUDA_CHECK(cudaSetDevice(o.device));
+        return gpu::MemoryBudget::for_device(o.device, o.gpu_memory_limit).cap();
+      }()) {
+  weights_.config = &config_;
+  const ModelConfig& c = config_;
+  info_ = gpu::query_device(o.device);
+  placement_.device_name = info_.name;
+  placement_.budget_bytes = budget_.cap();
+  HYMOE_CHECK(c.hidden_size % 16 == 0, kUnsupported, "GPU model: hidden_size {} is not a multiple of 16",
+              c.hidden_size);
+  HYMOE_CHECK(c.kv_lora_rank <= 1024 && c.num_experts_per_tok <= gpu::kRouterMaxTopK &&
+                  c.n_routed_experts <= gpu::kRouterMaxExperts && c.qk_rope_head_dim <= gpu::kMaxRopeDim,
+              kUnsupported, "GPU model: kv_lora_rank {}, top-k {}, experts {} or rope dim {} beyond the GPU kernels",
+              c.kv_lora_rank, c.num_experts_per_tok, c.n_routed_experts, c.qk_rope_head_dim);
+
+  // The KV pool's size and the resident set must fit the budget: refuse with the numbers.
+  const KvCacheShape kv_shape{.layers = c.num_hidden_layers,
+                              .kv_lora_rank = c.kv_lora_rank,
+                              .rope_dim = c.qk_rope_head_dim,
+                              .block_tokens = o.kv_block_tokens};
+  const int64_t kv_blocks = KvCache::blocks_in(kv_shape, o.kv_cache_bytes);
+  placement_.kv_bytes = static_cast<size_t>(kv_blocks) * kv_shape.bytes_per_block();
+  placement_.resident_bytes = resident_bytes();
+  for (const LayerWeights& w : weights_.layers)
+    if (w.moe)
+      for (const MlpWeights& e : w.moe->experts) placement_.cpu_expert_bytes += mlp_bytes(e);
+  const size_t need = placement_.resident_bytes + placement_.kv_bytes;
+  HYMOE_CHECK(need <= budget_.cap(), kResourceExhausted,
+              "the GPU memory limit of {:.2f} GB cannot hold the resident weights ({:.2f} GB) and the "
+              "KV pool ({:.2f} GB): {:.2f} GB are needed, plus step buffers; raise --gpu-memory-limit or lower "
+              "--kv-cache-bytes",
+              gb(budget_.cap()), gb(placement_.resident_bytes), gb(placement_.kv_bytes), gb(need));
+
+  gemv_impl_ = gpu::fp8_block_gemm_supported() ? gpu::Fp8GemvImpl::kTensorCores : gpu::Fp8GemvImpl::kCudaCores;
+  yarn_ = yarn_of(c);
+  softmax_scale_ = static_cast<float>(c.softmax_scale());
+
+  const auto t0 = Clock::now();
+  embed_ = upload_dense_bf16(weights_.embed);
+  lm_head_ = upload_dense_bf16(weights_.lm_head);
+  final_norm_ = upload_f32(dense_to_float(weights_.final_norm));
+  stream_.synchronize();
+  layers_.reserve(weights_.layers.size());
+  for (const LayerWeights& w : weights_.layers) {
+    const PreparedLayer prep = prepare_layer(w, c);
+    DevLayer l;
+    l.input_norm = upload_f32(prep.input_norm);
+    l.post_norm = upload_f32(prep.post_attn_norm);
+    l.q_a_norm = upload_f32(prep.q_a_norm);
+    l.kv_a_norm = upload_f32(prep.kv_a_norm);
+    l.q_a = upload_fp8(w.attn.q_a, "q_a_proj");
+    l.q_b = upload_fp8(w.attn.q_b, "q_b_proj");
+    l.kv_a = upload_fp8(w.attn.kv_a_with_mqa, "kv_a_proj_with_mqa");
+    l.o = upload_fp8(w.attn.o, "o_proj");
+    l.w_uk = upload_bf16(prep.kv_b.w_uk);
+    l.w_uv_t = upload_bf16(prep.kv_b.w_uv_t);
+    if (w.dense) l.dense = upload_mlp(*w.dense, "mlp");
+    if (w.moe) {
+      if (w.moe->shared) l.shared = upload_mlp(*w.moe->shared, "shared_experts");
+      l.router_w = upload_dense_bf16(w.moe->router);
+      l.router_bias = upload_f32(prep.router_bias);
+    }
+    stream_.synchronize();  // prep's host vectors go out of scope
+    layers_.push_back(std::move(l));
+  }
+  kv_memory_ = gpu::DeviceBuffer(placement_.kv_bytes, &budget_);
+  kv_ = std::make_unique<KvCache>(kv_shape, o.kv_cache_bytes, kv_memory_.as<uint16_t>());
+  placement_.kv_tokens = kv_->capacity_tokens();
+  log::get("engine")->info("GPU model on {}: {:.2f} GB resident, KV pool {:.2f} GB, uploaded in {:.1f} s", info_.name,
+                           gb(placement_.resident_bytes), gb(placement_.kv_bytes), seconds_since(t0));
+}
+
+int64_t GpuModel::place_experts(int max_layers, size_t headroom) {
+  if (experts_placed_) return placement_.gpu_expert_layers;
+  experts_placed_ = true;
+  const ModelConfig& c = config_;
+  const auto t0 = Clock::now();
+  for (size_t li = 0; li < weights_.layers.size(); ++li) {
+    const LayerWeights& w = weights_.layers[li];
+    if (!w.moe || max_layers == 0) continue;
+    if (max_layers > 0 && placement_.gpu_expert_layers >= max_layers) break;
+    size_t bytes = 0;
+    for (const MlpWeights& e : w.moe->experts) bytes += mlp_bytes(e);
+    if (bytes + headroom + static_cast<size_t>(c.n_routed_experts) * 3 * 256 * 2 > budget_.available()) break;
+    layers_[li].experts = upload_experts(w.moe->experts);
+    placement_.gpu_expert_bytes += bytes;
+    placement_.cpu_expert_bytes -= bytes;
+    ++placement_.gpu_expert_layers;
+  }
+  if (placement_.gpu_expert_layers > 0)
+    log::get("engine")->info("routed experts of {} MoE layers uploaded in {:.1f} s", placement_.gpu_expert_layers,
+                             seconds_since(t0));
+  return placement_.gpu_expert_layers;
+}
+
+gpu::Bf16* GpuModel::cache_layer(int64_t li) const {
+  return reinterpret_cast<gpu::Bf16*>(kv_->base()) + li * kv_->capacity_tokens() * kv_->shape().width();
+}
+
+gpu::DeviceBuffer GpuModel::upload(const void* src, size_t bytes) {
+  gpu::DeviceBuffer b(bytes, &budget_);
+  b.copy_from_host(src, bytes, stream_);
+  return b;
+}
+
+gpu::DeviceBuffer GpuModel::upload_f32(const std::vector<float>& v) {
+  gpu::DeviceBuffer d = upload(v.data(), v.size() * sizeof(float));
+  stream_.synchronize();  // v may go out of scope
+  return d;
+}
+
+gpu::DeviceBuffer GpuModel::upload_bf16(const std::vector<uint16_t>& v) {
+  gpu::DeviceBuffer d = upload(v.data(), v.size() * 2);
+  stream_.synchronize();
+  return d;
+}
+
+// A dense tensor as BF16 on the device (converted where the checkpoint holds F16 / F32).
+gpu::DeviceBuffer GpuModel::upload_dense_bf16(const DenseMatrix& m) {
+  const size_t n = static_cast<size_t>(m.rows * m.cols);
+  if (m.dtype == DType::kBF16) return upload(m.data, n * 2);
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  std::vector<uint16_t> all(n);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dense_row_to_float(m, r, row.data());
+    for (int64_t col = 0; col < m.cols; ++col)
+      all[static_cast<size_t>(r * m.cols + col)] = float_to_bf16(row[static_cast<size_t>(col)]);
+  }
+  return upload_bf16(all);
+}
+
+DevFp8 GpuModel::upload_fp8(const Fp8Matrix& m, const char* what) {
+  HYMOE_CHECK(m.cols >= 16 && m.cols % 16 == 0, kUnsupported,
+              "GPU model: {} has {} input columns; the GPU GEMV needs a multiple of 16", what, m.cols);
+  DevFp8 d;
+  d.n = static_cast<int>(m.rows);
+  d.k = static_cast<int>(m.cols);
+  d.scale_ld = m.scale_cols();
+  d.data = upload(m.data, m.bytes());
+  d.scales = upload(m.scale_inv, static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float));
+  return d;
+}
+
+DevMlp GpuModel::upload_mlp(const MlpWeights& w, const char* what) {
+  return DevMlp{upload_fp8(w.gate, what), upload_fp8(w.up, what), upload_fp8(w.down, what)};
+}
+
+// A layer's routed experts into one device allocation (each tensor 256-byte aligned).
+DevExperts GpuModel::upload_experts(const std::vector<MlpWeights>& experts) {
+  auto aligned = [](size_t b) { return (b + 255) / 256 * 256; };
+  size_t total = 0;
+  for (const MlpWeights& e : experts)
+    for (const Fp8Matrix* m : {&e.gate, &e.up, &e.down})
+      total += aligned(m->bytes()) + aligned(static_cast<size_t>(m->scale_rows() * m->scale_cols()) * sizeof(float));
+  DevExperts d;
+  d.memory = gpu::DeviceBuffer(total, &budget_);
+  std::vector<gpu::ExpertWeight> views(3 * experts.size());
+  auto* base = d.memory.as<std::byte>();
+  size_t at = 0;
+  for (size_t i = 0; i < experts.size(); ++i) {
+    const Fp8Matrix* mats[3] = {&experts[i].gate, &experts[i].up, &experts[i].down};
+    for (size_t j = 0; j < 3; ++j) {
+      const Fp8Matrix& m = *mats[j];
+      const size_t sb = static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
+      d.memory.copy_from_host(m.data, m.bytes(), stream_, at);
+      views[j * experts.size() + i].w = reinterpret_cast<const gpu::Fp8E4M3*>(base + at);
+      at += aligned(m.bytes());
+      d.memory.copy_from_host(m.scale_inv, sb, stream_, at);
+      views[j * experts.size() + i].scales = reinterpret_cast<const float*>(base + at);
+      at += aligned(sb);
+    }
+  }
+  d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertWeight));
+  stream_.synchronize();  // views is pageable and goes out of scope
+  return d;
+}
+
+// Bytes of everything resident (what the constructor uploads), for the placement and refusals.
+size_t GpuModel::resident_bytes() const {
+  const ModelConfig& c = config_;
+  size_t total = 2 * static_cast<size_t>(c.vocab_size * c.hidden_size) * 2 + static_cast<size_t>(c.hidden_size) * 4;
+  for (const LayerWeights& w : weights_.layers) {
+    total += static_cast<size_t>(2 * c.hidden_size) * 4 + static_cast<size_t>(c.q_lora_rank + c.kv_lora_rank) * 4;
+    total += fp8_bytes(w.attn.q_a) + fp8_bytes(w.attn.q_b) + fp8_bytes(w.attn.kv_a_with_mqa) + fp8_bytes(w.attn.o);
+    total += static_cast<size_t>(c.num_attention_heads * c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim)) * 2;
+    if (w.dense) total += mlp_bytes(*w.dense);
+    if (w.moe) {
+      if (w.moe->shared) total += mlp_bytes(*w.moe->shared);
+      total += static_cast<size_t>(c.n_routed_experts) * (static_cast<size_t>(c.hidden_size) * 2 + 4);
+    }
+  }
+  return total;
+}
+
+}  // namespace hymoe
