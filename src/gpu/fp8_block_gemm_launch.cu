@@ -160,7 +160,7 @@ cudaError_t launch_pair_clusters(Kernel kernel, int threads, int smem_bytes, int
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
-// Round 8: ScC in clusters of two with A multicast (kWgmmaWsTmaGroupedScCM). map_a's boxes are
+// ScC in clusters of two with A multicast (kWgmmaWsTmaGroupedScCM). map_a's boxes are
 // 64 rows (each CTA of a cluster loads half of a tile's A); the grid is an even number of
 // persistent CTAs, at most one cluster per pair of tiles (wgmma::pair_tile).
 // TileN = 192: kWgmmaWsTmaGroupedScMW (maps_b's boxes 192 rows).
@@ -177,7 +177,7 @@ cudaError_t wgmma_tma_grouped_pair(const GroupedGemmParams& p, const TensorMapBy
   return launch_pair_clusters(kernel, Cfg::kThreads, Cfg::kSmemBytes, pairs, stream, p, row_tiles,
                               map_a, reinterpret_cast<const CUtensorMap*>(maps_b));
 }
-// Round 16 (kWgmmaTmaGroupedTx): map_a over all permuted rows with 128-row boxes, maps_b's boxes
+// kWgmmaTmaGroupedTx: map_a over all permuted rows with 128-row boxes, maps_b's boxes
 // 64 rows (grouped_tma_tile_n); clusters of two over an even grid, as many as can be resident,
 // at most one per pair of tiles (wgmma::tx_pair_count).
 cudaError_t wgmma_tma_grouped_tx(const GroupedGemmParams& p, const TensorMapBytes* maps_b, int rows,

@@ -272,7 +272,7 @@ struct Q8Plan {
   bool ring = false;
 };
 
-// Staging. kAuto (H200, runs 36 and 38, % of copy): none on the 16-warp shape (few tiles: the
+// Staging. kAuto (H200, % of copy): none on the 16-warp shape (few tiles: the
 // staging is not hidden, 2048x7168 42.3 unstaged vs 39.6 scales vs 39.0 scales + x); the
 // activations too at 1-2 tokens and k < 8192 (24576x1536 62.5 vs 59.2 unstaged, PDL chain 78.7
 // vs 77.4 scales only); the scale products only otherwise (8 tokens 7168x16384 70.6 vs 66.2
@@ -291,7 +291,7 @@ int q8_stage(const Fp8GemvQ8Params& p0, int warps) {
 }
 
 cudaError_t q8_plan(const Fp8GemvQ8Params& p0, int tiles, Q8Plan& plan) {
-  // Loads. kAuto (H200, run 128, % of copy): the ring for launches of >= 32 MiB of weights
+  // Loads. kAuto (H200, % of copy): the ring for launches of >= 32 MiB of weights
   // (7168x16384 single 75.8 vs 73.2, PDL chains 85.1 / 83.0 vs 78.0 / 70.0 at 1 / 8 tokens;
   // 24576x1536 60.7 vs 55.4, chains 74.6 / 71.2 vs 68.5 / 70.2), the rounds below (14.7 MB:
   // 2048x7168 single 38.1 vs 42.0, chains 58.3 vs 60.4; 7168x2048 chains at 8 tokens 53.8 vs 56.6).

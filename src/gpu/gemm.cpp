@@ -281,9 +281,9 @@ GemmPlan::GemmPlan(const CublasLt& lt, GemmKind kind, const GemmShape& shape, Ge
       backend_ = GemmBackend::kCublasLt;
     } else if (block && (wgmma || backend == GemmBackend::kAuto) &&
                fp8_block_gemm_wgmma_supported()) {
-      // kAuto: the warp-specialised kernels, fastest on the H200 (run 27: TMA with the
-      // cross-step schedule 37-66% of the FP8 ceiling on the layer shapes, above kWgmmaWsTma on
-      // 12 of 16 and within 3 points on the rest; round 1's kWgmma / kWgmma64 20-37%, run 18).
+      // kAuto: the warp-specialised kernels, fastest on the H200 (TMA with the cross-step
+      // schedule 37-66% of the FP8 ceiling on the layer shapes, above kWgmmaWsTma on 12 of 16
+      // and within 3 points on the rest; kWgmma / kWgmma64 20-37%).
       backend_ = wgmma ? backend
                  : shape.m <= 64 ? GemmBackend::kWgmmaWs64
                                  : GemmBackend::kWgmmaWsTmaC;

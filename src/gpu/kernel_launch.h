@@ -67,15 +67,15 @@ enum class GroupedTmaVariant {
   kExpertMajor,       // kWgmmaWsTmaGroupedX: expert-major tile order
   kSmemScalesExpertMajor,  // kWgmmaWsTmaGroupedScX: both
   kSmemScalesExpertMajorSplit64,  // kWgmmaWsTmaGroupedScXH: and <= 64-row tiles split by columns
-  // Round 5: the cross-step schedule (a wgmma group in flight across each K step; WsCfg::kCross)
+  // The cross-step schedule (a wgmma group in flight across each K step; WsCfg::kCross)
   kCross,                      // kWgmmaWsTmaGroupedC: with global scale loads
   kSmemScalesCross,            // kWgmmaWsTmaGroupedScC: with the scales through the ring
   kSmemScalesExpertMajorCross,  // kWgmmaWsTmaGroupedScXC: and expert-major tile order
-  // Round 8: ScC in 2-CTA clusters over adjacent column tiles, A multicast (WsCfg::kPair)
+  // ScC in 2-CTA clusters over adjacent column tiles, A multicast (WsCfg::kPair)
   kSmemScalesCrossMulticast,  // kWgmmaWsTmaGroupedScCM
-  // Round 11: ScCM's clusters with 128 x 192 tiles, one partial accumulator (WsCfg::kN)
+  // ScCM's clusters with 128 x 192 tiles, one partial accumulator (WsCfg::kN)
   kSmemScalesMulticastWide,  // kWgmmaWsTmaGroupedScMW
-  // Round 16: fp8_grouped_gemm_tx.cuh (A, B and A scales on one transaction barrier)
+  // fp8_grouped_gemm_tx.cuh (A, B and A scales on one transaction barrier)
   kTx,  // kWgmmaTmaGroupedTx
 };
 // The weight maps' box rows: the columns per tile, 192 for kSmemScalesMulticastWide, else 128,

@@ -26,7 +26,7 @@ int mla_decode_wgmma_splits(int multiprocessors, int batch, int heads, int max_s
   const int want = std::max(1, multiprocessors / blocks_per_split);  // one wave
   // >= 128 tokens a chunk (round down); >= 256 where 128-token chunks would fill half the SMs
   // or more: a block's start (Q and its first two tiles, all blocks at once) and its partials
-  // then cost more than the work they spread (H200, docs/benchmarks.md "MLA decode, round 5").
+  // then cost more than the work they spread (H200; docs/experiments.md, MLA decode).
   int most = std::max(1, max_seq_len / 128);
   if (std::min(want, most) * blocks_per_split * 2 >= multiprocessors)
     most = std::max(1, max_seq_len / 256);

@@ -60,15 +60,11 @@ GroupedFp8Gemm::GroupedFp8Gemm(const CublasLt& lt, int n, int k, GemmBackend bac
               "grouped gemm: n {} k {} (k a multiple of 16)", n, k);
   if (backend_ == GemmBackend::kAuto) {
     // The warp-specialised TMA kernel with the block scales in the ring and the cross-step
-    // schedule (ScC: 37.9 / 51.3% of the FP8 ceiling for a layer at 4K / 16K tokens on the H200
-    // in run 27, every other variant below it), in 2-CTA clusters sharing each A tile (ScCM:
-    // runs 68 and 71, four measurements against three of ScC, 38.5-42.6 / 52.8-53.7 / 56.8-59.0%
-    // at 4K / 16K / 64K tokens against 39.0-40.8 / 51.7-52.4 / 55.3-56.5%), with 128 x 192 tiles
-    // (ScMW: 2-7% / 3-4% / 3-6% more TFLOP/s than ScCM at 4K / 16K / 64K tokens in run 88's
-    // two process pairs, 1-3% / -1-0% / 2-3% in run 89's). Round 17 (run 120, both with their
-    // descriptors in uniform registers): ScMW 45-46 / 61-65 / 65-69% at 4K / 16K / 64K tokens,
-    // Tx 40-43 / 57-61 / 66-68%. Round 18 (run 124), both timed in the GPU's steady state beside
-    // a ceiling timed the same way: ScMW 45-46 / 67-68 / 74-75%, Tx 42-43 / 63 / 70-71%.
+    // schedule (ScC, above every earlier variant), in 2-CTA clusters sharing each A tile (ScCM),
+    // with 128 x 192 tiles (ScMW: 2-7% / 3-4% / 3-6% more TFLOP/s than ScCM at 4K / 16K / 64K
+    // tokens). Timed in the GPU's steady state beside a ceiling timed the same way (H200), ScMW
+    // reads 45-46 / 67-68 / 74-75% of the FP8 ceiling for a DeepSeek-V3 layer, the DeepGEMM-plan
+    // kernel Tx 42-43 / 63 / 70-71% (docs/experiments.md, grouped expert FP8 GEMM).
     backend_ = fp8_block_gemm_wgmma_supported() ? GemmBackend::kWgmmaWsTmaGroupedScMW
                : fp8_block_gemm_supported()     ? GemmBackend::kHymoe
                                                 : GemmBackend::kCublasLt;

@@ -48,8 +48,8 @@ cudaError_t encode_sw128_map(CUtensorMap& map, const void* base, int64_t rows, i
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-// (A rank-1 map with no strides was refused on the H200's driver: run 111; an unaligned start
-// traps: run 113.)
+// (Rank 2 because the H200's driver refused a rank-1 map with no strides; a box that starts off a
+// 16-byte boundary traps.)
 cudaError_t encode_f32_row_map(CUtensorMap& map, const float* base, int64_t elems, int box) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (!encode) return cudaErrorNotSupported;

@@ -14,16 +14,14 @@
 //   full-machine pool: it then shares a worker's core). CallerWait::kAuto instead spins at most
 //   5 us, then sleeps, in that case or when it finds itself on a worker's CPU at run(); kSleep
 //   sleeps at once.
-//   Why kSpin: on the 16-core Xeon (bench-cpu, Xeon run 6, docs/benchmarks.md) at 16 threads,
-//   one FP8 GEMV call per run() measured in the same rounds took 174.0 us with the spinning
-//   caller against 182.9 us with kAuto (2048x7168) and 185.5 against 193.3 us (7168x2048): the
-//   sleeping caller pays its futex wake per call; against OpenBLAS sgemv that is 3.67x / 3.47x
-//   lower latency spinning, 3.57x / 3.31x with kAuto. A 100 us job cost 106.2 / 106.3 / 105.6 us
-//   per run() with kAuto / kSpin / kSleep (run 5: 107.0 / 106.5 / 105.4), and streaming GEMV
-//   rounds (one run() per ~12 ms) read 0.88-0.89 of the probe with either wait. kAuto came
-//   from run 4, before this futex protocol, where a 100 us job cost 214 us per run() at 16
-//   threads with the caller spinning; with the protocol that cost did not come back. On a 2-core
-//   VM the spinning caller is also ahead after an idle gap (waking a sleeping caller ~20 us).
+//   Why kSpin: on the 16-core Xeon at 16 threads one FP8 GEMV call per run() took 174.0 us with
+//   the spinning caller against 182.9 us with kAuto (2048x7168) and 185.5 against 193.3 us
+//   (7168x2048): the sleeping caller pays its futex wake per call. A 100 us job cost the same
+//   with either wait (~106 us), and so did streaming GEMVs (0.88-0.89 of the probe). kAuto dates
+//   from before this futex protocol, when a 100 us job cost 214 us per run() with the caller
+//   spinning; with the protocol that cost did not come back. On a 2-core VM the spinning caller
+//   is also ahead after an idle gap (waking a sleeping caller ~20 us). docs/experiments.md (CPU:
+//   FP8 GEMV) has the measurements.
 //   bench-cpu's pool_* records measure kAuto and kSleep beside the default at 8 threads and the
 //   full pool; fp8_gemv_*_auto records the kAuto caller on the GEMV and OpenBLAS cases.
 // run() is not reentrant.

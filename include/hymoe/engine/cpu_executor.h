@@ -34,13 +34,11 @@ struct CpuExecutorOptions {
   bool shift_decode = true;
   // Decode GEMVs of the dense weights (attention projections, dense and shared-expert MLPs) on
   // the AMX tile unit where the CPU has it (kernels::fp8_gemv_amx); the routed experts keep the
-  // AVX512-BF16 GEMV (one token an expert, mostly). Off by default: on the GPU machine's Xeon
-  // (device run 207, 16 threads) the AMX GEMV reads 0.89-0.94x the AVX512-BF16 shift decode's
-  // bandwidth at 1-2 tokens and 1.45-1.5x / 2.2-2.6x it at 4 / 8 tokens, where vdpbf16ps per token
-  // bounds the AVX512-BF16 kernel. In the engine (DeepSeek-V3 dims), attention and dense parts ran
-  // 1.05-1.5x slower with it for one sequence (runs 208, 211-212) and 1.45-2.0x faster for 8
-  // decoding together in 5 of 6 pairs (runs 209-212; one level): worth it on a server that
-  // usually decodes 4+ sequences.
+  // AVX512-BF16 GEMV (one token an expert, mostly). Off by default: on the 16-core Xeon the AMX
+  // GEMV reads 0.89-0.94x the shift decode's bandwidth at 1-2 tokens and 1.45-2.6x it at 4-8
+  // (vdpbf16ps per token bounds the AVX512-BF16 kernel there); in the engine the attention and
+  // dense parts ran 1.05-1.5x slower for one sequence and 1.45-2.0x faster for 8 (docs/
+  // experiments.md, CPU GEMV): worth it on a server that usually decodes 4+ sequences.
   // Fixed for the executor's life, so batch invariance holds either way. Where AMX is not usable
   // the option is ignored (a warning at construction).
   bool amx_decode_gemv = false;

@@ -15,9 +15,10 @@
 //   kWgmmaWs64  kWgmmaWsPipe with 64-row tiles of one consumer warpgroup, two blocks per SM;
 //   kWgmmaWsTma kWgmmaWsPipe loading through TMA (one producer thread, tensor maps built per
 //             launch; dense only: the grouped GEMM's weights are one pointer per expert).
-//   kWgmmaWsTmaCross kWgmmaWsTma with round 5's cross-step schedule: each consumer issues block
+//   kWgmmaWsTmaCross kWgmmaWsTma with the cross-step schedule: each consumer issues block
 //             kb + 1's wgmmas before waiting for kb's (wgmma.wait_group 1), promotes kb under
-//             them and releases kb's slot after that wait (run 27: the fastest; kAuto's choice).
+//             them and releases kb's slot after that wait (the fastest on the H200; kAuto's
+//             choice).
 //   D[m, n] (BF16) = A[m, k] (FP8, a_scale[kb * a_scale_ld + row]) * B[n, k]^T (FP8,
 //   b_scale[(row / 128) * b_scale_ld + kb]), FP32 accumulation promoted once per 128-wide K block.
 // k, lda and ldb are multiples of 16 and a, b 16-byte aligned; m, n and k otherwise arbitrary.

@@ -25,7 +25,7 @@ inline constexpr int kGemvMaxTokens = 8;
 // mbarriers while 8 warps compute, over a grid of at most stream_blocks_per_sm blocks an SM, each
 // looping over 16-row tiles with the next tile's bytes already in flight; results bitwise those of
 // kTensorCores. The one kernel behind fp8_gemv_fused. Slower than kTensorCores / kCudaCores on
-// the H200 (run 30: 30-51% of copy against 35-69%), so kAuto does not pick it.
+// the H200 (30-51% of copy against 35-69%; docs/experiments.md, GEMV), so kAuto does not pick it.
 enum class Fp8GemvImpl { kAuto, kTensorCores, kCudaCores, kStream };
 
 struct Fp8GemvParams {
@@ -48,14 +48,14 @@ struct Fp8GemvParams {
   // stream start early: a later launch with this flag overlaps this one's tail; any other launch
   // (no attribute) runs after this one completes, as usual.
   bool pdl = false;
-  // With pdl only (ignored otherwise and by kStream), opt-in (no gain in run 26): before
+  // With pdl only (ignored otherwise and by kStream), opt-in (no gain measured on the H200): before
   // waiting for the previous kernel, each block also asks L2 for up to 32 KB of its weight
   // beyond its first round of loads (cp.async.bulk.prefetch.L2), so more of its bytes are in
   // flight while the previous kernel drains. Results unchanged.
   bool pdl_prefetch_l2 = false;
   // kStream and fp8_gemv_fused (from parts[0]; ignored by the other kernels): resident blocks an SM
   // at most (values below 1 read as 1; capped at what fits). Default 2: faster than 1 in every
-  // single launch and PDL chain of run 30 (H200), e.g. 7168x16384 51 vs 39% of copy.
+  // single launch and PDL chain measured on the H200, e.g. 7168x16384 51 vs 39% of copy.
   int stream_blocks_per_sm = 2;
   // FP32 results here instead of BF16 ones in y (same layout: row t at y_f32 + t * ldy; y unused),
   // for a caller that adds them into an FP32 stream or normalises them before rounding.
@@ -80,16 +80,16 @@ void fp8_gemv_fused(const Fp8GemvParams* parts, int count, cudaStream_t stream);
 // capability 8.9 or newer (fp8_gemv_q8_supported()). Numerics differ from fp8_gemv's (BF16
 // activations) by the activations' quantisation error (E4M3: 3 mantissa bits). Deterministic:
 // a launch's results do not depend on the grid, the block shape, the staging or on which other
-// parts share it. Measured (H200, run 129, 1 token): 38-72% of copy in single launches, 54-84% in
-// PDL graph chains of the DeepSeek-V3 shapes (84% on 7168x16384 at 1 and 8 tokens with the ring,
-// see Fp8GemvQ8Loads; docs/benchmarks.md); not yet used by the engine.
+// parts share it. Measured (H200, 1 token): 38-72% of copy in single launches, 54-84% in PDL
+// graph chains of the DeepSeek-V3 shapes (84% on 7168x16384 at 1 and 8 tokens with the ring, see
+// Fp8GemvQ8Loads; docs/experiments.md, GEMV); not yet used by the engine.
 //
 // Staging (Fp8GemvQ8Params::staging), what each block puts in shared memory before its math,
 // overlapping its first weight loads. kScales: the products weight scale x token scale of every 128-column block; kScalesAndX: those
 // and the activations (at most 40 KB: k <= 16384 at 2 tokens; falls back to kScales beyond);
-// kNone: every block reads them from L2 in its loop. kAuto: the launcher's choice (measured on
-// the H200, runs 36 and 38): kNone on the 16-warp block shape, kScalesAndX at 1-2 tokens with
-// k < 8192, kScales otherwise.
+// kNone: every block reads them from L2 in its loop. kAuto: the launcher's choice (the fastest
+// on the H200): kNone on the 16-warp block shape, kScalesAndX at 1-2 tokens with k < 8192,
+// kScales otherwise.
 enum class Fp8GemvQ8Staging { kAuto, kNone, kScales, kScalesAndX };
 
 // How each warp loads what its math reads (results do not depend on it). kRounds: a round of 2-4
@@ -98,7 +98,7 @@ enum class Fp8GemvQ8Staging { kAuto, kNone, kScales, kScalesAndX };
 // ring of 6 shared-memory slots of weights filled by cp.async, 5 blocks ahead of the one
 // computed, with each block's activations and scales loaded into registers 2 blocks ahead
 // (fp8_gemv_q8_ring.cuh; `staging` is ignored). kAuto: kRing where the launch's tiles hold
-// >= 32 MiB of weights (faster there on the H200, run 128), kRounds below.
+// >= 32 MiB of weights (faster there on the H200), kRounds below.
 enum class Fp8GemvQ8Loads { kAuto, kRounds, kRing };
 
 struct Fp8GemvQ8Params {

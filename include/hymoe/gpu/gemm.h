@@ -38,31 +38,29 @@ enum class GemmKind { kBf16, kFp8TensorScale, kFp8BlockScale };
 // same for the grouped expert GEMM: one tensor map per expert weight; GroupedFp8Gemm only),
 // kWgmmaWsTmaGroupedSt (that one storing its output tile through shared memory, 16-byte stores,
 // with kWgmmaWs's promotion after each block's wgmmas: the pipelined one then spills).
-// Round 4 (GroupedFp8Gemm only; run 24: none faster than kWgmmaWsTmaGrouped):
-// kWgmmaWsTmaGroupedSc (kWgmmaWsTmaGrouped
-// with each K block's block scales copied into the ring by the producer, read from shared memory
-// by the consumers), kWgmmaWsTmaGroupedX (kWgmmaWsTmaGrouped in expert-major tile order: an
-// expert's row tiles of one column tile consecutive, sharing the weight tile through L2),
-// kWgmmaWsTmaGroupedScX (both), kWgmmaWsTmaGroupedScXH (ScX, and a tile of <= 64 rows, an
-// expert's remainder, split by columns between the two consumers: 64 x 64 each, half the tensor
-// work of a 128-row tile).
-// Round 5 (run 27: ScC is GroupedFp8Gemm's kAuto, kWgmmaWsTmaC GemmPlan's fallback): the
-// cross-step schedule (each consumer issues K block kb + 1's
-// wgmmas before waiting for kb's with wgmma.wait_group 1, promotes kb under them, releases kb's
-// slot after that wait): kWgmmaWsTmaGroupedC (kWgmmaWsTmaGrouped with it), kWgmmaWsTmaGroupedScC
-// (Sc with it), kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC
-// (kWgmmaWsTma with it) for GemmPlan.
-// Round 8 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScCM, ScC in clusters of two CTAs on adjacent
-// column tiles of one row tile, each K block's A tile loaded half by each and multicast to both
-// (rounds 9-10: GroupedFp8Gemm's kAuto, 0-3 points above ScC).
-// Round 11 (GroupedFp8Gemm only): kWgmmaWsTmaGroupedScMW, ScCM's clusters with 128 x 192 tiles
+// Tile-order and scale-path variants (GroupedFp8Gemm only; none faster than kWgmmaWsTmaGrouped,
+// kept for the bench): kWgmmaWsTmaGroupedSc (kWgmmaWsTmaGrouped with each K block's block scales
+// copied into the ring by the producer, read from shared memory by the consumers),
+// kWgmmaWsTmaGroupedX (kWgmmaWsTmaGrouped in expert-major tile order: an expert's row tiles of one
+// column tile consecutive, sharing the weight tile through L2), kWgmmaWsTmaGroupedScX (both),
+// kWgmmaWsTmaGroupedScXH (ScX, and a tile of <= 64 rows, an expert's remainder, split by columns
+// between the two consumers: 64 x 64 each, half the tensor work of a 128-row tile).
+// The cross-step schedule (each consumer issues K block kb + 1's wgmmas before waiting for kb's
+// with wgmma.wait_group 1, promotes kb under them, releases kb's slot after that wait):
+// kWgmmaWsTmaGroupedC (kWgmmaWsTmaGrouped with it), kWgmmaWsTmaGroupedScC (Sc with it),
+// kWgmmaWsTmaGroupedScXC (ScX with it) for GroupedFp8Gemm, kWgmmaWsTmaC (kWgmmaWsTma with it) for
+// GemmPlan, where it is the fallback (the fastest dense kernel on 12 of 16 shapes).
+// kWgmmaWsTmaGroupedScCM (GroupedFp8Gemm only): ScC in clusters of two CTAs on adjacent column
+// tiles of one row tile, each K block's A tile loaded half by each and multicast to both (0-3
+// points above ScC).
+// kWgmmaWsTmaGroupedScMW (GroupedFp8Gemm only; its kAuto): ScCM's clusters with 128 x 192 tiles
 // (m64n192 wgmmas, 17% fewer ring bytes per FLOP; one partial accumulator, so each K block's
-// wgmmas are waited for before its promotion, as kWgmmaWsTmaGroupedSc); GroupedFp8Gemm's kAuto
-// since run 88 (1-7% more TFLOP/s than ScCM at 4K-64K tokens).
-// Round 16 (GroupedFp8Gemm only): kWgmmaTmaGroupedTx, a grouped kernel written to the plan of the
-// peer measured in round 15 (fp8_grouped_gemm_tx.cuh: 128 x 128 tiles, A, B and the A scales of
-// a K block on one transaction barrier, no scale warp; opt-in: level with ScMW at 64K tokens,
-// below it at 4K-16K in round 17).
+// wgmmas are waited for before its promotion, as kWgmmaWsTmaGroupedSc); 1-7% more TFLOP/s than
+// ScCM at 4K-64K tokens.
+// kWgmmaTmaGroupedTx (GroupedFp8Gemm only): a grouped kernel written to DeepGEMM's plan
+// (fp8_grouped_gemm_tx.cuh: 128 x 128 tiles, A, B and the A scales of a K block on one
+// transaction barrier, no scale warp); opt-in: level with ScMW at 64K tokens, below it at 4K-16K.
+// Figures: H200, docs/experiments.md (block-scaled and grouped expert FP8 GEMM).
 enum class GemmBackend {
   kAuto, kCublasLt, kHymoe, kWgmma, kWgmma64, kWgmmaWs, kWgmmaWsPipe, kWgmmaWs64, kWgmmaWsTma,
   kWgmmaWsTmaGrouped, kWgmmaWsTmaGroupedSt, kWgmmaWsTmaGroupedSc, kWgmmaWsTmaGroupedX,

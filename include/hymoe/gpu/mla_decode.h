@@ -104,15 +104,16 @@ bool mla_decode_wgmma_supported();
 // as MlaDecodeParams), kWgmmaPair when every split is known to hold at least
 // kMlaPairMinSplitTokens tokens or at most kMlaPairMaxShortSplitTokens (split_tokens: a split's
 // tokens where the host knows them, as mla_decode does for a call without a work list,
-// ceil(max_seq_len / num_splits); 0 unknown), else kWgmmaPingPong. H200 runs 201 and 204 (graph
-// and steady-state timing, four samples a shape): the pair kernel 1.02-1.05x / 1.08-1.10x the
+// ceil(max_seq_len / num_splits); 0 unknown), else kWgmmaPingPong. On the H200 (graph and
+// steady-state timing, four samples a shape) the pair kernel ran 1.02-1.05x / 1.08-1.10x the
 // ping-pong at 64K batch 4 / 8 (4096- and 8192-token splits) and 1.02-1.05x on 128- and
 // 256-token splits (1K batch 2-8, 8K batch 1-2), the ping-pong 1.01-1.07x ahead on 512- to
 // 2048-token splits (64K batch 1-2, 8K batch 4-8), and on work lists (the planned mixed batches;
 // only it walks segmented lists). The one short-split shape where the pair kernel trails, 1K
-// batch 1 (16 blocks), reads 0.975-0.996x. Without TMA, kWgmmaSplitS (run 26: 240 / 333 / 318
-// TFLOP/s at 64K batch 1 / 4 / 8; the ping-pong by cp.async ran slower, run 143). Without wgmma,
-// kTensorCores (mma.sync 96 / 137 / 139). Other values are returned unchanged.
+// batch 1 (16 blocks), reads 0.975-0.996x. Without TMA, kWgmmaSplitS (240 / 333 / 318 TFLOP/s
+// at 64K batch 1 / 4 / 8; the ping-pong by cp.async ran slower). Without wgmma, kTensorCores
+// (mma.sync 96 / 137 / 139). Other values are returned unchanged. docs/experiments.md (MLA
+// decode) has the measurements.
 inline constexpr int kMlaPairMinSplitTokens = 3072;
 inline constexpr int kMlaPairMaxShortSplitTokens = 256;
 MlaDecodeImpl mla_decode_resolve(MlaDecodeImpl impl, int heads, int block_size = 0,

@@ -45,8 +45,8 @@ int mla_decode_wave_items(int multiprocessors, int heads);
 // wave has items to split its long sequences over (40 sequences: 2 splits, 80 items). Items
 // the list leaves unused still cost their blocks: an unused block needs a free SM like any other,
 // and where the wave takes every SM some of them wait for the previous kernel's tail, which
-// delays the merge (H200: 1-2 us of a 15-20 us call at 1K-8K contexts, docs/benchmarks.md "MLA
-// decode, round 6").
+// delays the merge (H200: 1-2 us of a 15-20 us call at 1K-8K contexts; docs/experiments.md, MLA
+// decode).
 int mla_decode_plan_splits(int multiprocessors, int batch, int heads);
 
 // num_splits for lengths the host knows (a step's scheduler has them): the fewest that hold the
@@ -55,7 +55,7 @@ int mla_decode_plan_splits(int multiprocessors, int heads, std::span<const int32
 
 // The chunk: the smallest multiple of 64 tokens, at least 128 - and at least 256 where 128-token
 // chunks would make items for half of wave_items or more (a block's start and partials then cost
-// more than the work they spread: H200, docs/benchmarks.md "MLA decode, round 5") - such that the
+// more than the work they spread on the H200; docs/experiments.md, MLA decode) - such that the
 // sequences' chunks, ceil(len / chunk) each, number at most the target: whole waves of items,
 // ceil(batch / wave_items) * wave_items, and at most batch * num_splits. Items are laid out
 // sequence by sequence. The host mirror returns the exact bytes the kernel writes (tests compare

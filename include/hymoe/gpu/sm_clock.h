@@ -1,5 +1,5 @@
 // The SM clock of the current device, as it runs: the H200's moves between ~1.0 and 1.98 GHz with
-// its power state (docs/benchmarks.md, MLA decode round 11), and every compute-bound figure moves
+// its power state (docs/experiments.md, MLA decode), and every compute-bound figure moves
 // with it. Measured by a one-warp kernel that counts clock cycles across the GPU's global timer
 // (kernels/cuda/sm_clock.cuh), so it needs nothing beyond the CUDA runtime.
 #pragma once

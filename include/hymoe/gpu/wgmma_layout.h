@@ -54,7 +54,7 @@ HYMOE_WGMMA_HD uint64_t sw128_kmajor_desc(uint32_t smem_addr) {
 // for mla_v_desc: only the start field moves): one add to the start field, valid while
 // smem_addr + bytes stays below 2^18 (every shared address does) and bytes is a multiple of 16.
 // The hot loops build one descriptor per ring and advance it, instead of masking and shifting
-// each wgmma's address (run 72: ~9 integer instructions per wgmma).
+// each wgmma's address (~9 integer instructions per wgmma in the SASS).
 HYMOE_WGMMA_HD uint64_t sw128_desc_advance(uint64_t base, uint32_t bytes) {
   return base + (bytes >> 4);
 }
@@ -245,7 +245,7 @@ HYMOE_WGMMA_HD PairTile pair_tile(int pair, int rank, int row_tiles, int tiles_n
   return {y1, last ? tiles_n : (f0 + 1) % tiles_n, y1 == y0};
 }
 
-// --- The grouped GEMM of round 16 (fp8_grouped_gemm_tx.cuh: clusters of two CTAs sharing B) ---
+// --- kWgmmaTmaGroupedTx (fp8_grouped_gemm_tx.cuh: clusters of two CTAs sharing B) ---
 // Pair (pair_row, x): column tile x of row tiles 2 pair_row (rank 0) and 2 pair_row + 1 (rank 1)
 // of all experts' 128-row tiles; with an odd row_tiles the last pair row's rank 1 has no tile
 // of its own (tx_pair's caller checks y < row_tiles). Pair ids go out in groups of kTxPairGroup

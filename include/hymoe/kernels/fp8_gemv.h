@@ -90,24 +90,12 @@ struct GemvPrefetch {
   int row_blocks = 0;
   int row_streams = 1;
 };
-// The defaults for the CPU we run on: the values above, but on AMD the next pass prefetched into
-// L1 (l1_bytes unbounded; session 25: on that session's Zen 5 VM the MoE layer ran 1-8% faster
-// with it in 18 of 18 alternating comparisons - batch 1 and 2, table and shift decode - though the
-// 7168x2048 GEMV alone lost 0-4% at one thread; docs/benchmarks.md "L1 prefetch of the next pass
-// on Zen 5, again"). History (docs/benchmarks.md): rows in
-// turn (row_blocks = 4) was AMD's default from session 14 to 21, measured while 7168x2048
-// prefetched into L1; with L2 prefetch the 8-row pass
-// won again on the Zen 5 VM (6 rounds of alternating processes: MoE layer 0.84-0.99 of its floor
-// against 0.75-0.86, the table decode 6 of 6 rounds on both shapes; only the shift decode on
-// 7168x2048 kept rows in turn ahead, 0.90-0.92 against 0.87-0.90); on the Xeon rows in turn were
-// no better for the shift decode ("Rows in turn").
-// L1 prefetch was off everywhere from session 21 to 25 (l1_bytes = 0). It had won on Zen 5 with
-// 8 rows side by side (7168x2048 at batch 1: 0.81-0.83 of the probe against 0.75-0.78 with L2),
-// and lost on the
-// 16-core Xeon of the GPU machine (L2 winning 30 of 38 paired cases at batch 1 and 3 of 3 at
-// batch 2, Xeon run 13); with rows in turn on Zen 5 it lost too: 7168x2048 at batch 1, 0.57 /
-// 0.71 of the probe (1 / 2 threads) against 0.88 / 0.92 with L2, over 3 rounds of alternating
-// processes (docs/benchmarks.md, "L1 prefetch with rows in turn", session 21).
+// The defaults for the CPU we run on: the values above (8 rows side by side, next pass into L2),
+// but on AMD the next pass prefetched into L1 (l1_bytes unbounded). Why: on Zen 5 the MoE layer
+// ran 1-8% faster with L1 prefetch in 18 of 18 alternating comparisons (batch 1-2, table and shift
+// decode; the 7168x2048 GEMV alone lost 0-4% at one thread), while on the 16-core Xeon L2 won 30
+// of 38 paired batch-1 cases. Rows in turn (row_blocks > 0) lost to the 8-row pass on Zen 5 and
+// were no better on the Xeon. docs/experiments.md (CPU: FP8 GEMV) has the measurements.
 GemvPrefetch default_gemv_prefetch();
 GemvPrefetch gemv_prefetch();
 void set_gemv_prefetch(const GemvPrefetch& p);
