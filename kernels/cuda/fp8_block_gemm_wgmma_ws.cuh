@@ -1,6 +1,6 @@
 // Warp-specialised, persistent variant of the wgmma block-scaled FP8 GEMM (fp8_block_gemm_wgmma.cuh:
-// the same operation, tile shape, shared-memory layout, descriptors and promotion). Round 1's kernel
-// had every warp load, wait and compute in turn (one __syncthreads per K block); here the roles are
+// the same operation, tile shape, shared-memory layout, descriptors and promotion). That kernel
+// has every warp load, wait and compute in turn (one __syncthreads per K block); here the roles are
 // split, Hopper's usual design:
 //   warpgroup 0, the producer (setmaxnreg down to 40 registers): cp.async of each K block's A and
 //     B tiles (128 rows x 128 bytes each, 128-byte swizzle) into a 6-slot ring; after each slot's
@@ -23,31 +23,31 @@
 // the next block's wgmmas.
 // Rows past m or n and K past k are zero-filled by cp.async (grouped: rows past an expert's end
 // belong to the next expert, p.m stops them); stores are masked.
-// Round 4's opt-in switches of the grouped TMA kernel (kWgmmaWsTmaGroupedSc / X / ScX / ScXH):
+// Opt-in switches of the grouped TMA kernel (kWgmmaWsTmaGroupedSc / X / ScX / ScXH):
 // WsCfg::kSmemScales (block scales through the ring, ws_produce_scales), WsGroupedTiles'
 // ExpertMajor (wgmma::grouped_expert_major's tile order), WsCfg::kSplit64 (<= 64-row tiles as
 // two 64 x 64 column halves).
-// Round 5's opt-in schedule (kWgmmaWsTmaGroupedC / ScC / ScXC, dense kWgmmaWsTmaC): WsCfg::kCross,
-// one wgmma group kept in flight across each K step (ws_consume's cross_loop): run 24's ncu at 4K
+// The cross-step schedule (kWgmmaWsTmaGroupedC / ScC / ScXC, dense kWgmmaWsTmaC): WsCfg::kCross,
+// one wgmma group kept in flight across each K step (ws_consume's cross_loop), because ncu at 4K
 // tokens showed each consumer draining its wgmmas every block (wait_group 0) and then stalling on
 // scale loads, promotion and the next full wait before issuing again.
-// Round 8's opt-in A multicast (kWgmmaWsTmaGroupedScCM, WsCfg::kPair): ScC in clusters of two
+// A multicast (kWgmmaWsTmaGroupedScCM, WsCfg::kPair): ScC in clusters of two
 // CTAs on adjacent column tiles of one row tile (WsPairedTmaTiles). Each CTA loads half of the A
 // box (64 rows) and multicasts it into both CTAs' slot; B stays per CTA. Every K block then reads
-// 8 KB of A from L2 per CTA instead of 16 (run 55's ncu: L2 throughput 89%, the kernel's limit at
+// 8 KB of A from L2 per CTA instead of 16 (ncu of ScC: L2 throughput 89%, the kernel's limit at
 // 4K tokens). A slot is refilled only when the consumers of both CTAs released it: each consumer
 // warp arrives on its own and on the peer's empty barrier (kEmptyArrivals = 16; the peer arrival
-// at CTA scope: with .release.cluster every arrival waited on a MEMBAR and ScCM ran 0.7x of ScC,
-// round 9). GroupedFp8Gemm's kAuto in rounds 9-10 (equal to ScC at 4K tokens, 1-3 points above
-// at 16K-64K): the A traffic it halves was not ScC's limit.
-// Round 11's 128 x 192 tiles (kWgmmaWsTmaGroupedScMW, WsCfg::kN = 192; kAuto since run 88):
-// ScCM's clusters with m64n192 wgmmas (17% fewer ring bytes per FLOP, round 10's limit), a 5-slot
-// ring of 40 KB slots, one scale warp, and one partial accumulator (acc and part take 192 of the
-// 232 registers): ws_consume_wide waits for each K block's wgmmas before promoting them. A tile
+// at CTA scope: with .release.cluster every arrival waited on a MEMBAR and ScCM ran 0.7x of ScC).
+// Equal to ScC at 4K tokens, 1-3 points above at 16K-64K: the A traffic it halves was not ScC's
+// limit.
+// 128 x 192 tiles (kWgmmaWsTmaGroupedScMW, WsCfg::kN = 192; GroupedFp8Gemm's kAuto): ScCM's
+// clusters with m64n192 wgmmas (17% fewer ring bytes per FLOP: the ring's fill limits ScCM), a
+// 5-slot ring of 40 KB slots, one scale warp, and one partial accumulator (acc and part take 192
+// of the 232 registers): ws_consume_wide waits for each K block's wgmmas before promoting them. A tile
 // spans two weight-scale blocks (the second from column 128 or 64). Pairs run over the tiles in
 // row-major order (wgmma::pair_tile), so an odd column-tile count (11 for gate / up's 2048
-// columns) costs at most one tile past n per launch, not one per row tile. Round 15: its output
-// leaves through shared memory in 128-byte row segments (ws_store_wide_smem).
+// columns) costs at most one tile past n per launch, not one per row tile. Its output leaves
+// through shared memory in 128-byte row segments (ws_store_wide_smem).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)
@@ -76,12 +76,12 @@ struct WsCfg {
   // tile's tensor work) (kWgmmaWsTmaGroupedScXH).
   static constexpr bool kSplit64 = Split64;
   static_assert(!Split64 || (Consumers == 2 && !SmemStore), "two consumers, register stores");
-  // Round 5's schedule (ws_consume's cross-step loop, kWgmmaWsTmaGroupedC / ScC / ScXC): each
+  // The cross-step schedule (ws_consume's cross-step loop, kWgmmaWsTmaGroupedC / ScC / ScXC): each
   // consumer keeps one wgmma group in flight across the K step, block kb + 1's wgmmas issued
   // before the wait for kb (wgmma.wait_group 1), kb promoted under them, kb's slot released
   // only after that wait (one step later than the other schedules).
   static constexpr bool kCross = Cross;
-  // Round 8 (kWgmmaWsTmaGroupedScCM): clusters of two CTAs sharing each K block's A tile.
+  // kWgmmaWsTmaGroupedScCM: clusters of two CTAs sharing each K block's A tile.
   static constexpr bool kPair = Pair;
   static_assert(!Pair || (Tma && Consumers == 2 && SmemStore == (TileN == 192) && !Split64),
                 "A multicast: two consumers, TMA loads, full tiles, staged stores on 192 columns");
@@ -405,10 +405,10 @@ __device__ __forceinline__ void ws_produce_tma(const Fp8BlockGemmParams& p, Tile
 // the column tile (kN = 192: lane 1 the second weight-scale block's); then each lane's cp.async
 // arrival on the slot's full barrier (kFullArrivals counts one warp's). Each waits on the same
 // empty barriers as the TMA thread for its own blocks, so its arrivals always belong to the phase
-// the TMA thread is filling. One warp alone managed one K block per ~744 clocks (round 10's
-// trace: each block's arrival waits out its copies' latency), short of what ScCM's ring needs:
-// there three share the slots (+3-6%). ScMW's K block is 1.5x the work, and one warp ran 4-7%
-// faster than three (run 89).
+// the TMA thread is filling. One warp alone managed one K block per ~744 clocks (a ring trace:
+// each block's arrival waits out its copies' latency), short of what ScCM's ring needs: there
+// three share the slots (+3-6%). ScMW's K block is 1.5x the work, and one warp ran 4-7% faster
+// than three.
 template <class Cfg, class Tiles>
 __device__ __forceinline__ void ws_produce_scales(const Fp8BlockGemmParams& p, Tiles tiles,
                                                   uint32_t scale_addr, uint32_t bars, int warp,
@@ -544,8 +544,8 @@ __device__ __forceinline__ void consumer_barrier(int cw) {
 
 // Eight BF16 (v) to out, the output row's column col: one 16-byte store where vec (ldd and d
 // allow it) and all eight lie before n, else 2-byte stores of those before n. The 16-byte store
-// in PTX: from a uint4 assignment ptxas emitted four 4-byte STG.E (run 115's SASS of the grouped
-// kernels; ncu counted 66% of the Tx kernel's global sectors as excess).
+// in PTX: from a uint4 assignment ptxas emitted four 4-byte STG.E (the grouped kernels' SASS; ncu
+// counted 66% of the Tx kernel's global sectors as excess).
 __device__ __forceinline__ void store_bf16x8(uint16_t* out, const uint4& v, int col, int n,
                                              bool vec) {
   if (vec && col + 8 <= n) {
@@ -592,7 +592,7 @@ __device__ __forceinline__ void ws_store_tile_smem(const Fp8BlockGemmParams& q,
 // Promotion schedule (Pipelined, a template switch until measured):
 //   false  per K block: wait, 4 wgmmas into part, wgmma.wait_group 0, release the slot,
 //          acc += part * scale (the other consumer's wgmmas run meanwhile);
-//   true   two partial accumulators, alternating (round 1's schedule): block kb's wgmmas issued,
+//   true   two partial accumulators, alternating (kWgmma's schedule): block kb's wgmmas issued,
 //          then block kb - 1 promoted under them, then the wait for kb and the release of its
 //          slot: each consumer keeps its own promotion off the tensor pipe's critical path.
 //   Neither leaves a wgmma in flight across a loop's back edge (ptxas then neither serialises
@@ -752,9 +752,9 @@ __device__ __forceinline__ void ws_consume(const Fp8BlockGemmParams& p, Tiles ti
 // kN = 192 (kWgmmaWsTmaGroupedScMW): consumer cw's 64 x 192 tile (rows row0.., columns n0..) in
 // three 64-column passes through its 8 KB staging (wgmma::out_pass_offset): the pass's fragments
 // as BF16 pairs, then each thread 16-byte chunk t % 8 of rows t / 8 + 16 j, so a warp stores
-// four whole 128-byte row segments per instruction instead of 4-byte pieces of eight rows (ncu,
-// run 108: 39% of the direct stores' L2 sectors were excess). Round 15 (run 105): 1.6-2.7% more
-// TFLOP/s at 16K and 64K tokens than the direct stores, within the spread at 4K. Masked past m
+// four whole 128-byte row segments per instruction instead of 4-byte pieces of eight rows (ncu:
+// 39% of the direct stores' L2 sectors were excess). 1.6-2.7% more TFLOP/s at 16K and 64K tokens
+// than the direct stores on the H200, within the spread at 4K. Masked past m
 // and n; 16-byte stores where ldd and d allow (the grouped GEMM checks both), else 2-byte.
 __device__ __forceinline__ void ws_store_wide_smem(const Fp8BlockGemmParams& q,
                                                    const float (&acc)[96], uint8_t* stage,
@@ -910,7 +910,7 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // Dense with TMA loads (kWgmmaWsTma): map_a over A [m rows][k bytes] with kM x 128-byte boxes,
 // map_b over B [n][k] with 128 x 128-byte boxes, both in the 128-byte swizzle (the host builds
 // them per launch: fp8_block_gemm_launch.cu).
-// Cross: round 5's cross-step schedule (kWgmmaWsTmaC).
+// Cross: the cross-step schedule (kWgmmaWsTmaC).
 template <int Consumers, bool Pipelined, bool Cross = false>
 __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::kBlocksPerSm)
     fp8_block_gemm_wgmma_tma_kernel(const __grid_constant__ Fp8BlockGemmParams p,
@@ -943,7 +943,7 @@ __global__ void __launch_bounds__(WsCfg<Consumers>::kThreads, WsCfg<Consumers>::
 // SmemScales: the block scales through the ring (kWgmmaWsTmaGroupedSc); ExpertMajor: the tile
 // order of wgmma::grouped_expert_major (kWgmmaWsTmaGroupedX; both: ScX); Split64: tiles of <= 64
 // rows as two 64 x 64 column halves (with both: ScXH).
-// Cross: round 5's cross-step schedule (WsCfg::kCross; kWgmmaWsTmaGroupedC / ScC / ScXC).
+// Cross: the cross-step schedule (WsCfg::kCross; kWgmmaWsTmaGroupedC / ScC / ScXC).
 template <bool Pipelined, bool SmemStore, bool SmemScales = false, bool ExpertMajor = false,
           bool Split64 = false, bool Cross = false>
 __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlocksPerSm)
@@ -961,12 +961,12 @@ __global__ void __launch_bounds__(WsCfg<2, true>::kThreads, WsCfg<2, true>::kBlo
   ws_run<Cfg, Pipelined>(Fp8BlockGemmParams{}, tiles, ws_smem, &map_a, nullptr);
 }
 
-// Round 8's A multicast (kWgmmaWsTmaGroupedScCM: ScC in clusters of two, WsCfg::kPair):
+// A multicast (kWgmmaWsTmaGroupedScCM: ScC in clusters of two, WsCfg::kPair):
 // launched with cluster dimension 2 over an even grid; map_a over all permuted rows with 64-row
 // boxes (each CTA loads one half of a tile's A box), maps_b as above (boxes of TileN rows).
 // TileN = 192 (kWgmmaWsTmaGroupedScMW): the same with 128 x 192 tiles and ws_consume_wide.
-// Scale warps: three for ScCM (round 10: +3-6% over one), one for ScMW (run 89: 4-7% more
-// TFLOP/s at 4K-64K tokens than three sharing its 5 slots).
+// Scale warps: three for ScCM (+3-6% over one), one for ScMW (4-7% more TFLOP/s at 4K-64K
+// tokens than three sharing its 5 slots).
 template <int TileN>
 using WsPairCfg = WsCfg<2, true, TileN == 192, true, false, TileN == 128, true, TileN,
                         TileN == 128 ? 3 : 1>;

@@ -39,9 +39,8 @@ struct GemvQ8Args {
 // the activations there (row pitch q8_staged_pitch, 64 mod 128 so a quarter-warp's 16-byte reads
 // of rows g and g + 1 hit distinct banks); both while its first round of weight loads is in
 // flight (dynamic shared memory, q8_staged_bytes). Otherwise every block of a round loads them
-// from L2 in the compute loop, a round trip each (ncu, run 34: 73% of warp cycles on L1TEX
-// waits). The products are the same FP32 multiplications either way: results are bitwise
-// identical.
+// from L2 in the compute loop, a round trip each (ncu: 73% of warp cycles on L1TEX waits). The
+// products are the same FP32 multiplications either way: results are bitwise identical.
 inline constexpr int kQ8StagedMaxBytes = 40 * 1024;  // + 8 KB static: the default 48 KB a block
 __host__ __device__ constexpr int64_t q8_staged_pitch(int k) { return (int64_t{k} + 127) / 128 * 128 + 64; }
 __host__ __device__ constexpr int64_t q8_staged_bytes(int stage, int tokens, int k) {
@@ -142,7 +141,7 @@ struct Q8Tile {
                              float (&sum)[4]) const {
     // This block's activations (L1 / L2: every tile's blocks read them), after the weights'
     // loads are all in flight. (Loading every block's activations and scales of the round up
-    // front, beside the weights, measured slower: the registers it takes spill, run 35.)
+    // front, beside the weights, measured slower: the registers it takes spill.)
     const int col = kb * 128 + c * 16;
     uint4 xv[2];
 #pragma unroll

@@ -1,5 +1,5 @@
 // The FP8-activation GEMV with its weights through a per-warp cp.async ring
-// (Fp8GemvQ8Loads::kRing). Why (runs 126-127, H200, 7168x16384 at one token): the rounds kernel
+// (Fp8GemvQ8Loads::kRing). Why (H200, 7168x16384 at one token): the rounds kernel
 // (fp8_gemv_q8.cuh) reaches 74% of copy where a kernel issuing the same weight loads over the same
 // grid without the math reaches 91-93%. A 4-slot ring of weights alone (3 blocks, 6 KB a warp in
 // flight) was no faster (74%; 77% unstaged), and one with the activations and scales in its slots

@@ -14,7 +14,7 @@
 // The grid is at most stream_blocks_per_sm blocks an SM (default 2), sized so that every block
 // gets the same number of tiles (to one): block b takes tiles b, b + gridDim.x, ... of the
 // concatenated parts and its ring runs across tile boundaries.
-// Measured (run 30, H200): 30-51% of copy in single launches with 2 blocks an SM (25-39% with 1),
+// Measured (H200): 30-51% of copy in single launches with 2 blocks an SM (25-39% with 1),
 // faster than the cp.async ring it replaced (22-39%) but slower than the tile kernels; ncu of
 // 2048x7168: 0.3 instructions issued a cycle per scheduler, 2.2 warps resident per scheduler, DRAM
 // 20% busy: the consumers, not the ring, set the pace (each stage waits on its activation loads;

@@ -1,17 +1,17 @@
-// Grouped expert GEMM, round 16 (kWgmmaTmaGroupedTx): a kernel written from the start to the plan
-// of the peer measured in round 15 (DeepGEMM's SM90 block-scaled FP8 GEMM ran 1.23-1.38x
-// ScMW's TFLOP/s on the same routing; docs/benchmarks.md), instead of one more variant of the
-// warp-specialised kernel (fp8_block_gemm_wgmma_ws.cuh), whose ablations toward it each moved
-// little (rounds 12-15). Same operation and layouts as the other grouped kernels: permuted FP8
-// rows with the grouped activation-scale layout (fp8_quant.h), each expert's FP8 weight [n][k]
-// with its 128 x 128 block scales, BF16 output rows.
+// Grouped expert GEMM kWgmmaTmaGroupedTx: a kernel written from the start to DeepGEMM's plan (its
+// SM90 block-scaled FP8 GEMM ran 1.23-1.38x ScMW's TFLOP/s on the same routing), instead of one
+// more variant of the warp-specialised kernel (fp8_block_gemm_wgmma_ws.cuh), whose ablations
+// toward that plan each moved little (docs/experiments.md, grouped expert FP8 GEMM). Same
+// operation and layouts as the other grouped kernels: permuted FP8 rows with the grouped
+// activation-scale layout (fp8_quant.h), each expert's FP8 weight [n][k] with its 128 x 128 block
+// scales, BF16 output rows.
 //   Tiles: 128 x 128 of one expert (row tile y over every expert's rows, experts in order, as
 //     the other grouped kernels; column tile x), K blocks of 128.
 //   Clusters of two CTAs on row tiles 2p and 2p + 1 of one column tile (wgmma::tx_pair, pair
 //     rows in groups of 4 for L2); persistent over the pairs. When both row tiles belong to one
 //     expert they need the same weight tile: each CTA loads one 64-row half of it, multicast
-//     into both CTAs' slot, halving the weight bytes each SM reads from L2 (run 104's ncu had
-//     the peer's kernel and ScMW at 86-93% of L2 throughput). Otherwise (a pair across two
+//     into both CTAs' slot, halving the weight bytes each SM reads from L2 (ncu had DeepGEMM's
+//     kernel and ScMW at 86-93% of L2 throughput). Otherwise (a pair across two
 //     experts, or rank 1 past the last row tile: it then repeats rank 0's tile unstored) each
 //     loads both halves of its own. Every consumer warp releases a slot on both CTAs' empty
 //     barriers either way, so the two rings move in step and a multicast never lands in a slot
@@ -20,22 +20,21 @@
 //     the TMA copies of A's box (128 permuted rows from the expert's first row + m0; rows past
 //     the expert's end belong to the next expert or are zero past the last row), of the tile's
 //     A scales of the block and of B. No scale warp. The scales of block kb of expert e start at
-//     kb * m_e floats, and a TMA box must start 16-byte aligned (an unaligned start traps: run
-//     113's probe), so the box holds kM + 4 floats from the aligned element at or before row
-//     m0's and the consumers read from there (+9-14% over loading them from global memory in the
-//     consumers, run 115).
+//     kb * m_e floats, and a TMA box must start 16-byte aligned (an unaligned start traps), so
+//     the box holds kM + 4 floats from the aligned element at or before row m0's and the
+//     consumers read from there (+9-14% over loading them from global memory in the consumers).
 //   Two consumer warpgroups (rows 0..63 / 64..127 of the tile): per K block the slot's
 //     descriptors (32-bit low words: the slot index times the slot's size in 16-byte units), the
 //     full wait, the thread's two row scales from the slot, 4 m64n128k32 wgmmas into part, the
 //     wait for them, one arrival per warp on both CTAs' empty barriers, then acc += part *
 //     a_scale(row) * b_scale (the other consumer's wgmmas run meanwhile). The weight scale comes
-//     from global memory a K block ahead (run 116: staging each tile's in shared memory instead
-//     was no faster).
+//     from global memory a K block ahead (staging each tile's in shared memory instead was no
+//     faster).
 //   Output: through 16 KB of shared memory per consumer, whole 256-byte row segments per warp
 //     store (ws_store_tile_smem), masked to the expert's rows and to n.
-// Measured (docs/benchmarks.md rounds 16-17): with the warpgroup index by shuffle (descriptors in
+// Measured (H200, docs/experiments.md): with the warpgroup index by shuffle (descriptors in
 // uniform registers) 40-43 / 57-61 / 66-68% of the per-tensor FP8 ceiling at 4K / 16K / 64K
-// tokens (run 120), ScMW 45-46 / 61-65 / 65-69% in the same run, the peer 55 / 81 / 84%; opt-in.
+// tokens, ScMW 45-46 / 61-65 / 65-69% in the same run, DeepGEMM 55 / 81 / 84%; opt-in.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (the type only: no driver call here)

@@ -155,9 +155,9 @@ __global__ void __launch_bounds__(kMlaThreads) mla_decode_split_kernel(MlaDecode
 // sums meet in shared memory. Four groups where the blocks are few (one sequence: `heads`
 // blocks), one where they fill the GPU anyway (mla_combine_groups; registers capped at 64 for
 // eight blocks an SM: a batch of short sequences has thousands of blocks of one round trip each,
-// and run 179 lost 10% on one with 118 registers). Splits with no tokens (sum
-// 0) are skipped, whatever their o holds. Launched after the split kernel, with programmatic
-// dependent launch where the launcher asks for it: pdl_wait() first.
+// and a merge with 16 partials in flight, 118 registers, lost 10% on one). Splits with no
+// tokens (sum 0) are skipped, whatever their o holds. Launched after the split kernel, with
+// programmatic dependent launch where the launcher asks for it: pdl_wait() first.
 static_assert(128 * 4 == kMlaLatentDim, "each thread of a group owns four latent dimensions");
 
 template <int kGroups>
@@ -254,8 +254,8 @@ __global__ void __launch_bounds__(128 * kGroups, kGroups == 1 ? 8 : 2) mla_combi
 }
 
 // Groups of the combine for `blocks` (sequence, head) blocks: 4 up to 256 blocks, else 1 (H200,
-// docs/benchmarks.md "MLA decode, round 5": 512 threads took the 64K batch-1 merge from 13.5 to
-// 8.4 us and slowed batch 8's from 7.3 to 12.3 us).
+// docs/experiments.md, MLA decode: 512 threads took the 64K batch-1 merge from 13.5 to 8.4 us
+// and slowed batch 8's from 7.3 to 12.3 us).
 constexpr int mla_combine_groups(int64_t blocks) { return blocks <= 256 ? 4 : 1; }
 
 }  // namespace hymoe::gpu::kernels

@@ -1,8 +1,8 @@
-// MLA decode attention on wgmma, round 3 (MlaDecodeImpl::kWgmmaPair, sm_90a only; block size 64
-// and MlaDecodeParams::cache_blocks given: tiles by TMA): the operation, tiles, descriptors and
-// split-K workspace of mla_decode_wgmma.cuh, scheduled in pairs of tiles as FlashMLA's SM90 dense
-// decode is (docs/benchmarks.md, "MLA decode, round 4", explains why the ping-pong of
-// mla_decode_wgmma_pp.cuh leaves the tensor pipe idle through every softmax).
+// MLA decode attention on wgmma in pairs of tiles (MlaDecodeImpl::kWgmmaPair, sm_90a only; block
+// size 64 and MlaDecodeParams::cache_blocks given: tiles by TMA): the operation, tiles,
+// descriptors and split-K workspace of mla_decode_wgmma.cuh, scheduled in pairs of tiles as
+// FlashMLA's SM90 dense decode is, because the ping-pong of mla_decode_wgmma_pp.cuh leaves the
+// tensor pipe idle through every softmax (docs/experiments.md, MLA decode).
 // Block = (64-head group, split, sequence), 256 threads = two warpgroups, one block per SM. Pair
 // i = tiles t0 = 2i (stage 0) and t1 = 2i + 1 (stage 1, absent when the split's tile count is odd
 // and i is its last pair). Warpgroup 0 computes S of t0, warpgroup 1 S of t1; O columns
@@ -194,15 +194,15 @@ __global__ void __launch_bounds__(kWgmmaPairThreads, 1)
   // (TMA writes are async-proxy, as wgmma reads); `zero`: the first wgmma starts the sum.
   auto issue_s = [&]<int kC0, int kC1>(int j, bool zero) {
     const uint32_t stage = stage_of(j % 2), use = static_cast<uint32_t>((j / 2) & 1);
-    // Each wgmma's descriptors: one add from the tile's and Q's (run 190: building every
-    // descriptor from its address cost ~1300 uniform instructions a tile in the ping-pong).
+    // Each wgmma's descriptors: one add from the tile's and Q's (building every descriptor from
+    // its address cost ~1300 uniform instructions a tile in the ping-pong, by ncu).
     const uint64_t k_desc = wgmma::sw128_kmajor_desc(stage);
     constexpr int kSmemEnd = kC1 < kWgmmaPairQBlocks ? kC1 : kWgmmaPairQBlocks;
     // Q's shared-memory blocks in a loop (not unrolled: the kernel's code is large enough that
     // instruction fetch showed in its stalls, 17% of them with every block unrolled). The two
     // descriptors ride the loop, one add a block each, opaque to the compiler: left to itself it
-    // rebuilt both from the stage's address every block (run 192's ncu: ~25 uniform instructions
-    // a block, ~190 a tile, where FlashMLA's whole kernel issues ~60).
+    // rebuilt both from the stage's address every block (ncu: ~25 uniform instructions a block,
+    // ~190 a tile, where FlashMLA's whole kernel issues ~60).
     uint64_t qd = wgmma::sw128_desc_advance(q_desc, kC0 * wgmma::kMlaBlockBytes);
     uint64_t kd = wgmma::sw128_desc_advance(k_desc, kC0 * wgmma::kMlaBlockBytes);
 #pragma unroll 1

@@ -1,4 +1,4 @@
-// MLA decode attention on wgmma, round 2 (MlaDecodeImpl::kWgmmaPingPong, sm_90a only): the same
+// MLA decode attention on wgmma, ping-pong (MlaDecodeImpl::kWgmmaPingPong, sm_90a only): the same
 // operation, tiles, shared-memory layout, descriptors and split-K workspace as
 // mla_decode_wgmma.cuh, with FlashMLA's division of the work between the two warpgroups and
 // mbarriers instead of block-wide barriers.
@@ -84,8 +84,8 @@ __device__ __forceinline__ void mla_pp_load_rows(uint32_t dst, int t, const void
 // of a row group hold its columns) against the running maxima m_ref, in log2 units: the raw row
 // maximum times scale_log2 (> 0: the same value as the maximum of the scaled scores), each
 // score's scale folded into its exponent's FFMA. Tokens from `end` on are masked; only a split's
-// last tile has any (run 190: masking every tile cost ~400 instructions a tile, on the path from
-// S to P). The new maxima into m_new (finite: token `tile` is valid), P into s (masked: 0), its
+// last tile has any (masking every tile cost ~400 instructions a tile, on the path from S to
+// P). The new maxima into m_new (finite: token `tile` is valid), P into s (masked: 0), its
 // row sums into sum.
 __device__ __forceinline__ void mla_tile_softmax(float (&s)[32], int tile, int end, int c,
                                                  float scale_log2, const float (&m_ref)[2],
@@ -117,8 +117,8 @@ __device__ __forceinline__ void mla_tile_softmax(float (&s)[32], int tile, int e
 // [64 heads][64 tokens] P block at p_block (the ping-pong's and the pair kernel's): the step's four
 // 8x8 matrices m (rows 8 (m % 2) .. + 7 of the warp's 16, tokens 16 kk + 8 (m / 2) .. + 7) are
 // the pairs of P as the rs wgmma's A fragment a[kk][m]; lane l gives row l % 8 of matrix l / 8
-// (run 190: 16 4-byte stores and their swizzled addresses a thread were ~270 instructions a tile
-// where FlashMLA's stmatrix needs 16).
+// (16 4-byte stores and their swizzled addresses a thread were ~270 instructions a tile where
+// FlashMLA's stmatrix needs 16).
 __device__ __forceinline__ uint32_t mla_p_stmatrix_row(uint32_t p_block, int warp, int lane,
                                                        int kk) {
   const int m = lane / 8;
@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
 
   // The owner's release of the previous tile's stage: with cp.async, as soon as its own P V_{j-1}
   // is done, before it waits for tile j (the next load then starts while tile j is still landing:
-  // run 145, 1.18-1.21x at 64K, 1.12-1.20x at 8K batch 4-8); with TMA, after issuing S_j, so
-  // that S_j queues behind P V_{j-1} (releasing early was 0-3% slower there, run 145).
+  // 1.18-1.21x at 64K, 1.12-1.20x at 8K batch 4-8); with TMA, after issuing S_j, so that S_j
+  // queues behind P V_{j-1} (releasing early was 0-3% slower there).
   constexpr bool kEarly = !kTma;
   const int h0 = blockIdx.x * kWgmmaMlaHeads, splits = p.num_splits;
   const int tid = threadIdx.x, t = tid % 128;
@@ -264,8 +264,8 @@ __global__ void __launch_bounds__(kWgmmaPpThreads, 1)
       const uint32_t stage = k_s + owner * wgmma::kMlaTileBytes;
       const uint32_t use = wgmma::mla_pp_tile_parity(j);  // parity of this tile's phases
       const uint32_t v0 = stage + static_cast<uint32_t>(v_col);
-      // This tile's descriptors, each wgmma's one add from them (run 190: building every
-      // descriptor from its address cost ~1300 uniform instructions a tile).
+      // This tile's descriptors, each wgmma's one add from them (building every descriptor
+      // from its address cost ~1300 uniform instructions a tile).
       const uint64_t k_desc = wgmma::sw128_kmajor_desc(stage), v_desc = wgmma::mla_v_desc(v0);
       if (owner == wg) {
         if constexpr (kEarly) {  // P V_{j-1} done: release stage (j-1) % 2, then wait for tile j

@@ -133,8 +133,8 @@ __device__ __forceinline__ void tma_load_2d_multicast([[maybe_unused]] uint32_t 
 //                              (release at CTA scope, the default, as CUTLASS's ClusterBarrier:
 //                              the arrivals only say this CTA's wgmmas are done reading a slot,
 //                              which wgmma.wait_group already ordered; .release.cluster made
-//                              ptxas put a MEMBAR before every arrival, run 67's ncu: 35% of
-//                              the consumers' stall cycles)
+//                              ptxas put a MEMBAR before every arrival, 35% of the
+//                              consumers' stall cycles by ncu)
 // The three special registers behind them, one mov each.
 enum class ClusterReg { kRank, kIndex, kCount };
 template <ClusterReg kReg>
@@ -202,8 +202,8 @@ __device__ __forceinline__ void tensormap_acquire(const void* map) {
 // The thread's warpgroup (threadIdx.x / 128) through a shuffle from lane 0, so that ptxas knows
 // it is the same over the warp: what derives from it (the consumers' shared-memory descriptors,
 // branches holding wgmmas) then lives in uniform registers. Without it the grouped kernel moved
-// each descriptor with 4 R2UR per wgmma and ran 5-10% slower at 16K-64K tokens (round 17,
-// docs/benchmarks.md). Call with the whole warp converged.
+// each descriptor with 4 R2UR per wgmma and ran 5-10% slower at 16K-64K tokens (H200,
+// docs/experiments.md). Call with the whole warp converged.
 __device__ __forceinline__ int warpgroup_index() {
   return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
 }
