@@ -107,7 +107,8 @@ struct AmxPrefetchVariant {
 // The core's speed at this moment: worker 0 of the pool runs the 1-thread GEMV over one 64x7168
 // matrix held in its L2 (as fp8_gemv_l2_64x7168_b1) for ~2 ms; GB/s. A case's note carries it
 // from before and after its rounds, so that a shared host that slows the cores in part of a run
-// (run 5: 9.0 GB/s at its start against 15.8 in run 4) shows in the case it hit.
+// (the Xeon once measured 9.0 GB/s at a run's start against 15.8 the run before) shows in the
+// case it hit.
 double core_l2_gbps(BenchContext* ctx, cpu::ThreadPool& pool) {
   Fp8MatrixSet& m = ctx->cached<Fp8MatrixSet>("core_check", "64x7168", [&] { return new Fp8MatrixSet(64, 7168, 1, pool); });
   std::vector<uint16_t> x(7168, float_to_bf16(0.25f));
@@ -243,7 +244,7 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
 // slice) and one matrix's GEMV (every worker its rows), count times, each its own run(); the
 // round's ratio is the GEMV's GB/s over the probe's, both summed over the round. A shared host's
 // bandwidth moved by up to 2x between cases and round ratios spanned 0.58-1.00 inside one case
-// (Xeon runs 9-12), i.e. it drifts within the 15-150 ms a whole round takes; alternating every
+// (the 16-core Xeon), i.e. it drifts within the 15-150 ms a whole round takes; alternating every
 // 0.1-1.5 ms puts both sides in the same moments. Each matrix is its own run() (a barrier
 // after it) on both sides, so the two pay the same dispatch.
 void bm_gemv_fine(benchmark::State& state, BenchContext* ctx, Shape s, int threads) {
@@ -451,9 +452,9 @@ void register_gemv(BenchContext& ctx) {
     // batch 1 under other software prefetch (records fp8_gemv_<shape>_b1_amx_pf_<name>): nol1 =
     // the next group into L2 only, l1only = 512 bytes ahead into L1 only, off = none (the
     // hardware prefetchers alone), far = two groups ahead into L2, l1far = 1 KB ahead into L1.
-    // At batch 1 on 16 threads the AMX variant streams 0.84-0.87x of AVX512-BF16 (runs 32, 42)
-    // while one core of it decodes faster in L2 (19.0 against 16.8 GB/s, run 42): how it keeps
-    // its misses in flight is the suspect.
+    // At batch 1 on 16 threads the AMX variant streams 0.84-0.87x of AVX512-BF16 on the Xeon
+    // while one core of it decodes faster in L2 (19.0 against 16.8 GB/s): how it keeps its
+    // misses in flight is the suspect.
     if (kernels::fp8_gemv_amx_supported()) {
       for (int b : {1, 2, 4, 8}) {
         const std::string amx_name = "fp8_gemv_amx/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
@@ -475,13 +476,13 @@ void register_gemv(BenchContext& ctx) {
   // Prefetch and row-order variants at batch 1, 1 thread and all threads (records
   // fp8_gemv_<shape>_b1_pf_<name>; each the default with its prefetch or its row order changed):
   // l2 = always into L2, l1 = always into L1 (the one that is not this CPU's default
-  // (default_gemv_prefetch) also at 2, 4 and 8 threads: on the Xeon, runs 42-49, L2 beat L1 on
+  // (default_gemv_prefetch) also at 2, 4 and 8 threads: on the Xeon L2 beat L1 on
   // 7168x2048's 16 KB passes, on Zen 5 L1 beat L2),
   // nofirst = no up-front prefetch of a call's first pass;
   // off = no software prefetch (the hardware prefetchers alone: on Intel every software prefetch
   // holds one of the core's 16 L1 fill buffers until its line arrives, which may cap one core's
   // reads) also at 2, 4 and 8 threads; far = two passes ahead (1, 2, 4 and 8 threads: the
-  // default's ratio fell to 0.82-0.89 at 4 and 8 threads on the 16-core Xeon, run 32, where the
+  // default's ratio fell to 0.82-0.89 at 4 and 8 threads on the 16-core Xeon, where the
   // loaded latency per thread is highest for the depth of prefetch).
   if (kernels::best_isa() != kernels::Isa::kAvx512Bf16) return;
   struct Case {
@@ -523,7 +524,7 @@ void register_gemv(BenchContext& ctx) {
     // Row orders other than the default's (GemvPrefetch::row_blocks x row_streams: K blocks in
     // flight x rows at a time from as many parts of the call; rows0 = 8 adjacent rows side by
     // side): on the Zen 5 VM one thread read 27-31 GB/s from DRAM going through rows one after
-    // another and 23-33 in the 8-row order (docs/benchmarks.md).
+    // another and 23-33 in the 8-row order (docs/experiments.md).
     for (const auto& [name, blocks, streams] : {std::tuple{"rows0", 0, 1}, {"rows4", 4, 1}, {"rows8", 8, 1},
                                                 {"rows4x2", 4, 2}, {"rows2x4", 2, 4}}) {
       const bool same = blocks == def.row_blocks && (blocks == 0 || streams == def.row_streams);

@@ -8,8 +8,8 @@
 // moe_layer_shifts/batch:N (records moe_layer_bN_shifts, moe_b2_over_b1_shifts): the same experts
 // with their special codes attached, so the GEMVs decode by shifts (fp8_special_codes.h).
 // moe_layer_lag0/batch:N (records moe_layer_bN_lag0, moe_b2_over_b1_lag0): the executor's queue
-// in the order before session 31 (MoeTuning::down_lag 0: an expert's down tasks right behind its
-// gate/up tasks), for an A/B against the default. Every record's note has the workers' time at the
+// with MoeTuning::down_lag 0 (an expert's down tasks right behind its gate/up tasks), for an A/B
+// against the default. Every record's note has the workers' time at the
 // per-expert barriers (RunStats::barrier_wait_us, per layer run, summed over the workers).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -222,8 +222,8 @@ void bm_moe(benchmark::State& state, BenchContext* ctx, int tokens, bool shifts,
                           distinct_experts_per_call()[key - 1],
                           distinct_experts_per_call()[key] / distinct_experts_per_call()[key - 1])});
     // The raw median times' ratio as a record too: the drift-free one leans on each round's probe,
-    // and where the probe itself swings between rounds (the Xeon in run 202: 1.52 drift-free,
-    // 1.96 raw) only the two together say what batch 2 costs.
+    // and where the probe itself swings between rounds (on the Xeon once 1.52 drift-free, 1.96
+    // raw) only the two together say what batch 2 costs.
     if (b1_ms > 0)
       ctx->put({"moe_b2_over_b1_raw" + suffix, threads, ms / b1_ms, "x", 1.9, ms / b1_ms / 1.9,
                 "batch-2 / batch-1 median times (the machine's drift between the cases included); "
@@ -246,7 +246,7 @@ void register_moe(BenchContext& ctx) {
           ->Iterations(kMoeRounds);
     }
   }
-  for (int tokens : {1, 2}) {  // the A/B: the queue's order before session 31
+  for (int tokens : {1, 2}) {  // the A/B: the queue with down_lag 0
     benchmark::RegisterBenchmark(("moe_layer_lag0/batch:" + std::to_string(tokens)).c_str(), bm_moe, &ctx, tokens,
                                  false, 0)
         ->UseManualTime()

@@ -51,7 +51,7 @@ class Bench {
   // to back for kSettleMs first, then 7 batches of >= 40 ms. (The H200 runs FP8 GEMMs at its
   // power limit, SM clock 1.3-1.5 GHz under ncu against a 1.98 GHz boost: right after idle time
   // the first batches run faster, and time_ms read 2-10% above this on the grouped GEMM and the
-  // FP8 ceiling in run 124, docs/benchmarks.md round 18.)
+  // FP8 ceiling: docs/experiments.md, grouped expert FP8 GEMM.)
   double steady_ms(const std::function<void()>& enqueue) {
     constexpr double kSettleMs = 500.0;
     double settled = 0.0, once = 1e30;

@@ -194,7 +194,7 @@ void bench_block_gemm(Bench& bench, const CublasLt& lt, const Ceilings& c, int m
   for (int m = 4096; m <= max_tokens; m *= 4) {
     for (const Linear& l : kLinears) {
       const GemmShape shape{m, l.n, l.k, l.k, l.k, l.n};
-      // kAuto (cuBLASLt where it has an algorithm) and hymoe's wgmma kernels (sm_90a: round 1's
+      // kAuto (cuBLASLt where it has an algorithm) and hymoe's wgmma kernels (sm_90a: kWgmma
       // and the warp-specialised persistent one) at every size; the 64-row tiles and the
       // mma.sync kernel beside them at the smallest size.
       for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kWgmma,

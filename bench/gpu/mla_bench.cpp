@@ -155,8 +155,8 @@ void bench_mla_decode(Bench& bench, const Ceilings& c, const DeviceInfo& info, i
       if (steady) {
         // The power-limited steady state: the rows that decide kAuto's rule and the comparison
         // with FlashMLA (its driver's --steady), each timed after 500 ms of its own calls, so
-        // that no row inherits the clocks its predecessors left (docs/benchmarks.md, MLA decode
-        // round 11: the H200's SM clock moved between 1.3 and 1.97 GHz across 100 ms rows).
+        // that no row inherits the clocks its predecessors left (the H200's SM clock moved
+        // between 1.3 and 1.97 GHz across 100 ms rows: docs/experiments.md, MLA decode).
         if (impl == MlaDecodeImpl::kWgmmaPingPong) {
           run(impl, splits_1wave, "wgmma-pingpong-1wave", true);
           run(impl, 0, "wgmma-pingpong-plan", true, true);

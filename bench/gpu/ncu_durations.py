@@ -9,8 +9,8 @@
 # (metrics missing from the CSV print as nan). A launch whose name holds "combine" is counted
 # with the kernel launched just before it. Prints medians: split kernel microseconds, the SMs'
 # active fraction of its elapsed cycles, DRAM MB written and read; the combine's microseconds and
-# active fraction. Used for docs/benchmarks.md's "MLA decode, round 5" and (with ncu's
-# --cache-control none: caches left warm, as in back-to-back calls) "round 9".
+# active fraction. Used for MLA decode's fixed costs and split kernel vs merge (docs/experiments.md;
+# for the latter with ncu's --cache-control none: caches left warm, as in back-to-back calls).
 import csv,sys,statistics as st,collections
 rows=[r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 launch=collections.OrderedDict()

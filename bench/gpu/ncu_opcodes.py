@@ -4,9 +4,10 @@
 # sequences x 1024 tiles x 2 head groups at 64K batch 8), of one profiled kernel per CSV of
 #   ncu --launch-count 1 --section SourceCounters --page source --print-source sass --csv ... > F.csv
 # (the first "Kernel Name" block of each). With two CSVs (hymoe's kernel, then a peer's): both
-# columns and their difference, largest first. Used for docs/benchmarks.md's "MLA decode, round 9".
+# columns and their difference, largest first (how MLA decode's instructions a tile were compared
+# with FlashMLA's, docs/experiments.md).
 # --stalls: instead, the warp-stall samples by reason (the CSVs' stall_* columns, all samples) and
-# each kernel's five instructions with the most long-scoreboard, wait and barrier samples (round 10).
+# each kernel's five instructions with the most long-scoreboard, wait and barrier samples.
 import collections, csv, io, signal, sys
 
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly

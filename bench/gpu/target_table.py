@@ -126,7 +126,7 @@ def moe_rows(recs):
                         ""))
         raw_rec = next((r for r in recs if r["name"] == "moe_b2_over_b1_raw" + suffix), None)
         raw = raw_rec["value"] if raw_rec else None
-        if b2 and raw is None:  # (records before session 30: the raw ratio is in the note)
+        if b2 and raw is None:  # (records older than moe_b2_over_b1_raw: the raw ratio is in the note)
             m = re.search(r"raw median times give ([\d.]+)", b2.get("note", ""))
             raw = float(m.group(1)) if m else None
         if b2:

@@ -6,7 +6,7 @@
 // software prefetch into L2 walks the next pass's rows, one 64-byte line per row and step, as the
 // FP8 GEMV's does.
 // (Rows in pairs without the prefetch read 0.44 / 0.61 of the read probe at 1 / 2 threads on the
-// lm_head shape, 0.82-0.86 / 0.90-0.93 this way: docs/benchmarks.md.)
+// lm_head shape, 0.82-0.86 / 0.90-0.93 this way: docs/experiments.md, CPU GEMV.)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -75,7 +75,7 @@ void rows(const Bf16GemvParams& p, int64_t t0, int64_t i0) {
 // Rows per pass at T tokens: 8 at one and two, 6 at three and four (R x T <= 24 accumulators of
 // the 32 zmm, beside T activations and the widened weights). At 4 tokens 6 rows read the lm_head
 // shape 1.20x as fast as 2 rows (each activation load serves 3x the weights); 12 rows at 2
-// tokens lost to 8 (docs/benchmarks.md, "The BF16 GEMV at 2-4 tokens").
+// tokens lost to 8 (docs/experiments.md, CPU GEMV).
 struct Bf16GemvRowsAvx512 {
   template <int T>
   static constexpr int rows = T <= 2 ? 8 : 6;

@@ -9,7 +9,7 @@
 // rows and K past the ends zero-filled) and the chunk's 4 panels are decoded (32 KB); every
 // 32-row block of the slab then meets every panel. (The kernel before this one loaded its X
 // tiles straight from X, a 14 KB row pitch at K = 7168, again for every panel: half this one's
-// speed on the Xeon, results bitwise the same; docs/benchmarks.md.) Row tails and K blocks that
+// speed on the Xeon, results bitwise the same; docs/experiments.md.) Row tails and K blocks that
 // are not a multiple of 32 wide run through the same tiles on the zero-filled slab and panels, so
 // a row's result does not depend on how many rows share the call (batch invariance).
 #include <immintrin.h>

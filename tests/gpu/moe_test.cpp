@@ -210,9 +210,9 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
   // a 1-row expert, empty ones. kWgmmaWs*: the persistent warp-specialised kernels;
   // kWgmmaWsTmaGrouped: with TMA loads (A's boxes cross into the next expert's rows);
   // kWgmmaWsTmaGroupedSt: the same storing through shared memory (n = 320: a partial column tile).
-  // Round 4's opt-in variants: kWgmmaWsTmaGroupedSc (scales through the ring), X (expert-major
-  // tile order), ScX (both), ScXH (and tiles of <= 64 rows as two 64 x 64 column halves).
-  // Round 5's: C, ScC, ScXC (the cross-step schedule; more K depths in the remainders test).
+  // The opt-in variants: kWgmmaWsTmaGroupedSc (scales through the ring), X (expert-major tile
+  // order), ScX (both), ScXH (and tiles of <= 64 rows as two 64 x 64 column halves); C, ScC,
+  // ScXC (the cross-step schedule; more K depths in the remainders test).
   check_pipeline(600, {GemmBackend::kWgmma, GemmBackend::kWgmma64, GemmBackend::kWgmmaWs,
                        GemmBackend::kWgmmaWsPipe, GemmBackend::kWgmmaWs64,
                        GemmBackend::kWgmmaWsTmaGrouped, GemmBackend::kWgmmaWsTmaGroupedSt,
@@ -240,7 +240,7 @@ TEST(Moe, WgmmaPipelineMatchesReference) {
 // The grouped TMA kernels on chosen expert sizes: empty experts, 1-row experts, remainders past
 // whole 128-row tiles of 1, 63, 64, 65 and 127 rows, ~128 and ~512 rows per expert (top 1
 // routing, so each expert gets exactly its count). Four tests, each within ctest's limit (as one
-// it took 115 of gpu-check's 120 s on the H200, run 133).
+// it took 115 of gpu-check's 120 s on the H200).
 const std::vector<int> kRemainderCounts = {0,  1,   129, 0,   191, 192, 193, 255, 1,  128,
                                            63, 512, 64,  65,  127, 0,   509, 130, 126, 0};
 
@@ -282,7 +282,7 @@ TEST(Moe, WgmmaGroupedWideTilesMatchReference) {
     check_pipeline(0, {GemmBackend::kWgmmaWsTmaGroupedScMW}, kRemainderCounts, 128, n);
 }
 
-// Round 16's kernel (Tx): K depths 128 and 640 (more K blocks than its 5 slots: the ring carried
+// kWgmmaTmaGroupedTx: K depths 128 and 640 (more K blocks than its 5 slots: the ring carried
 // across tiles at an offset), widths 200 (a partial column tile) and 576. The permuted scales'
 // padding stays poisoned (NaN): the rows of a tile past its expert's end read it. Then a whole
 // layer smaller than one tile (8 rows over 3 experts, one empty): the TMA boxes (128 rows of A,

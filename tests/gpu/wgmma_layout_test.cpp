@@ -217,7 +217,7 @@ TEST(GpuHost, WgmmaRasterCoversEveryTileOnce) {
   EXPECT_EQ(raster_tile(8 * 144, 128, 144, 8).m, 8);
 }
 
-// Round 16's cluster pairs: every (pair row, column tile) once; inside a full group consecutive
+// kWgmmaTmaGroupedTx's cluster pairs: every (pair row, column tile) once; inside a full group consecutive
 // ids walk its kTxPairGroup pair rows of one column tile; grouped_seek lands on the expert that
 // holds the row tile whatever order the row tiles come in.
 TEST(GpuHost, TxPairsCoverEveryTileOnceAndSeekFindsTheExpert) {

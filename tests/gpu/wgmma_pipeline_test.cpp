@@ -45,7 +45,7 @@ struct RingModel {
   // barrier then counts 1 + one group's lanes.
   int turn_groups = 1;
   bool wrong_turn_count = false;  // injected bug: full barriers count every producer anyway
-  // Injected bug: group g fills blocks b with b % turn_groups == g instead (round 10's rule):
+  // Injected bug: group g fills blocks b with b % turn_groups == g instead (an earlier rule):
   // where turn_groups does not divide the slots, a slot's blocks go to the groups in turn, and
   // on a short ring a group's waits pass over phases of the slot it did not fill.
   bool turn_by_block = false;
@@ -204,7 +204,7 @@ TEST(GpuHost, WgmmaWsRingProtocolCrossStepReleaseOrder) {
 // kSmemScales' scale copies on three warps sharing the slots (ws_produce_scales: slot s is warp
 // s % 3's): the TMA thread and one warp's 32 lanes complete each full barrier; every block
 // arrives in order under both schedules with 6 slots (the 128 x 128 kernels) and 5 (the 128 x
-// 192 one, ScMW), and with 2 or 4 (a warp without slots, uneven shares). Round 10's rule, block j
+// 192 one, ScMW), and with 2 or 4 (a warp without slots, uneven shares). An earlier rule, block j
 // to warp j % 3, fails on a 2-slot ring (a warp passes over whole phases of a slot, which a
 // parity wait cannot tell apart), and a full barrier that still counted all 97 producers would
 // never complete: the model catches both.

@@ -2,8 +2,8 @@
 // done per 64-byte line (S address streams, OPS vdpbf16ps per line over 16 accumulators, so that
 // no dependency chain bounds it; optional software prefetch D bytes ahead). Not built by CMake:
 //   g++ -O2 -march=native -std=c++20 bench/cpu/probes/stream_ops.cpp -o /tmp/stream_ops && /tmp/stream_ops
-// Used in docs/benchmarks.md "The FP8 GEMV on the session-25 dev VM" to tell a memory-system bound
-// from an instructions-per-line bound (512 MB, transparent huge pages, best of 4 passes).
+// Tells a memory-system bound from an instructions-per-line bound (512 MB, transparent huge pages,
+// best of 4 passes); used for the FP8 GEMV on the 2-core Zen 5 dev VM (docs/experiments.md, CPU).
 #include <immintrin.h>
 #include <sys/mman.h>
 #include <chrono>

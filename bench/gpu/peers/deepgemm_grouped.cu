@@ -1,4 +1,4 @@
-// Side-by-side driver for a peer (docs/benchmarks.md "DeepGEMM beside ScMW"): DeepGEMM's SM90
+// Side-by-side driver for a peer (docs/experiments.md, grouped expert GEMM): DeepGEMM's SM90
 // 1D2D m-grouped contiguous FP8 GEMM (block-scaled like hymoe's grouped GEMM: FP8 E4M3 operands,
 // per-token x 128-column activation scales, 128 x 128 weight scales, BF16 out) on the routing
 // of hymoe-bench-gpu's `moe` section (mt19937_64(42), top 8 of 256 experts, 4K / 16K / 64K

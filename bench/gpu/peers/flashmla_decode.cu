@@ -1,4 +1,4 @@
-// Side-by-side driver for a peer (docs/benchmarks.md "FlashMLA beside hymoe's MLA decode"):
+// Side-by-side driver for a peer (docs/experiments.md, MLA decode):
 // FlashMLA's SM90 dense decode (BF16 latent cache, paged in 64-token blocks, absorbed MLA with
 // q/k head dim 576 and v head dim 512, split-KV over the SMs plus a combine kernel) on the shapes
 // of hymoe-bench-gpu's `mla_decode` section: 128 query heads, one latent head, one new token a

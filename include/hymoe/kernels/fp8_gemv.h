@@ -58,7 +58,7 @@ void fp8_gemv(Isa isa, const Fp8GemvParams& p);
 // rows at a time into tiles in L1, and the dot products on the tile unit (tdpbf16ps against the
 // activations as a 16 K pair x batch tile), so batch 2..8 cost about what batch 1 does. Opt-in:
 // fp8_gemv(p) never picks it. On this project's Xeons it is slower at batch 1 (0.6-0.8x of
-// AVX512-BF16) and faster from batch 4 (1.2-2.3x; docs/benchmarks.md), and a token's result
+// AVX512-BF16) and faster from batch 4 (1.2-2.3x; docs/experiments.md), and a token's result
 // must not depend on its batch (batch invariance), so one variant serves every batch: the
 // AVX512-BF16 one. Rows are bitwise the same at every batch size and row split within this
 // variant. Its activation buffers are per-thread scratch, grown when a thread first meets a
