@@ -1,0 +1,63 @@
+// The routed experts of one MoE layer for a long prompt on the GPU (SLP, issue 42), the experts
+// streamed into ring slots by an ExpertStreamer while the previous ones compute:
+//   1. the tokens quantised to FP8 (1 x 128 blocks), grouped by expert (moe.h's offsets and
+//      permute; the offsets come to the host once a layer);
+//   2. per batch of experts that the ring holds at once (consecutive items of the streamer's
+//      schedule, in expert order): gate and up by the grouped block-scaled FP8 GEMM over the
+//      batch's slots, SiLU(gate) * up, quantised, down by the grouped GEMM; the batch's slots are
+//      released behind the down GEMM so the loader refills them while the next batch computes;
+//   3. the weighted un-permute back to token order.
+// Per batch the grouped GEMMs see every expert, those outside the batch with no rows (their
+// offsets collapsed onto the batch's bounds), so the activations' grouped scale layout is the one
+// of the whole layer. A row's result depends only on its own token and expert, not on the ring's
+// length or the batch it fell in.
+//
+// Built only with CUDA (HYMOE_HAVE_CUDA).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "hymoe/engine/expert_stream.h"
+#include "hymoe/gpu/buffer.h"
+#include "hymoe/gpu/cublaslt.h"
+#include "hymoe/gpu/dtypes.h"
+#include "hymoe/gpu/moe.h"
+
+namespace hymoe {
+
+class SlpMoe {
+ public:
+  // Buffers for up to max_tokens prompt tokens, counted against budget (may be null).
+  SlpMoe(const ModelConfig& config, const gpu::CublasLt& lt, int64_t max_tokens, gpu::MemoryBudget* budget);
+  ~SlpMoe();
+  SlpMoe(const SlpMoe&) = delete;
+  SlpMoe& operator=(const SlpMoe&) = delete;
+
+  struct Params {
+    const gpu::Bf16* x = nullptr;        // [tokens, hidden]: the post-attention norm's output
+    const int32_t* topk_ids = nullptr;   // [tokens, top_k] on the device
+    const float* topk_weights = nullptr; // [tokens, top_k] (routed_scaling_factor applied)
+    gpu::Bf16* out = nullptr;            // [tokens, hidden]: sum_k w_k expert_k(x)
+    int64_t tokens = 0;                  // 1..max_tokens
+    // This layer's experts in the streamer's schedule: item first_item + e is expert e of this
+    // layer for e < n_routed_experts (every expert, in order; the ones without tokens are
+    // acquired and released unused).
+    size_t first_item = 0;
+  };
+  // Enqueues the layer on `stream` (one host synchronisation, for the expert offsets). The
+  // streamer's schedule must hold the layer's items as Params::first_item says; the ring's slots
+  // bound a batch.
+  void run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream);
+
+  int64_t max_tokens() const { return max_tokens_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t max_tokens_ = 0;
+};
+
+}  // namespace hymoe

@@ -1,0 +1,145 @@
+#include "hymoe/engine/slp_moe.h"
+
+#include <algorithm>
+
+#include "hymoe/common/error.h"
+#include "hymoe/gpu/activation.h"
+#include "hymoe/gpu/cuda_check.h"
+#include "hymoe/gpu/fp8_quant.h"
+#include "hymoe/gpu/gemm.h"
+
+namespace hymoe {
+
+struct SlpMoe::Impl {
+  const ModelConfig& c;
+  int64_t hidden, inter, E, K, max_rows;
+  gpu::GroupedFp8Gemm gate, up, down;
+  gpu::DeviceBuffer xq, xq_scales, offsets, cursor, slot_rows, xp, xp_scales, gu, act, act_q, act_scales, y;
+  // Per batch (at most one an expert): the offsets collapsed onto the batch (absolute rows, for
+  // gate and up over the whole permuted A) and the same shifted to the batch's first row (for the
+  // batch's own activations and down), [2][E + 1] each, on the host (pinned, written before the
+  // copy is enqueued and not again this layer) and the device.
+  gpu::PinnedBuffer h_offsets, h_batch;
+  gpu::DeviceBuffer d_batch;
+
+  Impl(const ModelConfig& config, const gpu::CublasLt& lt, int64_t max_tokens, gpu::MemoryBudget* budget)
+      : c(config),
+        hidden(config.hidden_size),
+        inter(config.moe_intermediate_size),
+        E(config.n_routed_experts),
+        K(config.num_experts_per_tok),
+        max_rows(max_tokens * config.num_experts_per_tok),
+        gate(lt, static_cast<int>(inter), static_cast<int>(hidden)),
+        up(lt, static_cast<int>(inter), static_cast<int>(hidden)),
+        down(lt, static_cast<int>(hidden), static_cast<int>(inter)) {
+    const auto T = static_cast<size_t>(max_tokens), R = static_cast<size_t>(max_rows);
+    const int hb = static_cast<int>((hidden + 127) / 128), ib = static_cast<int>((inter + 127) / 128);
+    auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), budget); };
+    xq = make(T * static_cast<size_t>(hidden));
+    xq_scales = make(static_cast<size_t>(hb) * T * 4);
+    offsets = make(static_cast<size_t>(E + 1) * 4);
+    cursor = make(static_cast<size_t>(E) * 4);
+    slot_rows = make(R * 4);
+    xp = make(R * static_cast<size_t>(hidden));
+    xp_scales = make(static_cast<size_t>(gpu::grouped_scale_floats(hb, max_rows, static_cast<int>(E))) * 4);
+    gu = make(R * static_cast<size_t>(2 * inter) * 2);
+    act = make(R * static_cast<size_t>(inter) * 2);
+    act_q = make(R * static_cast<size_t>(inter));
+    act_scales = make(static_cast<size_t>(gpu::grouped_scale_floats(ib, max_rows, static_cast<int>(E))) * 4);
+    y = make(R * static_cast<size_t>(hidden) * 2);
+    h_offsets = gpu::PinnedBuffer(static_cast<size_t>(E + 1) * 4);
+    h_batch = gpu::PinnedBuffer(static_cast<size_t>(E) * 2 * static_cast<size_t>(E + 1) * 4);
+    d_batch = make(static_cast<size_t>(E) * 2 * static_cast<size_t>(E + 1) * 4);
+  }
+
+  void run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream);
+};
+
+SlpMoe::SlpMoe(const ModelConfig& config, const gpu::CublasLt& lt, int64_t max_tokens, gpu::MemoryBudget* budget)
+    : impl_(std::make_unique<Impl>(config, lt, max_tokens, budget)), max_tokens_(max_tokens) {
+  HYMOE_CHECK(max_tokens >= 1 && config.n_routed_experts >= 1 && config.num_experts_per_tok >= 1, kInvalidArgument,
+              "SLP MoE: {} tokens, {} experts, top {}", max_tokens, config.n_routed_experts, config.num_experts_per_tok);
+}
+
+SlpMoe::~SlpMoe() = default;
+
+void SlpMoe::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 1 && p.tokens <= max_tokens_ && p.x && p.topk_ids && p.topk_weights && p.out,
+              kInvalidArgument, "SLP MoE: {} tokens (1..{}) or a null pointer", p.tokens, max_tokens_);
+  impl_->run(p, streamer, ring, stream);
+}
+
+void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
+  const int T = static_cast<int>(p.tokens), rows = static_cast<int>(p.tokens * K);
+  const int64_t scale_ld = max_rows / K;  // max_tokens: the quantiser's token-fastest scale rows
+  // 1. Quantise, group by expert, bring the offsets to the host.
+  gpu::quantize_fp8_per_token_block({.x = p.x, .out = xq.as<gpu::Fp8E4M3>(), .scales = xq_scales.as<float>(), .tokens = T,
+                                     .cols = static_cast<int>(hidden), .x_stride = hidden, .out_stride = hidden,
+                                     .scale_ld = scale_ld},
+                                    stream);
+  gpu::moe_expert_offsets({.topk_ids = p.topk_ids, .expert_offsets = offsets.as<int32_t>(), .cursor = cursor.as<int32_t>(),
+                           .slot_rows = slot_rows.as<int32_t>(), .tokens = T, .top_k = static_cast<int>(K),
+                           .experts = static_cast<int>(E)},
+                          stream);
+  offsets.copy_to_host(h_offsets.data(), static_cast<size_t>(E + 1) * 4, stream);
+  gpu::moe_permute_fp8({.x = xq.as<gpu::Fp8E4M3>(), .x_scales = xq_scales.as<float>(), .topk_ids = p.topk_ids,
+                        .slot_rows = slot_rows.as<int32_t>(), .expert_offsets = offsets.as<int32_t>(),
+                        .out = xp.as<gpu::Fp8E4M3>(), .out_scales = xp_scales.as<float>(), .tokens = T,
+                        .top_k = static_cast<int>(K), .cols = static_cast<int>(hidden), .x_scale_ld = scale_ld},
+                       stream);
+  HYMOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int32_t* off = h_offsets.as<int32_t>().data();
+  HYMOE_CHECK(off[E] == rows, kInternal, "SLP MoE: expert offsets end at {}, {} rows routed", off[E], rows);
+
+  // 2. Batches of experts the ring holds at once, in expert order.
+  const int slots = ring.slots();
+  const auto n = static_cast<size_t>(E + 1);
+  std::vector<gpu::ExpertWeight> gw(static_cast<size_t>(E), ring.gate(0)), uw(static_cast<size_t>(E), ring.up(0)),
+      dw(static_cast<size_t>(E), ring.down(0));
+  int batch = 0;
+  for (int64_t e0 = 0; e0 < E; e0 += slots, ++batch) {
+    const int64_t e1 = std::min<int64_t>(E, e0 + slots);
+    for (int64_t e = e0; e < e1; ++e) {
+      const int slot = streamer.acquire(p.first_item + static_cast<size_t>(e), stream);
+      gw[static_cast<size_t>(e)] = ring.gate(slot);
+      uw[static_cast<size_t>(e)] = ring.up(slot);
+      dw[static_cast<size_t>(e)] = ring.down(slot);
+    }
+    const int32_t r0 = off[e0], r1 = off[e1];
+    if (r1 > r0) {
+      int32_t* abs = h_batch.as<int32_t>().data() + static_cast<size_t>(batch) * 2 * n;
+      int32_t* rel = abs + n;
+      for (size_t g = 0; g < n; ++g) {
+        abs[g] = std::clamp(off[g], r0, r1);
+        rel[g] = abs[g] - r0;
+      }
+      int32_t* d_abs = d_batch.as<int32_t>() + static_cast<size_t>(batch) * 2 * n;
+      int32_t* d_rel = d_abs + n;
+      HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));
+      const std::span<const int32_t> habs(abs, n), hrel(rel, n);
+      auto* g_out = gu.as<gpu::Bf16>();
+      gate.run(habs, d_abs, gw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out, 2 * inter, stream);
+      up.run(habs, d_abs, uw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out + inter, 2 * inter, stream);
+      const int rb = r1 - r0;
+      gpu::silu_mul({.gate_up = g_out + static_cast<int64_t>(r0) * 2 * inter, .out = act.as<gpu::Bf16>(), .rows = rb,
+                     .cols = static_cast<int>(inter), .in_stride = 2 * inter, .out_stride = inter},
+                    stream);
+      // The batch's activations as a problem of their own: rows from 0, offsets shifted.
+      gpu::quantize_fp8_per_token_block({.x = act.as<gpu::Bf16>(), .out = act_q.as<gpu::Fp8E4M3>(),
+                                         .scales = act_scales.as<float>(), .tokens = rb, .cols = static_cast<int>(inter),
+                                         .x_stride = inter, .out_stride = inter, .scale_ld = rb, .group_offsets = d_rel,
+                                         .groups = static_cast<int>(E)},
+                                        stream);
+      down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(),
+               y.as<gpu::Bf16>() + static_cast<int64_t>(r0) * hidden, hidden, stream);
+    }
+    for (int64_t e = e0; e < e1; ++e) streamer.release(p.first_item + static_cast<size_t>(e), stream);
+  }
+  // 3. Back to token order, weighted.
+  gpu::moe_unpermute({.y = y.as<gpu::Bf16>(), .slot_rows = slot_rows.as<int32_t>(), .topk_weights = p.topk_weights,
+                      .out = p.out, .tokens = T, .top_k = static_cast<int>(K), .cols = static_cast<int>(hidden),
+                      .ldy = hidden, .ldo = hidden},
+                     stream);
+}
+
+}  // namespace hymoe
