@@ -113,7 +113,10 @@ void ExpertStreamer::start(std::vector<Item> schedule) {
                 it.expert);
   }
   std::unique_lock lock(mu_);
-  // The previous schedule is done or cancelled: nothing in flight, every released slot back.
+  HYMOE_CHECK(cancelled_ || freed_ == schedule_.size(), kInvalidArgument,
+              "expert streamer: start() before the previous schedule finished ({} of {} items freed) or was cancelled",
+              freed_, schedule_.size());
+  // Nothing in flight, every released slot back.
   cv_.wait(lock, [&] { return in_flight_ == 0 && released_.empty(); });
   schedule_ = std::move(schedule);
   slot_of_.assign(schedule_.size(), -1);

@@ -91,8 +91,8 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
   const int32_t* off = h_offsets.as<int32_t>().data();
   HYMOE_CHECK(off[E] == rows, kInternal, "SLP MoE: expert offsets end at {}, {} rows routed", off[E], rows);
 
-  // 2. Batches of experts the ring holds at once, in expert order.
-  const int slots = ring.slots();
+  // 2. Batches of half the ring, in expert order: the loader fills the other half meanwhile.
+  const int slots = std::max(1, ring.slots() / 2);
   const auto n = static_cast<size_t>(E + 1);
   std::vector<gpu::ExpertWeight> gw(static_cast<size_t>(E), ring.gate(0)), uw(static_cast<size_t>(E), ring.up(0)),
       dw(static_cast<size_t>(E), ring.down(0));

@@ -134,6 +134,7 @@ TEST_F(ExpertStreamTest, CancelMidwayFreesTheSlots) {
   ExpertStreamer streamer(ring, *model_->weights, 0);
   const auto items = all_items();
   streamer.start(items);
+  EXPECT_THROW(streamer.start(items), Error);  // the first schedule is neither finished nor cancelled
   for (size_t i = 0; i < 5; ++i) {
     streamer.acquire(i, compute);
     streamer.release(i, compute);

@@ -371,7 +371,7 @@ TEST_F(HybridExecutorTest, NoDeviceMemoryLeftBehind) {
   }
   ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
   // Everything the executor took is back. The driver may also hand back some of its own
-  // reservations in between (run 216 on an H100 saw 14 MiB more free after than before), so
+  // reservations in between (an H100 once showed 14 MiB more free after than before), so
   // more free memory passes; less by a 2 MiB granule or more is a leak (the KV pool alone is
   // 64 MiB, the smallest step buffer set a few MiB).
   EXPECT_LT(static_cast<int64_t>(free0) - static_cast<int64_t>(free1), int64_t{2} << 20)

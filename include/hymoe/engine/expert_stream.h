@@ -84,8 +84,9 @@ class ExpertStreamer {
   ExpertStreamer(const ExpertStreamer&) = delete;
   ExpertStreamer& operator=(const ExpertStreamer&) = delete;
 
-  // Streams `schedule` in order (after the previous schedule finished or was cancelled).
-  // Throws hymoe::Error (kInvalidArgument) for an item that is not a routed expert of the model.
+  // Streams `schedule` in order. Throws hymoe::Error (kInvalidArgument) for an item that is not a
+  // routed expert of the model, or while the previous schedule has neither finished (every item
+  // released and freed) nor been cancelled.
   void start(std::vector<Item> schedule);
   // Model side, items in schedule order: waits until item i is loaded and makes `compute` wait for
   // its copy; returns its slot. Throws hymoe::Error (kUnavailable) after cancel().

@@ -2,10 +2,10 @@
 // streamed into ring slots by an ExpertStreamer while the previous ones compute:
 //   1. the tokens quantised to FP8 (1 x 128 blocks), grouped by expert (moe.h's offsets and
 //      permute; the offsets come to the host once a layer);
-//   2. per batch of experts that the ring holds at once (consecutive items of the streamer's
-//      schedule, in expert order): gate and up by the grouped block-scaled FP8 GEMM over the
-//      batch's slots, SiLU(gate) * up, quantised, down by the grouped GEMM; the batch's slots are
-//      released behind the down GEMM so the loader refills them while the next batch computes;
+//   2. per batch of experts, half the ring (consecutive items of the streamer's schedule, in
+//      expert order, so that the loader fills the other half meanwhile): gate and up by the
+//      grouped block-scaled FP8 GEMM over the batch's slots, SiLU(gate) * up, quantised, down by
+//      the grouped GEMM; the batch's slots are released behind the down GEMM;
 //   3. the weighted un-permute back to token order.
 // Per batch the grouped GEMMs see every expert, those outside the batch with no rows (their
 // offsets collapsed onto the batch's bounds), so the activations' grouped scale layout is the one
