@@ -5,14 +5,14 @@
 #include <chrono>
 
 #include "hymoe/common/error.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/gemm.h"
 
 namespace hymoe {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = SteadyClock;
 size_t aligned(size_t b) { return (b + 255) / 256 * 256; }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "hymoe/common/error.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
 #include "hymoe/engine/layer_prep.h"
@@ -17,8 +18,7 @@
 namespace hymoe {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = SteadyClock;
 double gb(size_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
 size_t fp8_bytes(const Fp8Matrix& m) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "hymoe/common/error.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
 #include "hymoe/engine/cpu_routed_experts.h"
@@ -35,8 +36,7 @@
 namespace hymoe {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = SteadyClock;
 
 }  // namespace
 
