@@ -11,6 +11,7 @@
 #include "hymoe/engine/layer_prep.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/router.h"
 #include "hymoe/model/weight_store.h"
@@ -25,6 +26,14 @@ size_t fp8_bytes(const Fp8Matrix& m) {
   return m.bytes() + static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
 }
 size_t mlp_bytes(const MlpWeights& w) { return fp8_bytes(w.gate) + fp8_bytes(w.up) + fp8_bytes(w.down); }
+// A resident matrix also keeps a padded copy of its scales where the GEMM's row length differs.
+size_t resident_fp8_bytes(const Fp8Matrix& m) {
+  const int64_t ld = gpu::block_scale_ld(static_cast<int>(m.cols));
+  return fp8_bytes(m) + (ld != m.scale_cols() ? static_cast<size_t>(m.scale_rows() * ld) * sizeof(float) : 0);
+}
+size_t resident_mlp_bytes(const MlpWeights& w) {
+  return resident_fp8_bytes(w.gate) + resident_fp8_bytes(w.up) + resident_fp8_bytes(w.down);
+}
 
 gpu::YarnTable yarn_of(const ModelConfig& c) {
   gpu::YarnConfig yc;
@@ -199,6 +208,14 @@ DevFp8 GpuModel::upload_fp8(const Fp8Matrix& m, const char* what) {
   d.scale_ld = m.scale_cols();
   d.data = upload(m.data, m.bytes());
   d.scales = upload(m.scale_inv, static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float));
+  const int64_t ld = gpu::block_scale_ld(static_cast<int>(m.cols));
+  if (ld != m.scale_cols()) {
+    std::vector<float> padded(static_cast<size_t>(m.scale_rows() * ld), 0.0f);
+    for (int64_t r = 0; r < m.scale_rows(); ++r)
+      for (int64_t c = 0; c < m.scale_cols(); ++c)
+        padded[static_cast<size_t>(r * ld + c)] = m.scale_inv[r * m.scale_cols() + c];
+    d.gemm_scales = upload_f32(padded);
+  }
   return d;
 }
 
@@ -242,11 +259,12 @@ size_t GpuModel::resident_bytes() const {
   size_t total = 2 * static_cast<size_t>(c.vocab_size * c.hidden_size) * 2 + static_cast<size_t>(c.hidden_size) * 4;
   for (const LayerWeights& w : weights_.layers) {
     total += static_cast<size_t>(2 * c.hidden_size) * 4 + static_cast<size_t>(c.q_lora_rank + c.kv_lora_rank) * 4;
-    total += fp8_bytes(w.attn.q_a) + fp8_bytes(w.attn.q_b) + fp8_bytes(w.attn.kv_a_with_mqa) + fp8_bytes(w.attn.o);
+    total += resident_fp8_bytes(w.attn.q_a) + resident_fp8_bytes(w.attn.q_b) +
+             resident_fp8_bytes(w.attn.kv_a_with_mqa) + resident_fp8_bytes(w.attn.o);
     total += static_cast<size_t>(c.num_attention_heads * c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim)) * 2;
-    if (w.dense) total += mlp_bytes(*w.dense);
+    if (w.dense) total += resident_mlp_bytes(*w.dense);
     if (w.moe) {
-      if (w.moe->shared) total += mlp_bytes(*w.moe->shared);
+      if (w.moe->shared) total += resident_mlp_bytes(*w.moe->shared);
       total += static_cast<size_t>(c.n_routed_experts) * (static_cast<size_t>(c.hidden_size) * 2 + 4);
     }
   }

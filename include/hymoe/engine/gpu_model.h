@@ -35,10 +35,14 @@ struct GpuModelOptions {
 };
 
 // An FP8 matrix on the device in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
+// The block-scaled GEMM (gemm.h) reads scale rows of block_scale_ld(k) = ceil(k/128) rounded up
+// to 4: where that differs (never for DeepSeek-V3 / Kimi-K2 shapes), gemm_scales holds a padded
+// copy; gemm_scale_data() is what the GEMM reads either way.
 struct DevFp8 {
-  gpu::DeviceBuffer data, scales;
+  gpu::DeviceBuffer data, scales, gemm_scales;
   int n = 0, k = 0;
   int64_t scale_ld = 0;
+  const float* gemm_scale_data() const { return gemm_scales.bytes() ? gemm_scales.as<float>() : scales.as<float>(); }
 };
 
 struct DevMlp {
