@@ -10,6 +10,20 @@
 
 namespace hymoe {
 
+void slp_batch_offsets(std::span<const int32_t> offsets, int64_t e0, int64_t e1, std::span<int32_t> absolute,
+                       std::span<int32_t> relative) {
+  const auto n = static_cast<int64_t>(offsets.size());
+  HYMOE_CHECK(n >= 2 && e0 >= 0 && e0 < e1 && e1 < n && static_cast<int64_t>(absolute.size()) == n &&
+                  static_cast<int64_t>(relative.size()) == n,
+              kInvalidArgument, "SLP batch offsets: experts [{}, {}) of {}, outputs {} and {}", e0, e1, n - 1,
+              absolute.size(), relative.size());
+  const int32_t r0 = offsets[static_cast<size_t>(e0)], r1 = offsets[static_cast<size_t>(e1)];
+  for (size_t g = 0; g < offsets.size(); ++g) {
+    absolute[g] = std::clamp(offsets[g], r0, r1);
+    relative[g] = absolute[g] - r0;
+  }
+}
+
 struct SlpMoe::Impl {
   const ModelConfig& c;
   int64_t hidden, inter, E, K, max_rows;
@@ -109,10 +123,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
     if (r1 > r0) {
       int32_t* abs = h_batch.as<int32_t>().data() + static_cast<size_t>(batch) * 2 * n;
       int32_t* rel = abs + n;
-      for (size_t g = 0; g < n; ++g) {
-        abs[g] = std::clamp(off[g], r0, r1);
-        rel[g] = abs[g] - r0;
-      }
+      slp_batch_offsets({off, n}, e0, e1, {abs, n}, {rel, n});
       int32_t* d_abs = d_batch.as<int32_t>() + static_cast<size_t>(batch) * 2 * n;
       int32_t* d_rel = d_abs + n;
       HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));

@@ -11,7 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "hymoe/common/error.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/model/presets.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/device.h"
@@ -20,6 +22,40 @@
 
 namespace hymoe {
 namespace {
+
+TEST(SlpMoe, BatchOffsetsEmptyEveryExpertOutsideTheBatch) {
+  // 5 experts with 3, 0, 4, 2, 1 rows; the batch [1, 4): experts 1-3, rows 3..9.
+  const std::vector<int32_t> off = {0, 3, 3, 7, 9, 10};
+  std::vector<int32_t> abs(off.size(), -1), rel(off.size(), -1);
+  slp_batch_offsets(off, 1, 4, abs, rel);
+  EXPECT_EQ(abs, (std::vector<int32_t>{3, 3, 3, 7, 9, 9}));
+  EXPECT_EQ(rel, (std::vector<int32_t>{0, 0, 0, 4, 6, 6}));
+  for (size_t g = 0; g + 1 < off.size(); ++g) {
+    const bool inside = g >= 1 && g < 4;
+    EXPECT_EQ(abs[g + 1] - abs[g], inside ? off[g + 1] - off[g] : 0) << "expert " << g;
+  }
+  slp_batch_offsets(off, 0, 5, abs, rel);  // the whole layer: unchanged
+  EXPECT_EQ(abs, off);
+  EXPECT_EQ(rel, off);
+  EXPECT_THROW(slp_batch_offsets(off, 3, 3, abs, rel), Error);  // an empty batch
+  EXPECT_THROW(slp_batch_offsets(off, 0, 6, abs, rel), Error);  // past the experts
+}
+
+TEST(SlpMoe, SlotLayoutHoldsAnExpertAligned) {
+  const ModelConfig c = preset_config("deepseek-v3", 4);
+  const ExpertSlotLayout l = ExpertSlotLayout::of(c);
+  const size_t w = static_cast<size_t>(c.hidden_size * c.moe_intermediate_size);
+  EXPECT_EQ(l.gate_scale_ld, 56);  // 7168 / 128, already a multiple of 4
+  EXPECT_EQ(l.down_scale_ld, 16);  // 2048 / 128
+  for (size_t off : {l.gate_w, l.up_w, l.down_w, l.gate_s, l.up_s, l.down_s}) EXPECT_EQ(off % 256, 0u);
+  EXPECT_GE(l.up_w - l.gate_w, w);
+  EXPECT_GE(l.down_w - l.up_w, w);
+  EXPECT_GE(l.gate_s - l.down_w, w);
+  EXPECT_GE(l.up_s - l.gate_s, static_cast<size_t>(16 * 56) * sizeof(float));     // [2048/128, 56]
+  EXPECT_GE(l.down_s - l.up_s, static_cast<size_t>(16 * 56) * sizeof(float));
+  EXPECT_GE(l.bytes - l.down_s, static_cast<size_t>(56 * 16) * sizeof(float));    // [7168/128, 16]
+  EXPECT_LT(l.bytes, 3 * w + (size_t{1} << 16));  // 44 MB of weights and a few KB of scales
+}
 
 TEST(SlpMoe, StreamedExpertsMatchTheReferenceWhateverTheRingLength) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device";

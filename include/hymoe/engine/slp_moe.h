@@ -28,6 +28,13 @@
 
 namespace hymoe {
 
+// The offsets of one batch of experts [e0, e1) (offsets: [experts + 1], non-decreasing):
+// absolute[g] = clamp(offsets[g], offsets[e0], offsets[e1]) - every expert outside the batch
+// empty, the batch's rows where they are - and relative[g] = absolute[g] - offsets[e0], the same
+// rows numbered from the batch's first. Pure (tested without a GPU).
+void slp_batch_offsets(std::span<const int32_t> offsets, int64_t e0, int64_t e1, std::span<int32_t> absolute,
+                       std::span<int32_t> relative);
+
 class SlpMoe {
  public:
   // Buffers for up to max_tokens prompt tokens, counted against budget (may be null).
