@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "hymoe/common/error.h"
-#include "hymoe/common/stopwatch.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/engine/layer_prep.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_block_gemm.h"

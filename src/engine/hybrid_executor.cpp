@@ -1,32 +1,25 @@
 #include "hymoe/engine/hybrid_executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "hymoe/common/error.h"
-#include "hymoe/common/stopwatch.h"
 #include "hymoe/common/log.h"
 #include "hymoe/common/numeric.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/engine/cpu_routed_experts.h"
 #include "hymoe/engine/fp8_special_index.h"
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/kv_cache.h"
-#include "hymoe/engine/layer_prep.h"
 #include "hymoe/engine/layer_sequence.h"
 #include "hymoe/engine/step_plan.h"
-#include "hymoe/gpu/activation.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/device.h"
-#include "hymoe/gpu/fp8_block_gemm.h"
 #include "hymoe/gpu/fp8_gemv.h"
 #include "hymoe/gpu/layer_kernels.h"
 #include "hymoe/gpu/mla_decode.h"
-#include "hymoe/gpu/norm.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/router.h"
 #include "hymoe/gpu/stream.h"
