@@ -34,6 +34,30 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
               "sampler: {} logits for a vocabulary of {}", logits.size(), vocab_);
   const size_t n = static_cast<size_t>(vocab_);
   std::copy(logits.begin(), logits.end(), work_.begin());
+  for (const auto& [t, b] : p.logit_bias) {
+    if (t >= 0 && t < vocab_) work_[static_cast<size_t>(t)] += b;
+  }
+
+  // Log-probabilities come from the biased logits, before penalties: the normaliser and the top
+  // alternatives are taken now, the chosen token's value after the draw.
+  SampledToken out;
+  double norm = 0.0;
+  if (p.logprobs) {
+    norm = log_normaliser(work_);
+    if (p.top_logprobs > 0) {
+      const size_t k = std::min<size_t>(static_cast<size_t>(p.top_logprobs), n);
+      std::iota(order_.begin(), order_.end(), 0);
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k), order_.end(),
+                        [this](int32_t a, int32_t b) {
+                          const float va = work_[static_cast<size_t>(a)], vb = work_[static_cast<size_t>(b)];
+                          return va > vb || (va == vb && a < b);
+                        });
+      out.top.reserve(k);
+      for (size_t i = 0; i < k; ++i) {
+        out.top.emplace_back(order_[i], static_cast<float>(work_[static_cast<size_t>(order_[i])] - norm));
+      }
+    }
+  }
 
   // Penalties over generated tokens (counts_ is all zero between calls).
   const bool penalise = p.presence_penalty != 0.0 || p.frequency_penalty != 0.0;
@@ -122,23 +146,13 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
     }
   }
 
-  SampledToken out;
   out.token = chosen;
   if (p.logprobs) {
-    const double norm = log_normaliser(logits);
-    out.logprob = static_cast<float>(static_cast<double>(logits[static_cast<size_t>(chosen)]) - norm);
-    if (p.top_logprobs > 0) {
-      const size_t k = std::min<size_t>(static_cast<size_t>(p.top_logprobs), n);
-      std::iota(order_.begin(), order_.end(), 0);
-      std::partial_sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k), order_.end(),
-                        [&](int32_t a, int32_t b) {
-                          return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
-                                 (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
-                        });
-      for (size_t i = 0; i < k; ++i) {
-        out.top.emplace_back(order_[i], static_cast<float>(logits[static_cast<size_t>(order_[i])] - norm));
-      }
-    }
+    float v = logits[static_cast<size_t>(chosen)];
+    const auto b = std::lower_bound(p.logit_bias.begin(), p.logit_bias.end(), chosen,
+                                    [](const std::pair<int32_t, float>& e, int32_t t) { return e.first < t; });
+    if (b != p.logit_bias.end() && b->first == chosen) v += b->second;  // the same float sum as work_
+    out.logprob = static_cast<float>(static_cast<double>(v) - norm);
   }
   return out;
 }

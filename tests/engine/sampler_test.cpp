@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -154,6 +155,137 @@ TEST(Sampler, PenaltiesAndLogprobs) {
   q.presence_penalty = 0.25;
   EXPECT_EQ(s.sample(logits, q, gen, 0, 2).token, 0);
   EXPECT_EQ(s.sample(logits, q, {}, 0, 0).token, 1);
+}
+
+// Fresh random logits; the seed goes into the failure messages.
+std::vector<float> random_logits(std::mt19937_64& rng, size_t n, float scale) {
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> l(n);
+  for (float& v : l) v = nd(rng);
+  return l;
+}
+
+TEST(SamplerLogitBias, PlusHundredForcesTheTokenGreedyAndSampled) {
+  const uint64_t seed = 4501;
+  std::mt19937_64 rng(seed);
+  const auto logits = random_logits(rng, 2000, 3.0f);
+  Sampler s(2000);
+  for (double temperature : {0.0, 0.7, 1.0, 2.0}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.logit_bias = {{1234, 100.0f}};
+    for (uint64_t step = 0; step < 200; ++step) {
+      EXPECT_EQ(s.sample(logits, p, {}, seed, step).token, 1234) << "seed " << seed << " T " << temperature;
+    }
+  }
+}
+
+TEST(SamplerLogitBias, MinusHundredBansTheTopToken) {
+  const uint64_t seed = 4502;
+  std::mt19937_64 rng(seed);
+  auto logits = random_logits(rng, 500, 1.0f);
+  logits[77] = 30.0f;  // the clear favourite: sampling would pick it almost always
+  Sampler s(500);
+  SamplingParams g;
+  g.temperature = 0.0;
+  EXPECT_EQ(s.sample(logits, g, {}, seed, 0).token, 77);
+  g.logit_bias = {{77, -100.0f}};
+  auto without = logits;
+  without[77] = -1e30f;  // greedy then takes the runner-up
+  EXPECT_EQ(s.sample(logits, g, {}, seed, 0).token,
+            static_cast<int32_t>(std::max_element(without.begin(), without.end()) - without.begin()))
+      << "seed " << seed;
+  SamplingParams q;
+  q.logit_bias = {{77, -100.0f}};
+  for (uint64_t step = 0; step < 2000; ++step) {
+    ASSERT_NE(s.sample(logits, q, {}, seed, step).token, 77) << "seed " << seed << " step " << step;
+  }
+}
+
+TEST(SamplerLogitBias, SeveralTokensMatchTheReferenceOnBiasedLogits) {
+  const uint64_t seed = 4503;
+  std::mt19937_64 rng(seed);
+  for (int iter = 0; iter < 200; ++iter) {
+    const size_t vocab = 2 + rng() % 3000;
+    const auto logits = random_logits(rng, vocab, 1.0f + static_cast<float>(rng() % 4));
+    SamplingParams p;
+    p.temperature = (rng() % 4 == 0) ? 0.0 : 0.2 + static_cast<double>(rng() % 100) / 60.0;
+    p.top_k = (rng() % 2) ? static_cast<int32_t>(rng() % 50) : 0;
+    p.top_p = (rng() % 2) ? 0.05 + static_cast<double>(rng() % 95) / 100.0 : 1.0;
+    p.min_p = (rng() % 3 == 0) ? static_cast<double>(rng() % 50) / 100.0 : 0.0;
+    // Up to 8 distinct ids with biases anywhere in [-100, 100], sorted as the server sends them.
+    std::vector<int32_t> ids(vocab);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(std::min<size_t>(vocab, 1 + rng() % 8));
+    std::sort(ids.begin(), ids.end());
+    auto biased = logits;
+    for (int32_t t : ids) {
+      const float b = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 10.0f;
+      p.logit_bias.emplace_back(t, b);
+      biased[static_cast<size_t>(t)] += b;
+    }
+    Sampler s(static_cast<int32_t>(vocab));
+    const uint64_t draw_seed = rng(), step = rng() % 1000;
+    SamplingParams plain = p;
+    plain.logit_bias.clear();
+    EXPECT_EQ(s.sample(logits, p, {}, draw_seed, step).token, reference_sample(biased, plain, draw_seed, step))
+        << "seed " << seed << " iter " << iter << " vocab " << vocab;
+  }
+}
+
+TEST(SamplerLogitBias, NoBiasIsBitwiseUnchangedAndLogprobsAreBiased) {
+  const uint64_t seed = 4504;
+  std::mt19937_64 rng(seed);
+  const auto logits = random_logits(rng, 1000, 2.0f);
+  Sampler s(1000);
+  SamplingParams p;
+  p.temperature = 0.8;
+  p.logprobs = true;
+  p.top_logprobs = 5;
+  // An empty bias and a bias of 0 on a token give exactly the same token, logprob and top list.
+  SamplingParams zero = p;
+  zero.logit_bias = {{3, 0.0f}};
+  for (uint64_t step = 0; step < 100; ++step) {
+    const auto a = s.sample(logits, p, {}, seed, step);
+    const auto b = s.sample(logits, zero, {}, seed, step);
+    ASSERT_EQ(a.token, b.token) << "seed " << seed;
+    ASSERT_EQ(std::bit_cast<uint32_t>(a.logprob), std::bit_cast<uint32_t>(b.logprob)) << "seed " << seed;
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (size_t i = 0; i < a.top.size(); ++i) {
+      ASSERT_EQ(a.top[i].first, b.top[i].first);
+      ASSERT_EQ(std::bit_cast<uint32_t>(a.top[i].second), std::bit_cast<uint32_t>(b.top[i].second));
+    }
+  }
+  // With a bias the log-probabilities are log_softmax(logits + bias): the forced token's is ~0
+  // and it heads the alternatives.
+  SamplingParams forced = p;
+  forced.logit_bias = {{10, 100.0f}, {20, -100.0f}};
+  auto biased = logits;
+  biased[10] += 100.0f;
+  biased[20] -= 100.0f;
+  double mx = *std::max_element(biased.begin(), biased.end()), sum = 0.0;
+  for (float v : biased) sum += std::exp(static_cast<double>(v) - mx);
+  const double norm = mx + std::log(sum);
+  const auto r = s.sample(logits, forced, {}, seed, 0);
+  EXPECT_EQ(r.token, 10);
+  EXPECT_NEAR(r.logprob, static_cast<double>(biased[10]) - norm, 1e-6);
+  EXPECT_NEAR(r.logprob, 0.0, 1e-6);
+  ASSERT_EQ(r.top.size(), 5u);
+  EXPECT_EQ(r.top[0].first, 10);
+  for (const auto& [t, lp] : r.top) {
+    EXPECT_NE(t, 20);
+    EXPECT_NEAR(lp, static_cast<double>(biased[static_cast<size_t>(t)]) - norm, 1e-5) << t;
+  }
+}
+
+TEST(SamplerLogitBias, IdsOutsideTheVocabularyAreSkipped) {
+  std::vector<float> logits = {0.0f, 1.0f, 0.5f};
+  Sampler s(3);
+  SamplingParams p;
+  p.temperature = 0.0;
+  p.logit_bias = {{-1, 100.0f}, {0, 50.0f}, {3, 100.0f}};
+  EXPECT_EQ(s.sample(logits, p, {}, 0, 0).token, 0);
 }
 
 TEST(Sampler, UniformIsInRangeAndSpread) {

@@ -4,12 +4,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hymoe {
 
 struct SamplingParams {
-  // Distribution shaping, applied in this order: penalties, temperature, top_k, top_p, min_p.
+  // Distribution shaping, applied in this order: logit_bias, penalties, temperature, top_k,
+  // top_p, min_p (greedy: logit_bias, penalties, argmax).
+  // OpenAI's logit_bias: (token id, bias) pairs sorted by id, ids unique and inside the sampled
+  // vocabulary, biases in [-100, 100], added to the raw logits (-100 bans a token in practice,
+  // +100 forces it). Empty = none. Validated by the server and by Scheduler::submit.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   double temperature = 1.0;  // 0 = greedy (argmax)
   int32_t top_k = 0;         // 0 = off
   double top_p = 1.0;        // 1 = off
