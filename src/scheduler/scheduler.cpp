@@ -63,6 +63,16 @@ void Scheduler::submit(GenerationRequest request) {
     HYMOE_CHECK(t >= 0 && t < vocab, kInvalidArgument, "request {}: token id {} is outside the vocabulary [0, {})",
                 request.id, t, vocab);
   }
+  // logit_bias reaches only ids that can be sampled (the server says so with a 400 first).
+  const int64_t sampled = config_.sample_vocab > 0 ? std::min(config_.sample_vocab, vocab) : vocab;
+  const auto& bias = request.sampling.logit_bias;
+  for (size_t i = 0; i < bias.size(); ++i) {
+    const int32_t t = bias[i].first;
+    HYMOE_CHECK(t >= 0 && t < sampled, kInvalidArgument, "request {}: logit_bias token id {} is outside the vocabulary [0, {})",
+                request.id, t, sampled);
+    HYMOE_CHECK(i == 0 || bias[i - 1].first < t, kInvalidArgument,
+                "request {}: logit_bias must be sorted by token id without repeats (id {})", request.id, t);
+  }
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
   HYMOE_CHECK(prompt < max_context_, kInvalidArgument,
               "request {}: the prompt has {} tokens; this model's context is {} tokens", request.id, prompt,

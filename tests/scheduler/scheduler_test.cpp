@@ -316,6 +316,46 @@ TEST(Scheduler, NeverSamplesPastTheTokenizerVocabulary) {
 namespace hymoe {
 namespace {
 
+// logit_bias travels with the request to the sampler, and only over ids that can be sampled.
+TEST(Scheduler, LogitBiasReachesTheSamplerWithinTheSampledVocabulary) {
+  ToyExecutor ex(64, 4);
+  SchedulerConfig cfg;
+  cfg.sample_vocab = 32;
+  Scheduler s(ex, kEos, cfg);
+  auto submit = [&](std::vector<std::pair<int32_t, float>> bias, std::shared_ptr<std::vector<int32_t>> out,
+                    std::shared_ptr<std::promise<void>> done) {
+    GenerationRequest r;
+    r.id = "bias";
+    r.prompt = {40, 50, 60};
+    r.sampling.temperature = 0.0;
+    r.sampling.max_tokens = 10;
+    r.sampling.logit_bias = std::move(bias);
+    r.callbacks.on_token = [out](const TokenOutput& t) {
+      out->push_back(t.token);
+      return true;
+    };
+    r.callbacks.on_finish = [done](FinishReason, const std::string&) { done->set_value(); };
+    s.submit(std::move(r));
+  };
+  auto out = std::make_shared<std::vector<int32_t>>();
+  auto done = std::make_shared<std::promise<void>>();
+  submit({{7, 100.0f}, {31, -3.0f}}, out, done);
+  done->get_future().wait();
+  EXPECT_EQ(*out, std::vector<int32_t>(10, 7));
+  auto refused = [&](std::vector<std::pair<int32_t, float>> bias) {
+    try {
+      submit(std::move(bias), out, done);
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::kInvalidArgument;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused({{32, 1.0f}}));              // a padding id: never sampled
+  EXPECT_TRUE(refused({{-1, 1.0f}}));
+  EXPECT_TRUE(refused({{9, 1.0f}, {3, 1.0f}}));    // not sorted
+  EXPECT_TRUE(refused({{3, 1.0f}, {3, 2.0f}}));    // repeated
+}
+
 TEST(Scheduler, WaitIdleCoversJustSubmittedRequests) {
   ToyExecutor ex(64, 4);
   std::promise<void> open;

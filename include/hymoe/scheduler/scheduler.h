@@ -81,7 +81,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a request. Throws hymoe::Error: kInvalidArgument for an empty prompt, token ids out
-  // of the vocabulary or prompt + max_tokens beyond the context; kResourceExhausted when the queue
+  // of the vocabulary, logit_bias ids that cannot be sampled (past sample_vocab) or not sorted
+  // and unique, or prompt + max_tokens beyond the context; kResourceExhausted when the queue
   // is full or the prompt can never fit the KV cache; kUnavailable after stop_accepting().
   void submit(GenerationRequest request);
   // Finishes the request with kAbort (if still known) and frees its KV. Safe from any thread.
