@@ -225,6 +225,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
                  const httplib::Request& req, httplib::Response& res) {
   ChatCompletionRequest r = parse_chat_request(req.body);
   check_model(m, r.model);
+  check_logit_bias_vocab(r.sampling, m.tokenizer->vocab_size());
   if (!m.chat_template) {
     throw ApiException(ApiError::invalid("this model has no chat template; use /v1/completions", "messages"));
   }
@@ -279,6 +280,7 @@ void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics
   (void)config;
   CompletionRequest r = parse_completion_request(req.body);
   check_model(m, r.model);
+  check_logit_bias_vocab(r.sampling, m.tokenizer->vocab_size());
   std::vector<int32_t> ids;
   std::string prompt_text = r.prompt;
   if (r.prompt_is_tokens) {

@@ -71,6 +71,50 @@ std::string read_string(const json& j, const char* key, bool required) {
   return it->get<std::string>();
 }
 
+// logit_bias: {"<token id>": bias, ...} with at most limits.max_logit_bias entries. The ids'
+// range is checked against the model by check_logit_bias_vocab.
+void read_logit_bias(const json& j, const RequestLimits& limits, SamplingParams& s) {
+  auto it = j.find("logit_bias");
+  if (it == j.end() || it->is_null()) return;
+  const char* key = "logit_bias";
+  if (!it->is_object()) {
+    fail(fmt::format("'logit_bias' must be an object mapping token ids to biases, got {}", type_name(*it)), key);
+  }
+  if (it->size() > static_cast<size_t>(limits.max_logit_bias)) {
+    fail(fmt::format("'logit_bias' may have at most {} entries (OpenAI's documented limit), got {}",
+                     limits.max_logit_bias, it->size()), key);
+  }
+  std::vector<std::pair<int32_t, float>> bias;
+  bias.reserve(it->size());
+  for (const auto& [id_text, value] : it->items()) {
+    // A decimal token id: digits only, within int32 (the vocabulary's range is checked later).
+    int64_t id = 0;
+    bool ok = !id_text.empty() && id_text.size() <= 10;
+    for (char c : id_text) {
+      if (c < '0' || c > '9') ok = false;
+      if (ok) id = id * 10 + (c - '0');
+    }
+    if (!ok || id > std::numeric_limits<int32_t>::max()) {
+      fail(fmt::format("'logit_bias' keys must be token ids (decimal integers), got '{}'", id_text), key);
+    }
+    if (!value.is_number()) {
+      fail(fmt::format("'logit_bias' values must be numbers, got {} for token {}", type_name(value), id), key);
+    }
+    const double b = value.get<double>();
+    if (!std::isfinite(b) || b < -100.0 || b > 100.0) {
+      fail(fmt::format("'logit_bias' values must be between -100 and 100, got {} for token {}", b, id), key);
+    }
+    bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(bias.begin(), bias.end());
+  for (size_t i = 1; i < bias.size(); ++i) {
+    if (bias[i].first == bias[i - 1].first) {
+      fail(fmt::format("'logit_bias' names token {} twice", bias[i].first), key);
+    }
+  }
+  s.logit_bias = std::move(bias);
+}
+
 // Options shared by both endpoints.
 void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, bool& stream,
                  bool& include_usage, std::string& user) {
@@ -92,6 +136,7 @@ void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, 
   read_int(j, "n", 1, 128, v, present);
   if (present && v != 1) fail("only n=1 is supported", "n", "unsupported");
   s.ignore_eos = read_bool(j, "ignore_eos", false);
+  read_logit_bias(j, limits, s);
 
   // stop: a string or an array of strings.
   if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
@@ -495,6 +540,15 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
     fail("'suffix' is not supported", "suffix", "unsupported");
   }
   return r;
+}
+
+void check_logit_bias_vocab(const SamplingParams& sampling, int64_t vocab_size) {
+  for (const auto& [id, bias] : sampling.logit_bias) {
+    if (id < 0 || id >= vocab_size) {
+      fail(fmt::format("'logit_bias' token id {} is outside this model's vocabulary [0, {})", id, vocab_size),
+           "logit_bias");
+    }
+  }
 }
 
 }  // namespace hymoe::server

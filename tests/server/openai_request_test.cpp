@@ -112,6 +112,76 @@ TEST(CompletionRequest, PromptForms) {
   expect_param_error(completion, R"({"model":"m","prompt":"x","suffix":"y"})", "suffix");
 }
 
+TEST(LogitBias, ParsesSortedAndNullOrEmptyIsNone) {
+  const std::string ok = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  auto r = parse_chat_request("{" + ok + R"(,"logit_bias":{"50":-100,"7":2.5,"0":100,"0012":0}})");
+  EXPECT_EQ(r.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {12, 0.0f}, {50, -100.0f}}));
+  EXPECT_TRUE(parse_chat_request("{" + ok + R"(,"logit_bias":null})").sampling.logit_bias.empty());
+  EXPECT_TRUE(parse_chat_request("{" + ok + R"(,"logit_bias":{}})").sampling.logit_bias.empty());
+  EXPECT_TRUE(parse_chat_request("{" + ok + "}").sampling.logit_bias.empty());
+  auto c = parse_completion_request(R"({"model":"m","prompt":"x","logit_bias":{"2147483647":-1}})");
+  EXPECT_EQ(c.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{2147483647, -1.0f}}));
+}
+
+TEST(LogitBias, RejectsEveryBadFormNamingTheParameter) {
+  const std::string bad[] = {
+      // not an object
+      R"([1,2])", R"("5:10")", R"(7)", R"(true)",
+      // keys that are not decimal token ids
+      R"({"abc":1})", R"({"":1})", R"({"-1":1})", R"({"+1":1})", R"({"1.0":1})", R"({" 1":1})",
+      R"({"1e3":1})", R"({"2147483648":1})", R"({"99999999999":1})",
+      // values that are not numbers or lie outside [-100, 100]
+      R"({"1":"5"})", R"({"1":null})", R"({"1":true})", R"({"1":[1]})", R"({"1":{}})",
+      R"({"1":100.5})", R"({"1":-100.001})", R"({"1":101})", R"({"1":1e300})",
+      // one id twice
+      R"({"5":1,"05":2})",
+  };
+  for (const auto& b : bad) {
+    expect_param_error(chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"logit_bias":)" + b + "}",
+                       "logit_bias");
+    expect_param_error(completion, R"({"model":"m","prompt":"x","logit_bias":)" + b + "}", "logit_bias");
+  }
+}
+
+TEST(LogitBias, AtMost300EntriesAndTheBoundsThemselves) {
+  auto body = [](int entries, const char* value) {
+    std::string b = R"({"model":"m","prompt":"x","logit_bias":{)";
+    for (int i = 0; i < entries; ++i) b += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + value;
+    return b + "}}";
+  };
+  const auto r = parse_completion_request(body(300, "-100"));
+  ASSERT_EQ(r.sampling.logit_bias.size(), 300u);
+  EXPECT_EQ(r.sampling.logit_bias.front(), (std::pair<int32_t, float>{0, -100.0f}));
+  EXPECT_EQ(r.sampling.logit_bias.back(), (std::pair<int32_t, float>{299, -100.0f}));
+  EXPECT_EQ(parse_completion_request(body(1, "100")).sampling.logit_bias[0].second, 100.0f);
+  expect_param_error(completion, body(301, "1"), "logit_bias");
+  try {
+    parse_completion_request(body(301, "1"));
+  } catch (const ApiException& e) {
+    EXPECT_NE(e.error().message.find("300"), std::string::npos) << e.error().message;
+    EXPECT_NE(e.error().message.find("OpenAI"), std::string::npos) << e.error().message;
+  }
+  RequestLimits small;
+  small.max_logit_bias = 2;
+  EXPECT_THROW(parse_completion_request(body(3, "1"), small), ApiException);
+}
+
+TEST(LogitBias, VocabularyRangeIsCheckedAgainstTheModel) {
+  SamplingParams s;
+  s.logit_bias = {{0, 1.0f}, {999, -1.0f}};
+  EXPECT_NO_THROW(check_logit_bias_vocab(s, 1000));
+  EXPECT_NO_THROW(check_logit_bias_vocab(SamplingParams{}, 1000));
+  try {
+    check_logit_bias_vocab(s, 999);
+    ADD_FAILURE() << "accepted id 999 in a vocabulary of 999";
+  } catch (const ApiException& e) {
+    EXPECT_EQ(e.error().status, 400);
+    EXPECT_EQ(e.error().param, std::optional<std::string>("logit_bias"));
+    EXPECT_NE(e.error().message.find("999"), std::string::npos) << e.error().message;
+  }
+}
+
 TEST(ChatRequest, ToolsToolChoiceAndToolMessages) {
   const std::string tools =
       R"("tools":[{"type":"function","function":{"name":"get_weather","description":"d",

@@ -20,6 +20,7 @@ struct RequestLimits {
   size_t max_stop_length = 256;       // bytes per stop string
   int32_t max_top_logprobs = 20;
   int32_t max_tokens_limit = 1 << 20; // upper bound on max_tokens
+  int32_t max_logit_bias = 300;       // logit_bias entries (OpenAI's documented limit)
   // Deepest nesting of arrays and objects a body may have (the body's own object is level 1).
   // Checked on the bytes before parsing: everything that walks a parsed document recursively
   // (copies, the chat template's values, dump) then stays far from the stack's end.
@@ -65,8 +66,15 @@ struct CompletionRequest {
 
 // Parses a request body (raw bytes). Malformed JSON, wrong types and out-of-range values throw
 // ApiException (400); n != 1 and other unsupported options throw 400 with code "unsupported".
+// logit_bias becomes SamplingParams::logit_bias (sorted by id; keys must be decimal ids, values
+// numbers in [-100, 100], at most max_logit_bias entries, one entry per id).
 ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLimits& limits = {});
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
+
+// logit_bias meets the model: every id must be below `vocab_size` (the tokenizer's vocabulary,
+// which the sampler is limited to), else ApiException 400 with param "logit_bias". Called by the
+// routes before anything is queued (parsing does not know the model).
+void check_logit_bias_vocab(const SamplingParams& sampling, int64_t vocab_size);
 
 // A client's JSON body as an object: valid UTF-8, nested at most limits.max_json_depth deep,
 // well-formed JSON, an object at the top. Anything else throws ApiException 400 with param
