@@ -2,8 +2,11 @@
 // sockets for what HTTP clients will not send, and /metrics and /proc readings.
 // Environment (set by ctest): HYMOE_SERVER, HYMOE_MAKE_MODEL, HYMOE_TOKENIZER_DIR, HYMOE_JS_DIR.
 import { spawn, execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { promisify } from 'node:util';
 
 export const run = promisify(execFile);
@@ -17,6 +20,28 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function makeTinyModel(dir) {
   await run(env('HYMOE_MAKE_MODEL'), ['--preset', 'tiny', '--seed', '7', '--tokenizer', env('HYMOE_TOKENIZER_DIR'),
                                       '--out', dir, '--log-level', 'warn']);
+}
+
+// One server on a fresh tiny checkpoint for a whole test file: written and started before its
+// tests, killed and its folder removed after them. base() is its URL once started; post(path,
+// body) sends JSON (a string body as is).
+export function tinyServer(prefix, args) {
+  let workdir, server;
+  before(async () => {
+    workdir = mkdtempSync(join(tmpdir(), prefix));
+    const model = join(workdir, 'tiny');
+    await makeTinyModel(model);
+    server = await startServer(model, args);
+  });
+  after(async () => {
+    if (server && server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    if (workdir) rmSync(workdir, { recursive: true, force: true });
+  });
+  const base = () => server.base;
+  const post = (path, body) =>
+    fetch(base() + path, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                           body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { base, post };
 }
 
 // Starts hymoe-server on a free port; resolves once /health says ready.

