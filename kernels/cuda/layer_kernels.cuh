@@ -41,6 +41,23 @@ __global__ void residual_add_kernel(ResidualAddParams p) {
   }
 }
 
+// Grid rows; the block strides over the columns.
+__global__ void widen_bf16_kernel(WidenBf16Params p) {
+  const int64_t r = blockIdx.x;
+  const auto* x = reinterpret_cast<const uint16_t*>(p.x) + r * (p.x_stride ? p.x_stride : p.cols);
+  float* out = p.out + r * (p.out_stride ? p.out_stride : p.cols);
+  for (int c = threadIdx.x; c < p.cols; c += blockDim.x) out[c] = bf16_bits_to_float(x[c]);
+}
+
+// Grid: one block per token; 16-byte copies.
+__global__ void mla_gather_latent_kernel(MlaGatherLatentParams p) {
+  const int t = blockIdx.x;
+  const int64_t row = int64_t{p.block_table[t / p.block_tokens]} * p.block_tokens + t % p.block_tokens;
+  const auto* src = reinterpret_cast<const uint4*>(p.cache + row * p.width);
+  auto* dst = reinterpret_cast<uint4*>(p.out + int64_t{t} * p.width);
+  for (int i = threadIdx.x; i < p.width / 8; i += blockDim.x) dst[i] = src[i];
+}
+
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
 // Grid rows; the block strides over the columns.

@@ -72,6 +72,7 @@ GpuModel::GpuModel(const WeightStore& store, const GpuModelOptions& o)
         return gpu::MemoryBudget::for_device(o.device, o.gpu_memory_limit).cap();
       }()) {
   weights_.config = &config_;
+  prefill_weights_ = o.prefill_weights;
   const ModelConfig& c = config_;
   info_ = gpu::query_device(o.device);
   placement_.device_name = info_.name;
@@ -124,6 +125,7 @@ GpuModel::GpuModel(const WeightStore& store, const GpuModelOptions& o)
     l.o = upload_fp8(w.attn.o, "o_proj");
     l.w_uk = upload_bf16(prep.kv_b.w_uk);
     l.w_uv_t = upload_bf16(prep.kv_b.w_uv_t);
+    if (prefill_weights_) l.kv_b = upload_fp8(w.attn.kv_b, "kv_b_proj");
     if (w.dense) l.dense = upload_mlp(*w.dense, "mlp");
     if (w.moe) {
       if (w.moe->shared) l.shared = upload_mlp(*w.moe->shared, "shared_experts");
@@ -262,6 +264,7 @@ size_t GpuModel::resident_bytes() const {
     total += resident_fp8_bytes(w.attn.q_a) + resident_fp8_bytes(w.attn.q_b) +
              resident_fp8_bytes(w.attn.kv_a_with_mqa) + resident_fp8_bytes(w.attn.o);
     total += static_cast<size_t>(c.num_attention_heads * c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim)) * 2;
+    if (prefill_weights_) total += resident_fp8_bytes(w.attn.kv_b);
     if (w.dense) total += resident_mlp_bytes(*w.dense);
     if (w.moe) {
       if (w.moe->shared) total += resident_mlp_bytes(*w.moe->shared);

@@ -1,7 +1,6 @@
 #include "hymoe/engine/hybrid_executor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "hymoe/common/error.h"
@@ -10,6 +9,7 @@
 #include "hymoe/common/stopwatch.h"
 #include "hymoe/engine/cpu_routed_experts.h"
 #include "hymoe/engine/fp8_special_index.h"
+#include "hymoe/engine/gpu_head.h"
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/engine/layer_sequence.h"
@@ -66,9 +66,10 @@ struct HybridExecutor::Impl {
   int64_t cap_tokens = 0, cap_blocks = 0;
   // The plan goes up in one copy: ids, positions, cache slots, causal lengths (T each), then the
   // block tables (T rows of step_blocks); the pointers below are this step's views of d_plan.
-  gpu::DeviceBuffer d_plan, d_h, d_head_x, d_logits;
+  gpu::DeviceBuffer d_plan, d_h;
   const int32_t *p_ids = nullptr, *p_pos = nullptr, *p_slots = nullptr, *p_lens = nullptr, *p_tables = nullptr;
-  gpu::PinnedBuffer h_plan, h_logits;
+  gpu::PinnedBuffer h_plan;
+  std::unique_ptr<GpuHead> gpu_head;
   int64_t step_tokens = 0, step_blocks = 0;
   std::unique_ptr<Lane> lanes[2];
   Profile profile;
@@ -213,6 +214,7 @@ HybridExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, cpu::ThreadPool& p, cons
   lanes[0] = std::make_unique<Lane>(*this);
   lanes[1] = std::make_unique<Lane>(*this);
   const size_t before = budget.used();
+  gpu_head = std::make_unique<GpuHead>(*model, &budget);
   ensure_plan_capacity(std::max<int64_t>(o.max_step_tokens, 1), 1);
   lanes[0]->ensure_capacity(std::max<int64_t>(o.max_step_tokens, 1));
   own_step_bytes = budget.used() - before;
@@ -237,16 +239,12 @@ void HybridExecutor::Impl::ensure_plan_capacity(int64_t T, int64_t blocks) {
 void HybridExecutor::Impl::allocate_plan(int64_t T, int64_t blocks) {
   cap_tokens = cap_blocks = 0;
   const size_t t = static_cast<size_t>(T), hidden = static_cast<size_t>(config.hidden_size);
-  for (auto* b : {&d_plan, &d_h, &d_head_x, &d_logits}) *b = {};
+  for (auto* b : {&d_plan, &d_h}) *b = {};
   h_plan = {};
-  h_logits = {};
   auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &budget); };
   d_plan = make((4 * t + t * static_cast<size_t>(blocks)) * 4);
   d_h = make(t * hidden * 4);
-  d_head_x = make(gpu::kDenseGemvMaxTokens * hidden * 4);
-  d_logits = make(gpu::kDenseGemvMaxTokens * static_cast<size_t>(config.vocab_size) * 4);
   h_plan = gpu::PinnedBuffer((4 * t + t * static_cast<size_t>(blocks)) * 4);
-  h_logits = gpu::PinnedBuffer(gpu::kDenseGemvMaxTokens * static_cast<size_t>(config.vocab_size) * 4);
   cap_tokens = T;
   cap_blocks = blocks;
 }
@@ -549,27 +547,8 @@ void HybridExecutor::Impl::Lane::ffn_residual(int64_t li) {
 
 void HybridExecutor::Impl::head(std::span<float> logits) {
   const auto t0 = Clock::now();
-  const ModelConfig& c = config;
-  const int64_t hidden = c.hidden_size, vocab = c.vocab_size;
-  const std::vector<int64_t>& rows = plan.logit_rows;
-  const int64_t R = static_cast<int64_t>(rows.size());
-  for (int64_t r0 = 0; r0 < R; r0 += gpu::kDenseGemvMaxTokens) {
-    const int64_t n = std::min<int64_t>(gpu::kDenseGemvMaxTokens, R - r0);
-    for (int64_t r = 0; r < n; ++r) {
-      // The BF16 output lands in lane 0's xb (unused now); the FP32 one is the lm_head's input.
-      gpu::rmsnorm_f32({.x = d_h.as<float>() + rows[static_cast<size_t>(r0 + r)] * hidden,
-                        .weight = model->final_norm().as<float>(), .out = lanes[0]->xb.as<gpu::Bf16>(),
-                        .out_f32 = d_head_x.as<float>() + r * hidden, .rows = 1, .cols = static_cast<int>(hidden),
-                        .eps = static_cast<float>(c.rms_norm_eps)},
-                       stream);
-    }
-    dense(model->lm_head(), static_cast<int>(vocab), static_cast<int>(hidden), d_head_x.as<float>(), n, d_logits.as<float>(), vocab,
-          stream);
-    d_logits.copy_to_host(h_logits.data(), static_cast<size_t>(n * vocab) * 4, stream);
-    stream.synchronize();
-    std::memcpy(logits.data() + r0 * vocab, h_logits.data(), static_cast<size_t>(n * vocab) * 4);
-  }
-  stream.synchronize();  // the step's KV writes are done before its tables advance
+  // Also the point where the step's KV writes are done, before its tables advance.
+  gpu_head->run(d_h.as<float>(), plan.logit_rows, logits, stream);
   profile.head_s += seconds_since(t0);
 }
 

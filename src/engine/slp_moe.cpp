@@ -113,38 +113,49 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
   int batch = 0;
   for (int64_t e0 = 0; e0 < E; e0 += slots, ++batch) {
     const int64_t e1 = std::min<int64_t>(E, e0 + slots);
-    for (int64_t e = e0; e < e1; ++e) {
-      const int slot = streamer.acquire(p.first_item + static_cast<size_t>(e), stream);
-      gw[static_cast<size_t>(e)] = ring.gate(slot);
-      uw[static_cast<size_t>(e)] = ring.up(slot);
-      dw[static_cast<size_t>(e)] = ring.down(slot);
+    int64_t acquired = e0;
+    // A failure between acquire and release hands the batch's slots back (behind what the stream
+    // has enqueued) before it propagates: the ring keeps its length for the next prompt.
+    const auto release_acquired = [&] {
+      for (int64_t e = e0; e < acquired; ++e) streamer.release(p.first_item + static_cast<size_t>(e), stream);
+    };
+    try {
+      for (; acquired < e1; ++acquired) {
+        const int slot = streamer.acquire(p.first_item + static_cast<size_t>(acquired), stream);
+        gw[static_cast<size_t>(acquired)] = ring.gate(slot);
+        uw[static_cast<size_t>(acquired)] = ring.up(slot);
+        dw[static_cast<size_t>(acquired)] = ring.down(slot);
+      }
+      const int32_t r0 = off[e0], r1 = off[e1];
+      if (r1 > r0) {
+        int32_t* abs = h_batch.as<int32_t>().data() + static_cast<size_t>(batch) * 2 * n;
+        int32_t* rel = abs + n;
+        slp_batch_offsets({off, n}, e0, e1, {abs, n}, {rel, n});
+        int32_t* d_abs = d_batch.as<int32_t>() + static_cast<size_t>(batch) * 2 * n;
+        int32_t* d_rel = d_abs + n;
+        HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));
+        const std::span<const int32_t> habs(abs, n), hrel(rel, n);
+        auto* g_out = gu.as<gpu::Bf16>();
+        gate.run(habs, d_abs, gw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out, 2 * inter, stream);
+        up.run(habs, d_abs, uw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out + inter, 2 * inter, stream);
+        const int rb = r1 - r0;
+        gpu::silu_mul({.gate_up = g_out + static_cast<int64_t>(r0) * 2 * inter, .out = act.as<gpu::Bf16>(), .rows = rb,
+                       .cols = static_cast<int>(inter), .in_stride = 2 * inter, .out_stride = inter},
+                      stream);
+        // The batch's activations as a problem of their own: rows from 0, offsets shifted.
+        gpu::quantize_fp8_per_token_block({.x = act.as<gpu::Bf16>(), .out = act_q.as<gpu::Fp8E4M3>(),
+                                           .scales = act_scales.as<float>(), .tokens = rb, .cols = static_cast<int>(inter),
+                                           .x_stride = inter, .out_stride = inter, .scale_ld = rb, .group_offsets = d_rel,
+                                           .groups = static_cast<int>(E)},
+                                          stream);
+        down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(),
+                 y.as<gpu::Bf16>() + static_cast<int64_t>(r0) * hidden, hidden, stream);
+      }
+    } catch (...) {
+      release_acquired();
+      throw;
     }
-    const int32_t r0 = off[e0], r1 = off[e1];
-    if (r1 > r0) {
-      int32_t* abs = h_batch.as<int32_t>().data() + static_cast<size_t>(batch) * 2 * n;
-      int32_t* rel = abs + n;
-      slp_batch_offsets({off, n}, e0, e1, {abs, n}, {rel, n});
-      int32_t* d_abs = d_batch.as<int32_t>() + static_cast<size_t>(batch) * 2 * n;
-      int32_t* d_rel = d_abs + n;
-      HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));
-      const std::span<const int32_t> habs(abs, n), hrel(rel, n);
-      auto* g_out = gu.as<gpu::Bf16>();
-      gate.run(habs, d_abs, gw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out, 2 * inter, stream);
-      up.run(habs, d_abs, uw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out + inter, 2 * inter, stream);
-      const int rb = r1 - r0;
-      gpu::silu_mul({.gate_up = g_out + static_cast<int64_t>(r0) * 2 * inter, .out = act.as<gpu::Bf16>(), .rows = rb,
-                     .cols = static_cast<int>(inter), .in_stride = 2 * inter, .out_stride = inter},
-                    stream);
-      // The batch's activations as a problem of their own: rows from 0, offsets shifted.
-      gpu::quantize_fp8_per_token_block({.x = act.as<gpu::Bf16>(), .out = act_q.as<gpu::Fp8E4M3>(),
-                                         .scales = act_scales.as<float>(), .tokens = rb, .cols = static_cast<int>(inter),
-                                         .x_stride = inter, .out_stride = inter, .scale_ld = rb, .group_offsets = d_rel,
-                                         .groups = static_cast<int>(E)},
-                                        stream);
-      down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(),
-               y.as<gpu::Bf16>() + static_cast<int64_t>(r0) * hidden, hidden, stream);
-    }
-    for (int64_t e = e0; e < e1; ++e) streamer.release(p.first_item + static_cast<size_t>(e), stream);
+    release_acquired();
   }
   // 3. Back to token order, weighted.
   gpu::moe_unpermute({.y = y.as<gpu::Bf16>(), .slot_rows = slot_rows.as<int32_t>(), .topk_weights = p.topk_weights,

@@ -36,6 +36,8 @@ cudaError_t residual_add(const ResidualAddParams& p, cudaStream_t stream);
 cudaError_t dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
 cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
+cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream);
+cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
 cudaError_t mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 cudaError_t mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
 cudaError_t mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);

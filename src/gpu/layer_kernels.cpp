@@ -1,6 +1,8 @@
 // Entry points of the layer path's small kernels: shape checks, then the typed launchers.
 #include "hymoe/gpu/layer_kernels.h"
 
+#include <limits>
+
 #include "hymoe/gpu/cuda_check.h"
 #include "kernel_launch.h"
 
@@ -50,6 +52,27 @@ void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
   if (p.rows == 0) return;
   HYMOE_CHECK(p.gate_up && p.out, kInvalidArgument, "silu_mul_f32: null pointer");
   HYMOE_CUDA_CHECK(launch::silu_mul_f32(p, stream));
+}
+
+void widen_bf16(const WidenBf16Params& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.rows >= 0 && p.rows <= std::numeric_limits<int32_t>::max() && p.cols >= 1 &&
+                  (p.x_stride == 0 || p.x_stride >= p.cols) && (p.out_stride == 0 || p.out_stride >= p.cols),
+              kInvalidArgument, "widen_bf16: bad shape rows={} cols={} x_stride={} out_stride={}", p.rows, p.cols,
+              p.x_stride, p.out_stride);
+  if (p.rows == 0) return;
+  HYMOE_CHECK(p.x && p.out, kInvalidArgument, "widen_bf16: null pointer");
+  HYMOE_CUDA_CHECK(launch::widen_bf16(p, stream));
+}
+
+void mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.width >= 8 && p.width % 8 == 0 && p.block_tokens >= 1, kInvalidArgument,
+              "mla_gather_latent: bad shape tokens={} width={} (a multiple of 8) block_tokens={}", p.tokens, p.width,
+              p.block_tokens);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.cache && p.block_table && p.out, kInvalidArgument, "mla_gather_latent: null pointer");
+  HYMOE_CHECK(aligned16(p.cache) && aligned16(p.out), kInvalidArgument,
+              "mla_gather_latent: cache and out must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::mla_gather_latent(p, stream));
 }
 
 void mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {

@@ -33,6 +33,16 @@ cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream) {
+  kernels::widen_bf16_kernel<<<p.rows, p.cols >= 1024 ? 256 : 128, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream) {
+  kernels::mla_gather_latent_kernel<<<p.tokens, 64, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {
   kernels::mla_latent_rows_kernel<<<p.tokens, 128, 0, stream>>>(p);
   return cudaGetLastError();

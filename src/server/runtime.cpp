@@ -9,7 +9,10 @@
 #include "hymoe/cpu/topology.h"
 #include "hymoe/engine/cpu_executor.h"
 #if HYMOE_HAVE_CUDA
+#include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
+#include "hymoe/engine/slp_executor.h"
+#include "hymoe/engine/split_executor.h"
 #include "hymoe/gpu/device.h"
 #endif
 #include "hymoe/model/presets.h"
@@ -44,6 +47,34 @@ std::unique_ptr<Executor> make_cpu_executor(const ServerConfig& config, const We
   return std::make_unique<CpuExecutor>(store, pool, eo);
 }
 
+#if HYMOE_HAVE_CUDA
+// The hybrid executor, with stream-loading prefill beside it over the same device model (one copy
+// of the weights, one KV pool) where slp_threshold > 0 and the model's shapes and the budget allow
+// it; otherwise the hybrid executor alone, with a warning saying why.
+std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool,
+                                            const HybridExecutorOptions& ho) {
+  if (config.slp_threshold == 0) return std::make_unique<HybridExecutor>(store, pool, ho);
+  auto model = std::make_shared<GpuModel>(
+      store, GpuModelOptions{.device = ho.device, .gpu_memory_limit = ho.gpu_memory_limit, .kv_cache_bytes = ho.kv_cache_bytes,
+                             .kv_block_tokens = ho.kv_block_tokens, .prefill_weights = true});
+  // SLP first: its buffers and ring come out of the budget before the hybrid executor places
+  // whole layers of routed experts in what is left (leaving room for its own step buffers).
+  std::unique_ptr<SlpExecutor> slp;
+  try {
+    SlpExecutorOptions so;
+    so.max_tokens = config.slp_max_tokens;
+    so.ring_headroom = size_t{3} << 29;
+    for (const MemoryRegion& r : store.regions()) so.pin.push_back({r.data, r.bytes});
+    slp = std::make_unique<SlpExecutor>(model, so);
+  } catch (const Error& e) {
+    log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
+  }
+  auto hybrid = std::make_unique<HybridExecutor>(model, pool, ho);
+  if (!slp) return hybrid;
+  return std::make_unique<SplitExecutor>(std::move(hybrid), std::move(slp), config.slp_threshold);
+}
+#endif
+
 // The backend: cpu, hybrid, or auto (hybrid where this build has CUDA and a device is present,
 // falling back to cpu with a warning when the hybrid backend cannot start there).
 std::unique_ptr<Executor> make_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool) {
@@ -61,7 +92,7 @@ std::unique_ptr<Executor> make_executor(const ServerConfig& config, const Weight
     ho.tuned_decode_attention = config.tuned_decode_attention;
     ho.max_gpu_expert_layers = config.gpu_expert_layers;
     try {
-      return std::make_unique<HybridExecutor>(store, pool, ho);
+      return make_gpu_executor(config, store, pool, ho);
     } catch (const Error& e) {
       if (config.backend == "hybrid") throw;
       log->warn("backend auto: the hybrid backend cannot start ({}); serving on the CPU", e.what());
@@ -123,6 +154,12 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   sc.max_running = config.max_running;
   sc.max_waiting = config.max_waiting;
   sc.max_prefill_chunk = config.max_prefill_chunk;
+#if HYMOE_HAVE_CUDA
+  // With stream-loading prefill, a long prompt goes to it whole (up to its step limit) while
+  // nothing decodes: every chunk streams all of the routed experts once.
+  if (dynamic_cast<SplitExecutor*>(rt->executor.get()))
+    sc.max_prefill_chunk = std::max(config.max_prefill_chunk, config.slp_max_tokens);
+#endif
   sc.decode_prefill_chunk = config.decode_prefill_chunk;
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();

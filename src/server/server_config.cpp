@@ -46,6 +46,8 @@ json ServerConfig::to_json() const {
           {"gpu_device", gpu_device},
           {"dual_microbatch", dual_microbatch},
           {"tuned_decode_attention", tuned_decode_attention},
+          {"slp_threshold", slp_threshold},
+          {"slp_max_tokens", slp_max_tokens},
           {"gpu_expert_layers", gpu_expert_layers},
           {"threads", threads},
           {"kv_cache_bytes", kv_cache_bytes},
@@ -66,7 +68,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
-                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
+                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "slp_threshold", "slp_max_tokens", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
                                 "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
@@ -92,6 +94,8 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "gpu_device", gpu_device, source);
   take(j, "dual_microbatch", dual_microbatch, source);
   take(j, "tuned_decode_attention", tuned_decode_attention, source);
+  take(j, "slp_threshold", slp_threshold, source);
+  take(j, "slp_max_tokens", slp_max_tokens, source);
   take(j, "gpu_expert_layers", gpu_expert_layers, source);
   take(j, "threads", threads, source);
   take(j, "kv_cache_bytes", kv_cache_bytes, source);
@@ -128,6 +132,8 @@ void ServerConfig::validate() const {
   check(max_running >= 1, "max_running", "must be >= 1");
   check(max_waiting >= 1, "max_waiting", "must be >= 1");
   check(max_prefill_chunk >= 1, "max_prefill_chunk", "must be >= 1");
+  check(slp_threshold >= 0, "slp_threshold", "must be >= 0 (0 = no stream-loading prefill)");
+  check(slp_threshold == 0 || slp_max_tokens >= slp_threshold, "slp_max_tokens", "must be >= slp_threshold");
   check(decode_prefill_chunk >= 1, "decode_prefill_chunk", "must be >= 1");
   check(max_context >= 0, "max_context", "must be >= 0");
   check(default_max_tokens >= 0, "default_max_tokens", "must be >= 0");
@@ -182,6 +188,14 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
       "Hybrid backend: decode rows' attention by the tuned MLA decode kernel where the model has its shapes "
       "(false: the generic kernel, for comparison)",
       "HYMOE_TUNED_DECODE_ATTENTION");
+  opt("--slp-threshold", c.slp_threshold,
+      "Hybrid backend: prompt chunks of at least this many tokens by stream-loading prefill on the GPU, the routed "
+      "experts streamed from host memory (0 = off; needs DeepSeek-V3's attention shapes)",
+      "HYMOE_SLP_THRESHOLD");
+  opt("--slp-max-tokens", c.slp_max_tokens,
+      "Hybrid backend: the most prompt tokens one stream-loading prefill step takes (sizes its GPU buffers; longer "
+      "prompts go in several steps)",
+      "HYMOE_SLP_MAX_TOKENS");
   opt("--gpu-expert-layers", c.gpu_expert_layers,
       "Hybrid backend: MoE layers whose routed experts go to the GPU where memory is left (-1 as many as fit, 0 none)",
       "HYMOE_GPU_EXPERT_LAYERS");

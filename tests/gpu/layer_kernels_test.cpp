@@ -346,6 +346,57 @@ TEST(LayerKernels, MlaLatentRowsNormRopeAndScatter) {
   }
 }
 
+TEST(LayerKernels, WidenBf16WithStrides) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  const int rows = 7, cols = 333;
+  const int64_t x_stride = 352, out_stride = 340;
+  const auto x = random_bf16(static_cast<size_t>(rows) * x_stride, rng);
+  auto dx = to_device(x, s);
+  auto dout = poisoned<float>(static_cast<size_t>(rows) * out_stride, s);
+  widen_bf16({.x = dx.as<Bf16>(), .out = dout.as<float>(), .rows = rows, .cols = cols, .x_stride = x_stride,
+              .out_stride = out_stride},
+             s);
+  const auto out = to_host<float>(dout, static_cast<size_t>(rows) * out_stride, s);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < out_stride; ++c) {
+      const float v = out[size_t(r) * out_stride + c];
+      if (c < cols) {
+        ASSERT_EQ(v, x[size_t(r) * x_stride + c].to_float()) << r << "," << c;
+      } else {
+        ASSERT_TRUE(std::isnan(v)) << "padding " << r << "," << c << " written";
+      }
+    }
+  }
+}
+
+TEST(LayerKernels, MlaGatherLatentFollowsTheBlockTable) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  const int width = 576, block_tokens = 16, blocks = 9;
+  for (const int tokens : {1, 16, 37, 9 * 16}) {
+    const auto cache = random_bf16(static_cast<size_t>(blocks) * block_tokens * width, rng);
+    std::vector<int32_t> table(blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    auto dcache = to_device(cache, s);
+    auto dtable = to_device(table, s);
+    auto dout = poisoned<Bf16>(static_cast<size_t>(tokens + 1) * width, s);
+    mla_gather_latent({.cache = dcache.as<Bf16>(), .block_table = dtable.as<int32_t>(), .out = dout.as<Bf16>(),
+                       .tokens = tokens, .width = width, .block_tokens = block_tokens},
+                      s);
+    const auto out = to_float(to_host<Bf16>(dout, static_cast<size_t>(tokens + 1) * width, s));
+    for (int t = 0; t < tokens; ++t) {
+      const size_t row = size_t(table[t / block_tokens]) * block_tokens + t % block_tokens;
+      for (int c = 0; c < width; ++c)
+        ASSERT_EQ(out[size_t(t) * width + c], cache[row * width + c].to_float()) << "token " << t << " column " << c;
+    }
+    for (int c = 0; c < width; ++c) ASSERT_TRUE(std::isnan(out[size_t(tokens) * width + c])) << "row past the end written";
+  }
+}
+
 TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
   HYMOE_REQUIRE_GPU();
   auto rng = make_rng();
@@ -431,6 +482,8 @@ TEST(LayerKernels, ShapesAreChecked) {
   EXPECT_THROW(moe_gemv({.tokens = 1, .top_k = 2, .experts = 4, .hidden = 256, .inter = 64, .gate_scale_ld = 1,
                          .down_scale_ld = 1}, nullptr),
                Error);  // gate scales need 2 a row
+  EXPECT_THROW(widen_bf16({.rows = 1, .cols = 8, .x_stride = 4}, nullptr), Error);
+  EXPECT_THROW(mla_gather_latent({.tokens = 1, .width = 12, .block_tokens = 4}, nullptr), Error);  // width % 8
 }
 
 }  // namespace

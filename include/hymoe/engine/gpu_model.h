@@ -32,6 +32,9 @@ struct GpuModelOptions {
   std::optional<size_t> gpu_memory_limit{};  // bytes hymoe may allocate on the device; none: all
   size_t kv_cache_bytes = 1ull << 30;      // device memory of the latent KV pool
   int64_t kv_block_tokens = 64;
+  // kv_b in FP8 as well (DevLayer::kv_b): stream-loading prefill expands the prompt's keys and
+  // values with it (naive MLA); the decode paths use W_UK / W_UV only.
+  bool prefill_weights = false;
 };
 
 // An FP8 matrix on the device in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
@@ -61,6 +64,7 @@ struct DevLayer {
   gpu::DeviceBuffer q_a_norm, kv_a_norm;    // FP32
   DevFp8 q_a, q_b, kv_a, o;
   gpu::DeviceBuffer w_uk, w_uv_t;           // BF16 (layer_prep.h)
+  DevFp8 kv_b;                              // GpuModelOptions::prefill_weights only
   std::optional<DevMlp> dense, shared;
   gpu::DeviceBuffer router_w;               // BF16 [experts, hidden]
   gpu::DeviceBuffer router_bias;            // FP32 [experts]
@@ -83,6 +87,7 @@ class GpuModel {
   int64_t place_experts(int max_layers, size_t headroom);
 
   const ModelConfig& config() const { return config_; }
+  bool has_prefill_weights() const { return prefill_weights_; }
   const ModelWeights& weights() const { return weights_; }
   int device() const { return device_; }
   const gpu::DeviceInfo& device_info() const { return info_; }
@@ -124,6 +129,7 @@ class GpuModel {
   gpu::YarnTable yarn_;
   float softmax_scale_ = 1.0f;
   bool experts_placed_ = false;
+  bool prefill_weights_ = false;
   std::vector<DevLayer> layers_;
   gpu::DeviceBuffer embed_, lm_head_, final_norm_;
   gpu::DeviceBuffer kv_memory_;

@@ -62,6 +62,18 @@ struct SiluMulF32Params {
 void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 void residual_add(const ResidualAddParams& p, cudaStream_t stream);
 
+// out[r][c] = FP32(x[r][c]): a prompt-sized GEMM's BF16 output (gemm.h) widened where the FP32
+// stages above read it (norms, latent rows, the residual stream).
+struct WidenBf16Params {
+  const Bf16* x = nullptr;  // [rows, x_stride]
+  float* out = nullptr;     // [rows, out_stride]
+  int rows = 0;
+  int cols = 0;
+  int64_t x_stride = 0;     // 0: cols
+  int64_t out_stride = 0;   // 0: cols
+};
+void widen_bf16(const WidenBf16Params& p, cudaStream_t stream);
+
 // y[t][r] = sum_c w[r][c] * x[t][c] for t < tokens (up to kDenseGemvMaxTokens), FP32
 // accumulation in a fixed order (a row's result does not depend on the other tokens).
 inline constexpr int kDenseGemvMaxTokens = 8;
@@ -94,6 +106,19 @@ struct MlaLatentRowsParams {
   float eps = 1e-6f;
 };
 void mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
+
+// One sequence's latent cache rows of positions [0, tokens) gathered in order into a dense
+// buffer (the prompt's K/V expansion reads them as one matrix): out[p] = cache row
+// block_table[p / block_tokens] * block_tokens + p % block_tokens. width elements a row.
+struct MlaGatherLatentParams {
+  const Bf16* cache = nullptr;          // one layer: [blocks * block_tokens, width]
+  const int32_t* block_table = nullptr; // [ceil(tokens / block_tokens)] on the device
+  Bf16* out = nullptr;                  // [tokens, width]
+  int tokens = 0;
+  int width = 0;                        // a multiple of 8
+  int block_tokens = 0;
+};
+void mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
 
 // q absorption: out[t][h] = [ W_UK[h]^T q[t][h][0, nope) | rope(q[t][h][nope, nope + rope)) ],
 // the latent query the attention reads (lora + rope wide), FP32 in, accumulation and out; q_pe

@@ -37,6 +37,10 @@ struct ServerConfig {
   int32_t gpu_device = 0;            // CUDA device of the hybrid backend
   bool dual_microbatch = true;       // hybrid: two overlapped micro-batches from 2 decoding sequences
   bool tuned_decode_attention = true;  // hybrid: decode rows by the tuned MLA decode kernel
+  // hybrid: prompt chunks of at least this many tokens by stream-loading prefill (SlpExecutor) on
+  // the GPU; 0 turns SLP off. slp_max_tokens bounds an SLP step (its buffers are sized for it).
+  int64_t slp_threshold = 2048;
+  int64_t slp_max_tokens = 16384;
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads

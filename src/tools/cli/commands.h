@@ -14,5 +14,6 @@ void register_logits_commands(CLI::App& app);  // logits (reference forward pass
 void register_tokenizer_commands(CLI::App& app);  // tokenize, detokenize, chat-template
 void register_generate_commands(CLI::App& app);  // generate (the server's runtime, offline)
 void register_stream_commands(CLI::App& app);  // stream-bench (SLP's expert streamer, CUDA builds)
+void register_slp_commands(CLI::App& app);  // slp-bench (stream-loading prefill, CUDA builds)
 
 }  // namespace hymoe::cli

@@ -13,6 +13,8 @@
 #include "hymoe/engine/cpu_executor.h"
 #if HYMOE_CLI_HAS_HYBRID
 #include "hymoe/engine/hybrid_executor.h"
+#include "hymoe/engine/slp_executor.h"
+#include "hymoe/engine/split_executor.h"
 #endif
 #include "hymoe/server/generation.h"
 #include "hymoe/server/runtime.h"
@@ -39,6 +41,8 @@ void register_generate_commands(CLI::App& app) {
     int64_t kv_cache_bytes = 1ll << 30;
     bool dual_microbatch = true;
     bool tuned_decode_attention = true;
+    int64_t slp_threshold = server::ServerConfig{}.slp_threshold;
+    int64_t slp_max_tokens = server::ServerConfig{}.slp_max_tokens;
     int gpu_expert_layers = -1;
     int parallel = 1;
   };
@@ -74,6 +78,11 @@ void register_generate_commands(CLI::App& app) {
   cmd->add_option("--tuned-decode-attention", a->tuned_decode_attention,
                   "Hybrid: decode attention by the tuned MLA kernel where the shapes allow (as hymoe-server's option)")
       ->capture_default_str();
+  cmd->add_option("--slp-threshold", a->slp_threshold,
+                  "Hybrid backend: prompt chunks of at least this many tokens by stream-loading prefill (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--slp-max-tokens", a->slp_max_tokens, "Hybrid backend: the most tokens one stream-loading prefill step takes")
+      ->capture_default_str();
   cmd->add_option("--gpu-expert-layers", a->gpu_expert_layers,
                   "Hybrid: MoE layers whose routed experts go to the GPU where memory is left (-1 all that fit, 0 none)")
       ->capture_default_str();
@@ -95,6 +104,8 @@ void register_generate_commands(CLI::App& app) {
     config.kv_cache_bytes = a->kv_cache_bytes;
     config.dual_microbatch = a->dual_microbatch;
     config.tuned_decode_attention = a->tuned_decode_attention;
+    config.slp_threshold = a->slp_threshold;
+    config.slp_max_tokens = a->slp_max_tokens;
     config.gpu_expert_layers = a->gpu_expert_layers;
     config.max_running = a->parallel;
     auto rt = server::Runtime::load(config);
@@ -129,6 +140,8 @@ void register_generate_commands(CLI::App& app) {
     auto* cpu = dynamic_cast<CpuExecutor*>(rt->executor.get());
 #if HYMOE_CLI_HAS_HYBRID
     auto* hybrid = dynamic_cast<HybridExecutor*>(rt->executor.get());
+    // With stream-loading prefill the hybrid executor is the split executor's short path.
+    if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) hybrid = dynamic_cast<HybridExecutor*>(&split->short_path());
     HybridExecutor::Profile hybrid_prefill;
 #endif
     const auto t0 = std::chrono::steady_clock::now();
@@ -220,6 +233,14 @@ void register_generate_commands(CLI::App& app) {
         show("decode", hybrid->profile());
       } else {
         show("prefill and decode (not separable)", hybrid->profile());
+      }
+      if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) {
+        const auto p = dynamic_cast<SlpExecutor&>(split->long_path()).profile();
+        std::fprintf(stderr,
+                     "stream-loading prefill (prompt chunks of %lld+ tokens): %lld steps, %lld tokens, %.4f s, %.2f GB of "
+                     "experts streamed, compute waited %.3f s for copies\n",
+                     static_cast<long long>(split->threshold()), static_cast<long long>(p.steps),
+                     static_cast<long long>(p.tokens), p.step_s, static_cast<double>(p.streamed_bytes) / 1e9, p.model_wait_s);
       }
     }
 #endif

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   hymoe::cli::register_tokenizer_commands(app);
   hymoe::cli::register_generate_commands(app);
   hymoe::cli::register_stream_commands(app);
+  hymoe::cli::register_slp_commands(app);
 
   try {
     app.parse(argc, argv);

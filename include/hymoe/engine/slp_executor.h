@@ -1,0 +1,97 @@
+// SlpExecutor: stream-loading prefill (SLP, issue 42). A long prompt computed wholly on the GPU,
+// layer by layer, every routed expert included, the routed experts streamed from host memory into
+// a ring of device slots just ahead of use (ExpertStreamer: loader, model and unloader threads on
+// their own streams) while the attention and the experts before them compute. Everything else is
+// the shared device model's resident set (GpuModel, built with prefill_weights for kv_b), and the
+// prompt's latent KV rows go to the model's device KV pool, where the hybrid executor's decode
+// continues from them with no copy.
+//
+// Per layer, over all of the step's tokens, through the layer sequence every executor runs
+// (layer_sequence.h), in chunks of chunk_tokens rows where the work is per token:
+//   attention      input norm, q_a / q_b / kv_a by the block-scaled FP8 GEMM (GpuLinear), the
+//                  latent rows into the KV pool (mla_latent_rows, as the hybrid path), then per
+//                  sequence its cached latent rows gathered and expanded by kv_b (keys and values
+//                  of every head, naive MLA) and causal flash attention (mla_prefill), o_proj;
+//   dense / shared the SiLU-gated MLP by FP8 GEMMs;
+//   router         FP32 scores (dense GEMV) and grouped top-k, as the hybrid path;
+//   routed experts SlpMoe: tokens grouped by expert, grouped FP8 GEMMs over the ring's slots.
+// The residual stream stays FP32 between stages (GEMM outputs, BF16, are widened).
+//
+// Built only with CUDA (HYMOE_HAVE_CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hymoe/engine/executor.h"
+#include "hymoe/gpu/host_register.h"
+
+namespace hymoe {
+
+class GpuModel;
+
+struct SlpExecutorOptions {
+  // Tokens a step may hold (the activation buffers and the MoE's grouped buffers are sized for it).
+  int64_t max_tokens = 8192;
+  // Rows a chunk of the per-token stages (projections, attention queries, dense MLPs) and of the
+  // kv_b expansion; bounds their scratch.
+  int64_t chunk_tokens = 2048;
+  // Expert ring slots: 0 chooses from the budget left after the buffers (at most one layer's
+  // experts, at least 2), keeping ring_headroom bytes free.
+  int ring_slots = 0;
+  size_t ring_headroom = size_t{512} << 20;
+  // Synchronise the GPU after each stage so that Profile's stage times are the GPU's (costs the
+  // overlap of a stage's tail with the next one's launch; benchmarks only).
+  bool profile_stages = false;
+  // Host memory to register for DMA at construction (the WeightStore's regions), held while the
+  // executor lives, so that the experts copy at the pinned rate; empty where the caller pinned it.
+  std::vector<gpu::HostSpan> pin;
+};
+
+class SlpExecutor final : public Executor {
+ public:
+  // On a device model built with GpuModelOptions::prefill_weights (kInvalidArgument otherwise),
+  // which must outlive nothing: the executor shares it. Throws hymoe::Error: kResourceExhausted
+  // when the budget cannot hold the buffers and a two-slot ring (the message says how much is
+  // needed), kUnsupported for attention shapes other than DeepSeek-V3's (nope 128, rope 64,
+  // v 128: the prefill kernel's).
+  SlpExecutor(std::shared_ptr<GpuModel> model, const SlpExecutorOptions& options);
+  ~SlpExecutor() override;
+
+  const ModelConfig& config() const override;
+  KvCache& kv_cache() override;
+  // Any mix of items (decode tokens are single-token prompts here); at most max_tokens tokens a
+  // step (kInvalidArgument beyond).
+  void forward(std::span<const StepItem> items, std::span<float> logits) override;
+  const char* name() const override { return "slp"; }
+  std::string placement_summary() const override;
+
+  int ring_slots() const;
+  int64_t max_tokens() const;
+
+  // Wall time and streaming since construction or the last reset (benchmarks).
+  struct Profile {
+    double step_s = 0;
+    // Per stage class (layer_sequence.h's LayerTimes): host time, the GPU's with profile_stages.
+    double attention_s = 0;
+    double dense_s = 0;       // dense layers' FFN
+    double moe_s = 0;         // MoE layers' FFN: router, shared expert, the streamed routed experts
+    double head_s = 0;
+    size_t streamed_bytes = 0;
+    double model_wait_s = 0;  // compute waiting for an expert's copy (loading is behind)
+    double slot_wait_s = 0;   // the loader waiting for a free slot (compute is behind)
+    int64_t steps = 0, tokens = 0;
+  };
+  Profile profile() const;
+  void reset_profile();
+  void set_profile_stages(bool on);  // SlpExecutorOptions::profile_stages, between steps
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hymoe

@@ -1,0 +1,263 @@
+// The stream-loading prefill executor against the reference forward pass and the hybrid executor
+// on a generated tiny checkpoint with DeepSeek-V3's attention shapes (the prefill kernel's: nope
+// 128, rope 64, v 128, lora 512); skipped without a CUDA device. SLP quantises every GEMM's
+// activations to FP8 (1 x 128 blocks, DeepSeek-V3's recipe) where the hybrid path's GEMVs read
+// BF16, so its logits sit a little further from the float64 reference: kSlpTolerance bounds the
+// median, kFlipBound every case (a near-tied expert choice may flip).
+#include "hymoe/engine/slp_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "hymoe/common/error.h"
+#include "hymoe/engine/gpu_model.h"
+#include "hymoe/engine/hybrid_executor.h"
+#include "hymoe/engine/kv_cache.h"
+#include "hymoe/gpu/device.h"
+#include "engine_test_util.h"
+#include "tiny_model_fixture.h"
+
+namespace hymoe {
+namespace {
+
+constexpr double kSlpTolerance = 3e-2;
+constexpr double kFlipBound = 1.5e-1;
+constexpr int64_t kVocab = 2048;
+
+using test::argmax;
+using test::rel_error;
+
+class SlpExecutorTest : public ::testing::Test {
+ protected:
+  static void deepseek_attention(ModelConfig& c) {
+    c.kv_lora_rank = 512;
+    c.qk_nope_head_dim = 128;
+    c.qk_rope_head_dim = 64;
+    c.v_head_dim = 128;
+    c.num_attention_heads = 16;
+    c.num_key_value_heads = 16;
+  }
+  static void SetUpTestSuite() {
+    if (gpu::device_count() == 0) return;
+    model_ = new test::TinyModel("hymoe_slp_exec", 20261209, kVocab, &deepseek_attention);
+  }
+  static void TearDownTestSuite() { delete model_; }
+  void SetUp() override {
+    if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+
+  static std::shared_ptr<GpuModel> make_model(bool prefill = true) {
+    GpuModelOptions o;
+    o.kv_cache_bytes = 128 << 20;
+    o.kv_block_tokens = 16;
+    o.prefill_weights = prefill;
+    return std::make_shared<GpuModel>(*model_->store, o);
+  }
+  static SlpExecutorOptions slp_options(int64_t chunk = 64, int ring = 0) {
+    SlpExecutorOptions o;
+    o.max_tokens = 512;
+    o.chunk_tokens = chunk;
+    o.ring_slots = ring;
+    return o;
+  }
+  static HybridExecutorOptions hybrid_options() {
+    HybridExecutorOptions o;
+    o.max_step_tokens = 64;
+    o.max_gpu_expert_layers = 0;
+    return o;
+  }
+  static std::vector<int32_t> random_tokens(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % kVocab);
+    return t;
+  }
+  static std::vector<float> reference_last(const std::vector<int32_t>& tokens) {
+    std::vector<int64_t> t(tokens.begin(), tokens.end());
+    auto all = model_->reference->forward(t, reference::MlaForm::kNaive);
+    return {all.end() - kVocab, all.end()};
+  }
+  // The prompt through `ex` in steps of the given sizes; the last step's logits.
+  static std::vector<float> prefill(Executor& ex, BlockTable& table, const std::vector<int32_t>& tokens,
+                                    std::initializer_list<size_t> steps) {
+    std::vector<float> logits(kVocab, NAN);
+    size_t at = 0;
+    for (size_t n : steps) {
+      StepItem item{&table, std::span<const int32_t>(tokens).subspan(at, n), static_cast<int64_t>(at), true};
+      std::fill(logits.begin(), logits.end(), NAN);
+      ex.forward({&item, 1}, logits);
+      at += n;
+    }
+    EXPECT_EQ(at, tokens.size());
+    return logits;
+  }
+
+  static inline test::TinyModel* model_ = nullptr;
+};
+
+TEST_F(SlpExecutorTest, PrefillMatchesReferenceAndHybrid) {
+  auto model = make_model();
+  SlpExecutor slp(model, slp_options());
+  HybridExecutor hy(model, *model_->pool, hybrid_options());
+  std::vector<double> errors;
+  for (size_t n : {1u, 17u, 64u, 65u, 200u}) {  // one chunk, a chunk and a row, several chunks
+    const auto tokens = random_tokens(n, static_cast<uint32_t>(n) + 3);
+    BlockTable ts, th;
+    ASSERT_TRUE(model->kv_cache().reserve(ts, static_cast<int64_t>(n)));
+    ASSERT_TRUE(model->kv_cache().reserve(th, static_cast<int64_t>(n)));
+    const auto got = prefill(slp, ts, tokens, {n});
+    const auto ref = reference_last(tokens);
+    const auto hyb = prefill(hy, th, tokens, {n});
+    const double err = rel_error(got, ref), err_h = rel_error(got, hyb);
+    std::printf("SLP prefill of %zu tokens: vs reference %.2e, vs hybrid %.2e (hybrid vs reference %.2e)\n", n, err,
+                err_h, rel_error(hyb, ref));
+    EXPECT_LT(err, kFlipBound) << n << " tokens";
+    EXPECT_LT(err_h, kFlipBound) << n << " tokens";
+    EXPECT_EQ(ts.tokens, static_cast<int64_t>(n));
+    errors.push_back(err);
+    model->kv_cache().release(ts);
+    model->kv_cache().release(th);
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], kSlpTolerance) << "median error";
+  const auto p = slp.profile();
+  EXPECT_EQ(p.steps, 5);
+  EXPECT_GT(p.streamed_bytes, 0u);
+}
+
+TEST_F(SlpExecutorTest, HybridDecodeContinuesFromTheSlpCache) {
+  // A prompt prefilled by SLP into the shared pool, then decoded by the hybrid executor along the
+  // reference's greedy path: every step's logits against the reference's.
+  auto model = make_model();
+  SlpExecutor slp(model, slp_options());
+  HybridExecutor hy(model, *model_->pool, hybrid_options());
+  std::vector<int32_t> seq = random_tokens(150, 77);
+  const int steps = 12;
+  BlockTable table;
+  ASSERT_TRUE(model->kv_cache().reserve(table, static_cast<int64_t>(seq.size()) + steps));
+  prefill(slp, table, seq, {seq.size()});
+  std::vector<double> errors;
+  std::vector<float> logits(kVocab);
+  for (int s = 0; s < steps; ++s) {
+    const auto ref = reference_last(seq);
+    seq.push_back(argmax(ref));
+    StepItem item{&table, std::span<const int32_t>(seq).last(1), static_cast<int64_t>(seq.size() - 1), true, true};
+    std::fill(logits.begin(), logits.end(), NAN);
+    hy.forward({&item, 1}, logits);
+    const double err = rel_error(logits, reference_last(seq));
+    EXPECT_LT(err, kFlipBound) << "decode step " << s;
+    errors.push_back(err);
+  }
+  std::sort(errors.begin(), errors.end());
+  std::printf("hybrid decode after SLP prefill, %d steps: median %.2e, worst %.2e\n", steps, errors[errors.size() / 2],
+              errors.back());
+  EXPECT_LT(errors[errors.size() / 2], kSlpTolerance);
+  model->kv_cache().release(table);
+}
+
+TEST_F(SlpExecutorTest, RingLengthDoesNotChangeResults) {
+  // A row's result depends only on its own token and experts: rings of 2 slots and of a whole
+  // layer give bitwise the same logits.
+  auto model = make_model();
+  const auto tokens = random_tokens(120, 5);
+  std::vector<std::vector<float>> got;
+  for (int ring : {2, 0}) {
+    SlpExecutor slp(model, slp_options(64, ring));
+    if (ring == 2) {
+      EXPECT_EQ(slp.ring_slots(), 2);
+    }
+    BlockTable t;
+    ASSERT_TRUE(model->kv_cache().reserve(t, 120));
+    got.push_back(prefill(slp, t, tokens, {120}));
+    model->kv_cache().release(t);
+  }
+  for (size_t i = 0; i < got[0].size(); ++i) ASSERT_EQ(got[0][i], got[1][i]) << "logit " << i;
+}
+
+TEST_F(SlpExecutorTest, ChunksStepsAndSequencesAgree) {
+  auto model = make_model();
+  SlpExecutor small(model, slp_options(16)), large(model, slp_options(256));
+  const auto a = random_tokens(100, 11), b = random_tokens(37, 12);
+  BlockTable t1, t2, t3, ta, tb;
+  auto& kv = model->kv_cache();
+  for (BlockTable* t : {&t1, &t2, &t3, &ta}) ASSERT_TRUE(kv.reserve(*t, 100));
+  ASSERT_TRUE(kv.reserve(tb, 37));
+  const auto whole = prefill(large, t1, a, {100});
+  const auto chunked = prefill(small, t2, a, {100});  // 7 query chunks, kv_b in pieces
+  const auto steps = prefill(large, t3, a, {41, 59}); // the second step attends the first's cache
+  // Two prompts in one step.
+  std::vector<float> both(2 * kVocab, NAN);
+  StepItem items[2] = {{&ta, a, 0, true}, {&tb, b, 0, true}};
+  large.forward(items, both);
+  const auto alone_b = [&] {
+    BlockTable t;
+    EXPECT_TRUE(kv.reserve(t, 37));
+    auto l = prefill(large, t, b, {37});
+    kv.release(t);
+    return l;
+  }();
+  const std::span<const float> first(both.data(), kVocab), second(both.data() + kVocab, kVocab);
+  // The GEMMs may pick other algorithms for other row counts: equal up to accumulation order.
+  EXPECT_LT(rel_error(chunked, whole), 2e-3);
+  EXPECT_LT(rel_error(steps, whole), 2e-3);
+  EXPECT_LT(rel_error(std::vector<float>(first.begin(), first.end()), whole), 2e-3);
+  EXPECT_LT(rel_error(std::vector<float>(second.begin(), second.end()), alone_b), 2e-3);
+  EXPECT_EQ(t3.tokens, 100);
+  for (BlockTable* t : {&t1, &t2, &t3, &ta, &tb}) kv.release(*t);
+}
+
+TEST_F(SlpExecutorTest, RefusesWhatItCannotRun) {
+  {
+    auto plain = make_model(false);
+    try {
+      SlpExecutor slp(plain, slp_options());
+      FAIL() << "built without prefill weights";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    }
+  }
+  auto model = make_model();
+  SlpExecutorOptions o = slp_options();
+  o.max_tokens = 32;
+  SlpExecutor slp(model, o);
+  const auto tokens = random_tokens(40, 9);
+  BlockTable t;
+  ASSERT_TRUE(model->kv_cache().reserve(t, 40));
+  std::vector<float> logits(kVocab);
+  StepItem item{&t, tokens, 0, true};
+  try {
+    slp.forward({&item, 1}, logits);
+    FAIL() << "a step beyond max_tokens";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+  }
+  EXPECT_EQ(t.tokens, 0);
+  // Still serving: the same prompt in two steps.
+  const auto got = prefill(slp, t, tokens, {32, 8});
+  EXPECT_LT(rel_error(got, reference_last(tokens)), kFlipBound);
+  model->kv_cache().release(t);
+  // A budget that holds the model but not the prefill buffers and a two-slot ring.
+  GpuModelOptions mo;
+  mo.kv_cache_bytes = 16 << 20;
+  mo.kv_block_tokens = 16;
+  mo.prefill_weights = true;
+  {
+    auto probe = std::make_shared<GpuModel>(*model_->store, mo);
+    mo.gpu_memory_limit = probe->budget().used() + (size_t{1} << 20);
+  }
+  auto tight = std::make_shared<GpuModel>(*model_->store, mo);
+  try {
+    SlpExecutor refused(tight, slp_options());
+    FAIL() << "a budget without room for the ring";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hymoe
