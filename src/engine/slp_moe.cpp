@@ -9,6 +9,9 @@
 #include "hymoe/gpu/gemm.h"
 
 namespace hymoe {
+namespace {
+constexpr int kMaxLaunchRows = 65535;
+}  // namespace
 
 void slp_batch_offsets(std::span<const int32_t> offsets, int64_t e0, int64_t e1, std::span<int32_t> absolute,
                        std::span<int32_t> relative) {
@@ -139,9 +142,13 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
         gate.run(habs, d_abs, gw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out, 2 * inter, stream);
         up.run(habs, d_abs, uw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out + inter, 2 * inter, stream);
         const int rb = r1 - r0;
-        gpu::silu_mul({.gate_up = g_out + static_cast<int64_t>(r0) * 2 * inter, .out = act.as<gpu::Bf16>(), .rows = rb,
-                       .cols = static_cast<int>(inter), .in_stride = 2 * inter, .out_stride = inter},
-                      stream);
+        for (int s0 = 0; s0 < rb; s0 += kMaxLaunchRows) {  // the grid's row limit
+          gpu::silu_mul({.gate_up = g_out + (static_cast<int64_t>(r0) + s0) * 2 * inter,
+                         .out = act.as<gpu::Bf16>() + static_cast<int64_t>(s0) * inter,
+                         .rows = std::min(kMaxLaunchRows, rb - s0), .cols = static_cast<int>(inter),
+                         .in_stride = 2 * inter, .out_stride = inter},
+                        stream);
+        }
         // The batch's activations as a problem of their own: rows from 0, offsets shifted.
         gpu::quantize_fp8_per_token_block({.x = act.as<gpu::Bf16>(), .out = act_q.as<gpu::Fp8E4M3>(),
                                            .scales = act_scales.as<float>(), .tokens = rb, .cols = static_cast<int>(inter),

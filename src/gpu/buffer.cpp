@@ -1,11 +1,17 @@
 #include "hymoe/gpu/buffer.h"
 
+#include <atomic>
 #include <utility>
 
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/device.h"
 
 namespace hymoe::gpu {
+namespace {
+std::atomic<size_t> g_live_bytes{0};
+}  // namespace
+
+size_t DeviceBuffer::live_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes, MemoryBudget* budget) : bytes_(bytes), budget_(budget) {
   if (bytes == 0) return;
@@ -18,6 +24,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes, MemoryBudget* budget) : bytes_(bytes), 
     HYMOE_THROW(kResourceExhausted, "cudaMalloc of {} bytes failed: {}", bytes,
                 cudaGetErrorString(status));
   }
+  g_live_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 DeviceBuffer::~DeviceBuffer() { reset(); }
@@ -25,6 +32,7 @@ DeviceBuffer::~DeviceBuffer() { reset(); }
 void DeviceBuffer::reset() noexcept {
   if (data_) {
     (void)cudaFree(data_);
+    g_live_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
     if (budget_) budget_->release(bytes_);
   }
   data_ = nullptr;

@@ -1,8 +1,9 @@
 // SLP's MoE stage on a generated tiny checkpoint: two MoE layers' routed experts streamed
 // through a ring shorter than a layer and through one that holds a whole layer, against a float64
 // reference of the experts (FP8 weights dequantised; the stage quantises its activations to FP8
-// in 1 x 128 blocks, hence the tolerance), and the two rings' outputs bitwise equal (a row does
-// not depend on the batch its expert fell in). Skipped without a CUDA device.
+// in 1 x 128 blocks, hence the tolerance), and the two rings' outputs equal up to the grouped
+// GEMM's accumulation order (its tile shape follows a batch's row count). Skipped without a CUDA
+// device.
 #include "hymoe/engine/slp_moe.h"
 
 #include <gtest/gtest.h>
@@ -149,8 +150,16 @@ TEST(SlpMoe, StreamedExpertsMatchTheReferenceWhateverTheRingLength) {
     std::printf("SLP MoE layer %lld vs float64 reference: normalised error %.3e\n",
                 static_cast<long long>(moe_layers[li]), err);
     EXPECT_LT(err, 8e-2) << "layer " << moe_layers[li];  // FP8 activations: a few percent
-    for (size_t i = 0; i < short_ring[li].size(); ++i)
-      ASSERT_EQ(short_ring[li][i], whole_layer[li][i]) << "layer " << moe_layers[li] << " value " << i;
+    // Ring lengths batch the experts differently and the grouped GEMM may take another tile
+    // shape for a batch's row count (another accumulation order): equal up to rounding.
+    double dn = 0, dd = 0;
+    for (size_t i = 0; i < short_ring[li].size(); ++i) {
+      const double u = bf16_to_float(short_ring[li][i]), v = bf16_to_float(whole_layer[li][i]);
+      ASSERT_FALSE(std::isnan(v)) << "layer " << moe_layers[li] << " value " << i;
+      dn += (u - v) * (u - v);
+      dd += v * v;
+    }
+    EXPECT_LT(std::sqrt(dn / dd), 1e-2) << "layer " << moe_layers[li] << ": ring of 3 vs a whole layer";
   }
 }
 

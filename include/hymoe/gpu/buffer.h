@@ -24,6 +24,9 @@ class DeviceBuffer {
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // Bytes held by every live DeviceBuffer of the process (leak checks that other processes on
+  // the same device cannot disturb, as cudaMemGetInfo's free memory can).
+  static size_t live_bytes();
   template <typename T>
   T* as() const { return static_cast<T*>(data_); }
 
