@@ -409,14 +409,10 @@ void SlpExecutor::Impl::router(int64_t li) {
   const ModelConfig& c = config;
   const DevLayer& l = layer(li);
   const int64_t n = T(), E = c.n_routed_experts;
-  // FP32 scores as the hybrid path computes them (a dense GEMV of up to 8 rows a launch).
-  for (int64_t t0 = 0; t0 < n; t0 += gpu::kDenseGemvMaxTokens) {
-    gpu::dense_gemv_f32({.w = l.router_w.as<gpu::Bf16>(), .x = xf.as<float>() + t0 * hidden,
-                         .y = router_logits.as<float>() + t0 * E,
-                         .tokens = static_cast<int>(std::min<int64_t>(gpu::kDenseGemvMaxTokens, n - t0)),
-                         .n = static_cast<int>(E), .k = static_cast<int>(hidden), .ldy = E},
-                        stream);
-  }
+  // FP32 scores from the FP32 normed state (as the hybrid path; a tiled kernel for many tokens).
+  gpu::dense_gemm_f32({.w = l.router_w.as<gpu::Bf16>(), .x = xf.as<float>(), .y = router_logits.as<float>(),
+                       .tokens = static_cast<int>(n), .n = static_cast<int>(E), .k = static_cast<int>(hidden), .ldy = E},
+                      stream);
   gpu::RouterParams rp;
   rp.logits = router_logits.as<float>();
   rp.bias = l.router_bias.as<float>();

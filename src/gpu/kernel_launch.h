@@ -37,6 +37,7 @@ cudaError_t dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
 cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
 cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream);
+cudaError_t dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream);
 cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
 cudaError_t mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 cudaError_t mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);

@@ -54,6 +54,14 @@ void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::silu_mul_f32(p, stream));
 }
 
+void dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.tokens <= 64 * kMaxGridY && p.n >= 1 && p.k >= 1 && p.ldy >= p.n, kInvalidArgument,
+              "dense_gemm_f32: bad shape tokens={} n={} k={} ldy={}", p.tokens, p.n, p.k, p.ldy);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.w && p.x && p.y, kInvalidArgument, "dense_gemm_f32: null pointer");
+  HYMOE_CUDA_CHECK(launch::dense_gemm_f32(p, stream));
+}
+
 void widen_bf16(const WidenBf16Params& p, cudaStream_t stream) {
   HYMOE_CHECK(p.rows >= 0 && p.rows <= std::numeric_limits<int32_t>::max() && p.cols >= 1 &&
                   (p.x_stride == 0 || p.x_stride >= p.cols) && (p.out_stride == 0 || p.out_stride >= p.cols),

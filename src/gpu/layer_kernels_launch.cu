@@ -33,6 +33,13 @@ cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream) {
+  const dim3 grid((p.n + kernels::kDenseGemmTile - 1) / kernels::kDenseGemmTile,
+                  (p.tokens + kernels::kDenseGemmTile - 1) / kernels::kDenseGemmTile);
+  kernels::dense_gemm_f32_kernel<<<grid, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream) {
   kernels::widen_bf16_kernel<<<p.rows, p.cols >= 1024 ? 256 : 128, 0, stream>>>(p);
   return cudaGetLastError();

@@ -3,9 +3,12 @@
 // 128, rope 64, v 128, lora 512); skipped without a CUDA device. SLP quantises every GEMM's
 // activations to FP8 (1 x 128 blocks, DeepSeek-V3's recipe) where the hybrid path's GEMVs read
 // BF16, so its logits sit a little further from the float64 reference: kSlpTolerance bounds the
-// median, kFlipBound every case (a near-tied expert choice may flip). The first H100 run measured
-// 0.27 against the reference for a 40-token prompt; the bounds are wide until the FP8 activation
-// error is pinned down (a reference with the same quantisation), tight between SLP variants.
+// median, kFlipBound every case (a near-tied expert choice may flip). On this random tiny model the
+// FP8 activations' error is large: H100 runs measured 0.10-0.27 against the reference for 9-40
+// token prompts, and a decode step after SLP prefill up to 0.54 (median 7e-2). A reference that
+// quantises its activations the same way is no closer (0.11-0.13: the quantiser is discontinuous,
+// so BF16-level differences move values across E4M3 steps), so the bounds here catch a broken
+// path (errors of order 1), and the bounds between SLP variants are tight.
 #include "hymoe/engine/slp_executor.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +32,7 @@ namespace {
 
 constexpr double kSlpTolerance = 2e-1;
 constexpr double kFlipBound = 4e-1;
+constexpr double kDecodeStepBound = 7e-1;  // one decode step after SLP prefill (median: kSlpTolerance)
 constexpr int64_t kVocab = 2048;
 
 using test::argmax;
@@ -152,7 +156,7 @@ TEST_F(SlpExecutorTest, HybridDecodeContinuesFromTheSlpCache) {
     std::fill(logits.begin(), logits.end(), NAN);
     hy.forward({&item, 1}, logits);
     const double err = rel_error(logits, reference_last(seq));
-    EXPECT_LT(err, kFlipBound) << "decode step " << s;
+    EXPECT_LT(err, kDecodeStepBound) << "decode step " << s;
     errors.push_back(err);
   }
   std::sort(errors.begin(), errors.end());

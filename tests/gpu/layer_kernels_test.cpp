@@ -163,6 +163,43 @@ TEST(LayerKernels, DenseGemvF32MatchesReferenceAndIsBatchInvariant) {
   }
 }
 
+TEST(LayerKernels, DenseGemmF32MatchesReferenceAndIsBatchInvariant) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  for (const auto& [n, k] : {std::pair{256, 7168}, std::pair{101, 200}, std::pair{7, 33}}) {
+    const int max_tokens = 150;
+    const auto w = random_bf16(static_cast<size_t>(n) * k, rng);
+    const auto x = random_f32(static_cast<size_t>(max_tokens) * k, rng, -1, 1);
+    auto dw = to_device(w, s);
+    auto dx = to_device(x, s);
+    std::vector<float> first;
+    for (const int tokens : {1, 65, max_tokens}) {
+      const int64_t ldy = n + 5;
+      auto dy = poisoned<float>(static_cast<size_t>(tokens) * ldy, s);
+      dense_gemm_f32({.w = dw.as<Bf16>(), .x = dx.as<float>(), .y = dy.as<float>(), .tokens = tokens, .n = n, .k = k,
+                      .ldy = ldy},
+                     s);
+      const auto y = to_host<float>(dy, static_cast<size_t>(tokens) * ldy, s);
+      std::vector<float> got;
+      std::vector<double> ref;
+      for (int t = 0; t < tokens; ++t) {
+        for (int r = 0; r < n; ++r) {
+          double acc = 0;
+          for (int c = 0; c < k; ++c) acc += double(w[size_t(r) * k + c].to_float()) * x[size_t(t) * k + c];
+          ref.push_back(acc);
+          got.push_back(y[t * ldy + r]);
+        }
+        for (int64_t r = n; r < ldy; ++r) ASSERT_TRUE(std::isnan(y[t * ldy + r])) << "padding written";
+      }
+      EXPECT_LT(normalized_error(got, ref), 1e-5) << n << "x" << k << " tokens " << tokens;
+      // Token 0's row is the same bits whatever the batch.
+      if (tokens == 1) first.assign(got.begin(), got.begin() + n);
+      for (int r = 0; r < n; ++r) ASSERT_EQ(got[r], first[r]) << "row " << r << " at batch " << tokens;
+    }
+  }
+}
+
 // A paged latent cache of random rows, sequences of the given lengths on shuffled blocks.
 struct PagedCache {
   int width, block_tokens, max_blocks;

@@ -13,7 +13,8 @@
 //                  sequence its cached latent rows gathered and expanded by kv_b (keys and values
 //                  of every head, naive MLA) and causal flash attention (mla_prefill), o_proj;
 //   dense / shared the SiLU-gated MLP by FP8 GEMMs;
-//   router         FP32 scores (dense GEMV) and grouped top-k, as the hybrid path;
+//   router         FP32 scores (dense_gemm_f32: the hybrid path's FP32 product, tiled for many
+//                  tokens) and grouped top-k;
 //   routed experts SlpMoe: tokens grouped by expert, grouped FP8 GEMMs over the ring's slots.
 // The residual stream stays FP32 between stages (GEMM outputs, BF16, are widened).
 //

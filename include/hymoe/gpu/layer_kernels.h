@@ -62,6 +62,21 @@ struct SiluMulF32Params {
 void silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 void residual_add(const ResidualAddParams& p, cudaStream_t stream);
 
+// The same product for any number of tokens (a prompt's router scores): y[t][r] = sum_c w[r][c] *
+// x[t][c], FP32, in 64 x 64 tiles; each output accumulates over c in order in one FP32 sum, so a
+// token's result does not depend on the tokens beside it (not the GEMV's order: results agree
+// with dense_gemv_f32's to rounding).
+struct DenseGemmF32Params {
+  const Bf16* w = nullptr;  // [n, k]
+  const float* x = nullptr; // [tokens, k]
+  float* y = nullptr;       // [tokens, ldy]
+  int tokens = 0;
+  int n = 0;
+  int k = 0;
+  int64_t ldy = 0;          // >= n
+};
+void dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream);
+
 // out[r][c] = FP32(x[r][c]): a prompt-sized GEMM's BF16 output (gemm.h) widened where the FP32
 // stages above read it (norms, latent rows, the residual stream).
 struct WidenBf16Params {

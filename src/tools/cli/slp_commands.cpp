@@ -18,7 +18,10 @@
 #if HYMOE_CLI_HAS_HYBRID
 #include <cuda_runtime_api.h>
 
+#include "hymoe/cpu/thread_pool.h"
+#include "hymoe/cpu/topology.h"
 #include "hymoe/engine/gpu_model.h"
+#include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/engine/slp_executor.h"
 #include "hymoe/gpu/buffer.h"
@@ -126,115 +129,159 @@ void register_slp_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("slp-bench", "SLP: long-prompt prefill on the GPU with the experts streamed, against its ceilings");
   struct Args {
     std::string preset = "deepseek-v3";
-    int layers = 5;
+    std::vector<int> layers = {5};
     std::vector<int64_t> tokens = {2048, 8192};
     int64_t chunk = 2048;
     int ring_slots = 0;
     double gpu_memory_limit_gb = 0;
+    std::vector<int64_t> crossover;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--preset", a->preset, "Model preset (random weights)")->capture_default_str();
-  cmd->add_option("--layers", a->layers, "Layers of the preset (the first dense ones included)")->capture_default_str();
+  cmd->add_option("--layers", a->layers,
+                  "Layers of the preset (the first dense ones included); with two or more counts, the time of the "
+                  "extra MoE layers extrapolates the full model")
+      ->capture_default_str();
   cmd->add_option("--tokens", a->tokens, "Prompt lengths")->capture_default_str();
   cmd->add_option("--chunk", a->chunk, "Rows a chunk of the per-token stages")->capture_default_str();
   cmd->add_option("--ring-slots", a->ring_slots, "Expert ring slots (0: from the budget)")->capture_default_str();
   cmd->add_option("--gpu-memory-limit-gb", a->gpu_memory_limit_gb, "GPU memory budget in GB (0: the device's)")
       ->capture_default_str();
+  cmd->add_option("--crossover", a->crossover,
+                  "Prompt lengths to time on both SLP and the hybrid executor (routed experts on the CPU) over the "
+                  "first model: where SLP starts to win sets --slp-threshold");
   cmd->callback([a] {
 #if HYMOE_CLI_HAS_HYBRID
     using Clock = std::chrono::steady_clock;
     auto secs = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     HYMOE_CHECK(gpu::device_count() > 0, kUnavailable, "slp-bench needs a CUDA device");
-    HYMOE_CHECK(!a->tokens.empty(), kInvalidArgument, "slp-bench: no --tokens");
-    const ModelConfig config = preset_config(a->preset, a->layers);
-    auto t0 = Clock::now();
-    auto store = WeightStore::dummy(config, 0);
-    std::printf("model: %s, %d layers, %.2f GB of random weights in %.1f s\n", a->preset.c_str(), a->layers,
-                static_cast<double>(store->total_bytes()) / 1e9, secs(t0));
-    std::vector<gpu::HostSpan> spans;
-    for (const MemoryRegion& r : store->regions()) spans.push_back({r.data, r.bytes});
-    gpu::HostRegistration pinned(spans);
-    std::printf("pinning: %.2f GB registered in %.2f s\n", static_cast<double>(pinned.bytes()) / 1e9, pinned.seconds());
+    HYMOE_CHECK(!a->tokens.empty() && !a->layers.empty(), kInvalidArgument, "slp-bench: no --tokens or --layers");
     gpu::Stream s;
-    const double pinned_gbs = pinned_ceiling(spans, s);
     double fp8_tflops = 0, bf16_tflops = 0;
     {
       gpu::CublasLt lt;
       fp8_tflops = gemm_ceiling(lt, gpu::GemmKind::kFp8TensorScale, s);
       bf16_tflops = gemm_ceiling(lt, gpu::GemmKind::kBf16, s);
     }
-    std::printf("ceilings: pinned host-to-device %.1f GB/s; cuBLASLt 8192^3 FP8 %.0f TFLOP/s, BF16 %.0f TFLOP/s\n",
-                pinned_gbs, fp8_tflops, bf16_tflops);
-
     const int64_t longest = *std::max_element(a->tokens.begin(), a->tokens.end());
-    GpuModelOptions mo;
-    if (a->gpu_memory_limit_gb > 0) mo.gpu_memory_limit = static_cast<size_t>(a->gpu_memory_limit_gb * 1e9);
-    const KvCacheShape kv_shape{.layers = config.num_hidden_layers, .kv_lora_rank = config.kv_lora_rank,
-                                .rope_dim = config.qk_rope_head_dim, .block_tokens = 64};
-    mo.kv_cache_bytes = static_cast<size_t>((longest + 64) / 64 + 1) * kv_shape.bytes_per_block();
-    mo.prefill_weights = true;
-    t0 = Clock::now();
-    auto model = std::make_shared<GpuModel>(*store, mo);
-    SlpExecutorOptions so;
-    so.max_tokens = longest;
-    so.chunk_tokens = a->chunk;
-    so.ring_slots = a->ring_slots;
-    SlpExecutor slp(model, so);
-    std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
-
-    std::mt19937 rng(7);
-    auto prefill = [&](int64_t n) {
-      std::vector<int32_t> ids(static_cast<size_t>(n));
-      for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(config.vocab_size));
-      BlockTable table;
-      HYMOE_CHECK(slp.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
-      std::vector<float> logits(static_cast<size_t>(config.vocab_size));
-      StepItem item{&table, ids, 0, true};
-      const auto t = Clock::now();
-      slp.forward({&item, 1}, logits);
-      const double dt = secs(t);
-      slp.kv_cache().release(table);
-      return dt;
+    struct Run {
+      int layers = 0;
+      int64_t moe_layers = 0;
+      std::vector<double> seconds;  // per prompt length
     };
-    prefill(std::min<int64_t>(longest, 512));  // warm-up: plans, first-touch of the pinned pages
-    std::printf("%-8s %-9s %-9s %-8s %-9s %-9s %-9s %-8s %s\n", "tokens", "seconds", "tok/s", "GB", "copy_s", "compute_s",
-                "floor_s", "ratio", "model waits for copies / loader waits for slots (s)");
-    for (const int64_t n : a->tokens) {
-      slp.reset_profile();
-      const double dt = prefill(n);
-      const auto p = slp.profile();
-      const PrefillFlops f = prefill_flops(config, model->weights(), static_cast<double>(n));
-      const double copy_s = static_cast<double>(p.streamed_bytes) / 1e9 / pinned_gbs;
-      const double compute_s = f.gemm / (fp8_tflops * 1e12) + f.attention / (bf16_tflops * 1e12);
-      const double floor_s = std::max(copy_s, compute_s);
-      std::printf("%-8lld %-9.3f %-9.0f %-8.2f %-9.3f %-9.3f %-9.3f %-8.2f %.3f / %.3f\n", static_cast<long long>(n), dt,
-                  static_cast<double>(n) / dt, static_cast<double>(p.streamed_bytes) / 1e9, copy_s, compute_s, floor_s,
-                  dt / floor_s, p.model_wait_s, p.slot_wait_s);
-    }
-    // The stage split of the longest prompt (the GPU synchronised after every stage).
-    {
-      const int64_t n = longest;
+    std::vector<Run> runs;
+    for (const int layers : a->layers) {
+      const ModelConfig config = preset_config(a->preset, layers);
+      auto t0 = Clock::now();
+      auto store = WeightStore::dummy(config, 0);
+      std::printf("model: %s, %d layers, %.2f GB of random weights in %.1f s\n", a->preset.c_str(), layers,
+                  static_cast<double>(store->total_bytes()) / 1e9, secs(t0));
+      std::vector<gpu::HostSpan> spans;
+      for (const MemoryRegion& r : store->regions()) spans.push_back({r.data, r.bytes});
+      gpu::HostRegistration pinned(spans);
+      std::printf("pinning: %.2f GB registered in %.2f s\n", static_cast<double>(pinned.bytes()) / 1e9, pinned.seconds());
+      const double pinned_gbs = pinned_ceiling(spans, s);
+      std::printf("ceilings: pinned host-to-device %.1f GB/s; cuBLASLt 8192^3 FP8 %.0f TFLOP/s, BF16 %.0f TFLOP/s\n",
+                  pinned_gbs, fp8_tflops, bf16_tflops);
+      GpuModelOptions mo;
+      if (a->gpu_memory_limit_gb > 0) mo.gpu_memory_limit = static_cast<size_t>(a->gpu_memory_limit_gb * 1e9);
+      const KvCacheShape kv_shape{.layers = config.num_hidden_layers, .kv_lora_rank = config.kv_lora_rank,
+                                  .rope_dim = config.qk_rope_head_dim, .block_tokens = 64};
+      mo.kv_cache_bytes = static_cast<size_t>((longest + 64) / 64 + 1) * kv_shape.bytes_per_block();
+      mo.prefill_weights = true;
+      t0 = Clock::now();
+      auto model = std::make_shared<GpuModel>(*store, mo);
+      SlpExecutorOptions so;
+      so.max_tokens = longest;
+      so.chunk_tokens = a->chunk;
+      so.ring_slots = a->ring_slots;
+      SlpExecutor slp(model, so);
+      std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
+
+      std::mt19937 rng(7);
+      auto prefill = [&](int64_t n) {
+        std::vector<int32_t> ids(static_cast<size_t>(n));
+        for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(config.vocab_size));
+        BlockTable table;
+        HYMOE_CHECK(slp.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
+        std::vector<float> logits(static_cast<size_t>(config.vocab_size));
+        StepItem item{&table, ids, 0, true};
+        const auto t = Clock::now();
+        slp.forward({&item, 1}, logits);
+        const double dt = secs(t);
+        slp.kv_cache().release(table);
+        return dt;
+      };
+      prefill(std::min<int64_t>(longest, 512));  // warm-up: plans, first-touch of the pinned pages
+      Run run{layers, 0, {}};
+      for (const LayerWeights& l : model->weights().layers) run.moe_layers += l.moe ? 1 : 0;
+      std::printf("%-8s %-9s %-9s %-8s %-9s %-9s %-9s %-8s %s\n", "tokens", "seconds", "tok/s", "GB", "copy_s",
+                  "compute_s", "floor_s", "ratio", "model waits for copies / loader waits for slots (s)");
+      for (const int64_t n : a->tokens) {
+        slp.reset_profile();
+        const double dt = prefill(n);
+        run.seconds.push_back(dt);
+        const auto p = slp.profile();
+        const PrefillFlops f = prefill_flops(config, model->weights(), static_cast<double>(n));
+        const double copy_s = static_cast<double>(p.streamed_bytes) / 1e9 / pinned_gbs;
+        const double compute_s = f.gemm / (fp8_tflops * 1e12) + f.attention / (bf16_tflops * 1e12);
+        const double floor_s = std::max(copy_s, compute_s);
+        std::printf("%-8lld %-9.3f %-9.0f %-8.2f %-9.3f %-9.3f %-9.3f %-8.2f %.3f / %.3f\n", static_cast<long long>(n),
+                    dt, static_cast<double>(n) / dt, static_cast<double>(p.streamed_bytes) / 1e9, copy_s, compute_s,
+                    floor_s, floor_s / dt, p.model_wait_s, p.slot_wait_s);
+      }
+      // The stage split of the longest prompt (the GPU synchronised after every stage).
       slp.set_profile_stages(true);
       slp.reset_profile();
-      const double dt = prefill(n);
+      const double dt = prefill(longest);
       slp.set_profile_stages(false);
       const auto p = slp.profile();
-      int64_t dense = 0, moe = 0;
-      for (const LayerWeights& l : model->weights().layers) (l.moe ? moe : dense) += 1;
-      std::printf("stages of %lld tokens, synchronised: %.3f s; attention %.3f s (%.3f a layer), dense FFN %.3f s, "
-                  "MoE FFN %.3f s (%.3f a layer), head %.3f s\n",
-                  static_cast<long long>(n), dt, p.attention_s, p.attention_s / static_cast<double>(dense + moe),
-                  p.dense_s, p.moe_s, moe ? p.moe_s / static_cast<double>(moe) : 0.0, p.head_s);
-      if (moe > 0 && config.num_hidden_layers < 61) {
-        const double per_moe = (p.attention_s / static_cast<double>(dense + moe)) + p.moe_s / static_cast<double>(moe);
-        const double per_dense = (p.attention_s / static_cast<double>(dense + moe)) + (dense ? p.dense_s / static_cast<double>(dense) : 0);
-        const ModelConfig full = preset_config(a->preset);
-        const double full_s = static_cast<double>(full.first_k_dense_replace) * per_dense +
-                              static_cast<double>(full.num_hidden_layers - full.first_k_dense_replace) * per_moe;
-        std::printf("extrapolated to the full %s (%lld layers): %.1f s for %lld tokens (%.0f tok/s; stage times "
-                    "synchronised, so an upper bound)\n",
-                    a->preset.c_str(), static_cast<long long>(full.num_hidden_layers), full_s, static_cast<long long>(n),
-                    static_cast<double>(n) / full_s);
+      const auto all = static_cast<double>(config.num_hidden_layers);
+      std::printf("stages of %lld tokens, synchronised: %.3f s; attention %.3f s (%.3f a layer), dense FFN %.3f s, MoE "
+                  "FFN %.3f s (%.3f a MoE layer), head %.3f s\n",
+                  static_cast<long long>(longest), dt, p.attention_s, p.attention_s / all, p.dense_s, p.moe_s,
+                  run.moe_layers ? p.moe_s / static_cast<double>(run.moe_layers) : 0.0, p.head_s);
+      runs.push_back(std::move(run));
+      if (!a->crossover.empty() && runs.size() == 1) {
+        // The same prompts through the hybrid executor over the same device model, its routed
+        // experts on the CPU (a card that cannot hold them), against SLP.
+        cpu::ThreadPool pool(cpu::Topology::detect(), cpu::ThreadPoolOptions{});
+        HybridExecutorOptions ho;
+        ho.max_gpu_expert_layers = 0;
+        ho.max_step_tokens = *std::max_element(a->crossover.begin(), a->crossover.end());
+        HybridExecutor hybrid(model, pool, ho);
+        std::printf("%-8s %-10s %-10s %s\n", "tokens", "hybrid_s", "slp_s", "faster");
+        for (const int64_t n : a->crossover) {
+          std::vector<int32_t> ids(static_cast<size_t>(n));
+          for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(config.vocab_size));
+          BlockTable table;
+          HYMOE_CHECK(hybrid.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
+          std::vector<float> logits(static_cast<size_t>(config.vocab_size));
+          StepItem item{&table, ids, 0, true};
+          const auto t = Clock::now();
+          hybrid.forward({&item, 1}, logits);
+          const double hy = secs(t);
+          hybrid.kv_cache().release(table);
+          const double sl = prefill(n);
+          std::printf("%-8lld %-10.3f %-10.3f %s\n", static_cast<long long>(n), hy, sl, sl < hy ? "slp" : "hybrid");
+        }
+      }
+    }
+    // The full model from the marginal cost of a MoE layer (the largest layer count against the
+    // smallest: the start-up and the tail cancel out).
+    const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end(), [](const Run& x, const Run& y) {
+      return x.moe_layers < y.moe_layers;
+    });
+    if (hi->moe_layers > lo->moe_layers) {
+      const ModelConfig full = preset_config(a->preset);
+      const int64_t full_moe = full.num_hidden_layers - full.first_k_dense_replace;
+      for (size_t i = 0; i < a->tokens.size(); ++i) {
+        const double per_layer = (hi->seconds[i] - lo->seconds[i]) / static_cast<double>(hi->moe_layers - lo->moe_layers);
+        const double full_s = lo->seconds[i] + static_cast<double>(full_moe - lo->moe_layers) * per_layer;
+        std::printf("extrapolated: %lld tokens through the full %s (%lld layers): %.2f s (%.0f tok/s), a MoE layer "
+                    "%.1f ms (from %d and %d layers)\n",
+                    static_cast<long long>(a->tokens[i]), a->preset.c_str(), static_cast<long long>(full.num_hidden_layers),
+                    full_s, static_cast<double>(a->tokens[i]) / full_s, 1e3 * per_layer, lo->layers, hi->layers);
       }
     }
 #else
