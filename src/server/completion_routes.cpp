@@ -277,8 +277,9 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
 
 void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics& metrics,
                        const httplib::Request& req, httplib::Response& res) {
-  (void)config;
   CompletionRequest r = parse_completion_request(req.body);
+  // The operator's default, where one is configured, as for chat; OpenAI's 16 otherwise.
+  if (!r.max_tokens_given && config.default_max_tokens > 0) r.sampling.max_tokens = config.default_max_tokens;
   check_model(m, r.model);
   check_logit_bias_vocab(r.sampling, m.tokenizer->vocab_size());
   std::vector<int32_t> ids;

@@ -172,16 +172,20 @@ void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, 
   user = read_string(j, "user", false);
 }
 
-void read_max_tokens(const json& j, const RequestLimits& limits, SamplingParams& s,
+// Returns whether the body gave a limit.
+bool read_max_tokens(const json& j, const RequestLimits& limits, SamplingParams& s,
                      const char* alt_key) {
   int64_t v = 0;
-  bool present = false;
+  bool present = false, any = false;
   read_int(j, "max_tokens", 1, limits.max_tokens_limit, v, present);
   if (present) s.max_tokens = static_cast<int32_t>(v);
+  any = present;
   if (alt_key) {
     read_int(j, alt_key, 1, limits.max_tokens_limit, v, present);
     if (present) s.max_tokens = static_cast<int32_t>(v);  // the newer name wins
+    any = any || present;
   }
+  return any;
 }
 
 // Chat content: a string, null, or an array of {"type":"text","text":...} parts (joined).
@@ -527,7 +531,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
   if (!r.prompt_is_tokens && r.prompt.empty()) fail("'prompt' must not be empty", "prompt");
   read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user);
   r.sampling.max_tokens = 16;  // the OpenAI default for completions
-  read_max_tokens(j, limits, r.sampling, nullptr);
+  r.max_tokens_given = read_max_tokens(j, limits, r.sampling, nullptr);
   r.echo = read_bool(j, "echo", false);
   int64_t v = 0;
   bool present = false;

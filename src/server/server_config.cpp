@@ -211,7 +211,8 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--decode-prefill-chunk", c.decode_prefill_chunk, "Prompt tokens per step while other requests decode",
       "HYMOE_DECODE_PREFILL_CHUNK");
   opt("--max-context", c.max_context, "Context length (0 = the model's)", "HYMOE_MAX_CONTEXT");
-  opt("--default-max-tokens", c.default_max_tokens, "Chat max_tokens when absent (0 = up to the context)",
+  opt("--default-max-tokens", c.default_max_tokens, "max_tokens of a request that gives none, on both endpoints (0 = chat: up to the context; completions: "
+      "OpenAI's 16)",
       "HYMOE_DEFAULT_MAX_TOKENS");
   opt("--reasoning-parser", c.reasoning_parser, "auto | deepseek_r1 | none", "HYMOE_REASONING_PARSER");
   opt("--tool-call-parser", c.tool_call_parser, "auto | deepseek_v3 | deepseek_v31 | kimi_k2 | none",

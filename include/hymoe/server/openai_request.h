@@ -58,7 +58,8 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_ids;  // token ids (when the prompt is an array of integers)
   bool prompt_is_tokens = false;
   bool echo = false;
-  SamplingParams sampling;
+  SamplingParams sampling;          // max_tokens 16 (OpenAI's default) unless the body gives it
+  bool max_tokens_given = false;    // whether it did (the server's configured default applies otherwise)
   bool stream = false;
   bool include_usage = false;
   std::string user;

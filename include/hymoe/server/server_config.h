@@ -51,7 +51,7 @@ struct ServerConfig {
   int64_t max_prefill_chunk = 512;
   int64_t decode_prefill_chunk = 64;  // prompt tokens per step while others decode
   int64_t max_context = 0;           // 0 = the model's max_position_embeddings
-  int32_t default_max_tokens = 0;    // chat requests without max_tokens; 0 = up to the context
+  int32_t default_max_tokens = 0;    // requests without max_tokens, both endpoints; 0 = chat: the context, completions: 16
 
   // Behaviour.
   std::string reasoning_parser = "auto";  // auto | deepseek_r1 | none
