@@ -39,7 +39,10 @@ struct ServerConfig {
   bool tuned_decode_attention = true;  // hybrid: decode rows by the tuned MLA decode kernel
   // hybrid: prompt chunks of at least this many tokens by stream-loading prefill (SlpExecutor) on
   // the GPU; 0 turns SLP off. slp_max_tokens bounds an SLP step (its buffers are sized for it).
-  int64_t slp_threshold = 2048;
+  // 512: on the H100 machine a MoE layer of SLP takes its copy time, ~211 ms whatever the length,
+  // and the hybrid path's CPU experts took 399 ms a layer for 502 tokens (docs/benchmarks.md), so
+  // SLP wins from roughly 250-300 tokens; 512 keeps a margin until slp-bench --crossover measures it.
+  int64_t slp_threshold = 512;
   int64_t slp_max_tokens = 16384;
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
