@@ -57,7 +57,7 @@ struct SlpExecutor::Impl final : LayerOps {
 
   // The step's rows: the FP32 residual stream, the norms' outputs (BF16 for the GEMMs, FP32 for
   // the router), the FFN's and attention's FP32 outputs, the router's top-k, the routed sum.
-  gpu::DeviceBuffer h, xb, xf, proj, moe_out, router_logits, topk_ids, topk_w;
+  gpu::DeviceBuffer h, xb, xf, proj, router_logits, topk_ids, topk_w;
   // One chunk's rows: GEMM outputs (BF16), the FP32 inputs of the norms and latent rows, q, the
   // attention output, the MLPs' activations.
   gpu::DeviceBuffer lin_out, wide, qab, q, attn, act;
@@ -152,7 +152,6 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
     proj = make(t * H * 4);
     const bool has_moe = E > 0 && c.num_hidden_layers > c.first_k_dense_replace;
     if (has_moe) {
-      moe_out = make(t * H * 2);
       router_logits = make(t * static_cast<size_t>(E) * 4);
       topk_ids = make(t * static_cast<size_t>(K) * 4);
       topk_w = make(t * static_cast<size_t>(K) * 4);
@@ -438,10 +437,10 @@ void SlpExecutor::Impl::shared_expert(int64_t li) {
 
 void SlpExecutor::Impl::routed_experts(int64_t li) {
   const int64_t n = T();
+  // The routed sum in FP32 into xf, free once the router has read it.
   moe->run({.x = xb.as<gpu::Bf16>(), .topk_ids = topk_ids.as<int32_t>(), .topk_weights = topk_w.as<float>(),
-            .out = moe_out.as<gpu::Bf16>(), .tokens = n, .first_item = first_item[static_cast<size_t>(li)]},
+            .out = xf.as<float>(), .tokens = n, .first_item = first_item[static_cast<size_t>(li)]},
            *streamer, *ring, stream);
-  widen(moe_out.as<gpu::Bf16>(), hidden, n, hidden, xf.as<float>(), hidden);  // xf is free after the router
 }
 
 void SlpExecutor::Impl::ffn_residual(int64_t li) {

@@ -30,6 +30,7 @@ void slp_batch_offsets(std::span<const int32_t> offsets, int64_t e0, int64_t e1,
 struct SlpMoe::Impl {
   const ModelConfig& c;
   int64_t hidden, inter, E, K, max_rows;
+  int64_t batch_rows;  // the most rows a batch of experts takes (>= max_tokens: one expert's most)
   gpu::GroupedFp8Gemm gate, up, down;
   gpu::DeviceBuffer xq, xq_scales, offsets, cursor, slot_rows, xp, xp_scales, gu, act, act_q, act_scales, y;
   // Per batch (at most one an expert): the offsets collapsed onto the batch (absolute rows, for
@@ -46,10 +47,12 @@ struct SlpMoe::Impl {
         E(config.n_routed_experts),
         K(config.num_experts_per_tok),
         max_rows(max_tokens * config.num_experts_per_tok),
+        batch_rows(std::min(max_tokens * config.num_experts_per_tok, 2 * max_tokens)),
         gate(lt, static_cast<int>(inter), static_cast<int>(hidden)),
         up(lt, static_cast<int>(inter), static_cast<int>(hidden)),
         down(lt, static_cast<int>(hidden), static_cast<int>(inter)) {
-    const auto T = static_cast<size_t>(max_tokens), R = static_cast<size_t>(max_rows);
+    const auto T = static_cast<size_t>(max_tokens), R = static_cast<size_t>(max_rows),
+               B = static_cast<size_t>(batch_rows);
     const int hb = static_cast<int>((hidden + 127) / 128), ib = static_cast<int>((inter + 127) / 128);
     auto make = [&](size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), budget); };
     xq = make(T * static_cast<size_t>(hidden));
@@ -59,11 +62,12 @@ struct SlpMoe::Impl {
     slot_rows = make(R * 4);
     xp = make(R * static_cast<size_t>(hidden));
     xp_scales = make(static_cast<size_t>(gpu::grouped_scale_floats(hb, max_rows, static_cast<int>(E))) * 4);
-    gu = make(R * static_cast<size_t>(2 * inter) * 2);
-    act = make(R * static_cast<size_t>(inter) * 2);
-    act_q = make(R * static_cast<size_t>(inter));
-    act_scales = make(static_cast<size_t>(gpu::grouped_scale_floats(ib, max_rows, static_cast<int>(E))) * 4);
-    y = make(R * static_cast<size_t>(hidden) * 2);
+    // A batch's rows only: its gate/up, activations and outputs (the sum accumulates in FP32).
+    gu = make(B * static_cast<size_t>(2 * inter) * 2);
+    act = make(B * static_cast<size_t>(inter) * 2);
+    act_q = make(B * static_cast<size_t>(inter));
+    act_scales = make(static_cast<size_t>(gpu::grouped_scale_floats(ib, batch_rows, static_cast<int>(E))) * 4);
+    y = make(B * static_cast<size_t>(hidden) * 2);
     h_offsets = gpu::PinnedBuffer(static_cast<size_t>(E + 1) * 4);
     h_batch = gpu::PinnedBuffer(static_cast<size_t>(E) * 2 * static_cast<size_t>(E + 1) * 4);
     d_batch = make(static_cast<size_t>(E) * 2 * static_cast<size_t>(E + 1) * 4);
@@ -108,14 +112,19 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
   const int32_t* off = h_offsets.as<int32_t>().data();
   HYMOE_CHECK(off[E] == rows, kInternal, "SLP MoE: expert offsets end at {}, {} rows routed", off[E], rows);
 
-  // 2. Batches of half the ring, in expert order: the loader fills the other half meanwhile.
+  // 2. Batches of half the ring, in expert order (the loader fills the other half meanwhile), cut
+  // short where their rows would pass batch_rows; each adds its experts' weighted outputs to out.
+  HYMOE_CUDA_CHECK(cudaMemsetAsync(p.out, 0, static_cast<size_t>(T) * static_cast<size_t>(hidden) * sizeof(float), stream));
   const int slots = std::max(1, ring.slots() / 2);
   const auto n = static_cast<size_t>(E + 1);
   std::vector<gpu::ExpertWeight> gw(static_cast<size_t>(E), ring.gate(0)), uw(static_cast<size_t>(E), ring.up(0)),
       dw(static_cast<size_t>(E), ring.down(0));
   int batch = 0;
-  for (int64_t e0 = 0; e0 < E; e0 += slots, ++batch) {
-    const int64_t e1 = std::min<int64_t>(E, e0 + slots);
+  for (int64_t e0 = 0, e1 = 0; e0 < E; e0 = e1, ++batch) {
+    e1 = std::min<int64_t>(E, e0 + slots);
+    while (e1 - e0 > 1 && off[e1] - off[e0] > batch_rows) --e1;
+    HYMOE_CHECK(off[e1] - off[e0] <= batch_rows, kInternal, "SLP MoE: expert {} has {} rows, a batch holds {}", e0,
+                off[e1] - off[e0], batch_rows);
     int64_t acquired = e0;
     // A failure between acquire and release hands the batch's slots back (behind what the stream
     // has enqueued) before it propagates: the ring keeps its length for the next prompt.
@@ -138,12 +147,17 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
         int32_t* d_rel = d_abs + n;
         HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));
         const std::span<const int32_t> habs(abs, n), hrel(rel, n);
-        auto* g_out = gu.as<gpu::Bf16>();
+        // Gate and up write each row at its index in the layer's order (the grouped scales of
+        // the permuted tokens are laid out by the absolute offsets): a base shifted back by the
+        // batch's first row puts row r0 at gu's first row.
+        auto* g_out = reinterpret_cast<gpu::Bf16*>(reinterpret_cast<uintptr_t>(gu.data()) -
+                                                   static_cast<uintptr_t>(r0) * static_cast<uintptr_t>(2 * inter) *
+                                                       sizeof(gpu::Bf16));
         gate.run(habs, d_abs, gw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out, 2 * inter, stream);
         up.run(habs, d_abs, uw, xp.as<gpu::Fp8E4M3>(), xp_scales.as<float>(), g_out + inter, 2 * inter, stream);
         const int rb = r1 - r0;
         for (int s0 = 0; s0 < rb; s0 += kMaxLaunchRows) {  // the grid's row limit
-          gpu::silu_mul({.gate_up = g_out + (static_cast<int64_t>(r0) + s0) * 2 * inter,
+          gpu::silu_mul({.gate_up = gu.as<gpu::Bf16>() + static_cast<int64_t>(s0) * 2 * inter,
                          .out = act.as<gpu::Bf16>() + static_cast<int64_t>(s0) * inter,
                          .rows = std::min(kMaxLaunchRows, rb - s0), .cols = static_cast<int>(inter),
                          .in_stride = 2 * inter, .out_stride = inter},
@@ -155,8 +169,14 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
                                            .x_stride = inter, .out_stride = inter, .scale_ld = rb, .group_offsets = d_rel,
                                            .groups = static_cast<int>(E)},
                                           stream);
-        down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(),
-                 y.as<gpu::Bf16>() + static_cast<int64_t>(r0) * hidden, hidden, stream);
+        down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(), y.as<gpu::Bf16>(), hidden, stream);
+        // 3. The batch's share of the weighted un-permute, into the FP32 sum.
+        gpu::moe_unpermute_add({.y = y.as<gpu::Bf16>(), .slot_rows = slot_rows.as<int32_t>(), .topk_ids = p.topk_ids,
+                                .topk_weights = p.topk_weights, .out = p.out, .tokens = T, .top_k = static_cast<int>(K),
+                                .cols = static_cast<int>(hidden), .ldy = hidden, .ldo = hidden,
+                                .expert_begin = static_cast<int>(e0), .expert_end = static_cast<int>(e1),
+                                .row_begin = r0},
+                               stream);
       }
     } catch (...) {
       release_acquired();
@@ -164,11 +184,6 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
     }
     release_acquired();
   }
-  // 3. Back to token order, weighted.
-  gpu::moe_unpermute({.y = y.as<gpu::Bf16>(), .slot_rows = slot_rows.as<int32_t>(), .topk_weights = p.topk_weights,
-                      .out = p.out, .tokens = T, .top_k = static_cast<int>(K), .cols = static_cast<int>(hidden),
-                      .ldy = hidden, .ldo = hidden},
-                     stream);
 }
 
 }  // namespace hymoe

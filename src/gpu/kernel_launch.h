@@ -97,6 +97,7 @@ cudaError_t mla_decode_plan_segments(const int32_t* seq_lens, int batch, int num
 cudaError_t moe_expert_offsets(const MoeOffsetsParams& p, cudaStream_t stream);
 cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
+cudaError_t moe_unpermute_add(const MoeUnpermuteAddParams& p, cudaStream_t stream);
 cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
 cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
 // dst [keys, heads, 192] = k_nope | k_pe of keys 0..keys-1 (16-byte aligned, checked by the caller).

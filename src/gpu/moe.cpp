@@ -40,6 +40,19 @@ void moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::moe_permute_fp8(p, stream));
 }
 
+void moe_unpermute_add(const MoeUnpermuteAddParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.top_k >= 1 && p.cols >= 8 && p.cols % 8 == 0 && p.ldy >= p.cols && p.ldy % 8 == 0 &&
+                  p.ldo >= p.cols && p.ldo % 4 == 0 && p.expert_begin >= 0 && p.expert_begin <= p.expert_end &&
+                  p.row_begin >= 0,
+              kInvalidArgument, "moe unpermute-add: tokens {} top_k {} cols {} ld {},{} experts [{}, {}) row {}",
+              p.tokens, p.top_k, p.cols, p.ldy, p.ldo, p.expert_begin, p.expert_end, p.row_begin);
+  if (p.tokens == 0 || p.expert_begin == p.expert_end) return;
+  HYMOE_CHECK(p.y && p.slot_rows && p.topk_ids && p.topk_weights && p.out, kInvalidArgument,
+              "moe unpermute-add: null pointer");
+  HYMOE_CHECK(aligned16(p.y), kInvalidArgument, "moe unpermute-add: rows must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::moe_unpermute_add(p, stream));
+}
+
 void moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 0 && p.top_k >= 1 && p.cols >= 8 &&
                   p.cols % 8 == 0 && p.ldy >= p.cols && p.ldy % 8 == 0 && p.ldo >= p.cols &&

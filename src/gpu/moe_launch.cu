@@ -18,6 +18,12 @@ cudaError_t moe_permute_fp8(const MoePermuteParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t moe_unpermute_add(const MoeUnpermuteAddParams& p, cudaStream_t stream) {
+  const dim3 grid(p.tokens, (p.cols + 2047) / 2048);
+  kernels::moe_unpermute_add_kernel<<<grid, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream) {
   const dim3 grid(p.tokens, (p.cols + 2047) / 2048);
   kernels::moe_unpermute_kernel<<<grid, 256, 0, stream>>>(p);

@@ -297,6 +297,58 @@ TEST(Moe, WgmmaGroupedTxAndTinyMatchReference) {
                  128, 200);
 }
 
+TEST(Moe, UnpermuteAddSumsOneBatchOfExperts) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = test::make_rng();
+  Stream stream;
+  const int tokens = 37, top_k = 4, experts = 16, cols = 264, e0 = 5, e1 = 11;
+  const int64_t ldo = cols + 4;
+  std::vector<int32_t> ids(size_t(tokens) * top_k);
+  std::vector<float> weights(ids.size());
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<int32_t> all(experts);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int j = 0; j < top_k; ++j) {
+      ids[size_t(t) * top_k + j] = all[size_t(j)];
+      weights[size_t(t) * top_k + j] = std::uniform_real_distribution<float>(0.1f, 1.0f)(rng);
+    }
+  }
+  // Rows in expert order (a counting sort of the slots), as moe_expert_offsets lays them out.
+  std::vector<int32_t> offsets(experts + 1, 0), slot_rows(ids.size());
+  for (int32_t e : ids) ++offsets[size_t(e) + 1];
+  for (int e = 0; e < experts; ++e) offsets[size_t(e) + 1] += offsets[size_t(e)];
+  std::vector<int32_t> cursor(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < ids.size(); ++i) slot_rows[i] = cursor[size_t(ids[i])]++;
+  const int32_t r0 = offsets[e0], r1 = offsets[e1];
+  const auto y = test::random_bf16(size_t(r1 - r0) * cols, rng);  // the batch's rows only
+  const auto before = test::random_f32(size_t(tokens) * ldo, rng, -1, 1);
+  auto dy = test::to_device(y, stream);
+  auto dids = test::to_device(ids, stream);
+  auto dw = test::to_device(weights, stream);
+  auto dslot = test::to_device(slot_rows, stream);
+  auto dout = test::to_device(before, stream);
+  moe_unpermute_add({.y = dy.as<Bf16>(), .slot_rows = dslot.as<int32_t>(), .topk_ids = dids.as<int32_t>(),
+                     .topk_weights = dw.as<float>(), .out = dout.as<float>(), .tokens = tokens, .top_k = top_k,
+                     .cols = cols, .ldy = cols, .ldo = ldo, .expert_begin = e0, .expert_end = e1, .row_begin = r0},
+                    stream);
+  const auto out = test::to_host<float>(dout, before.size(), stream);
+  for (int t = 0; t < tokens; ++t) {
+    for (int64_t c = 0; c < ldo; ++c) {
+      double expect = before[size_t(t) * ldo + c];
+      if (c < cols) {
+        for (int j = 0; j < top_k; ++j) {
+          const size_t slot = size_t(t) * top_k + j;
+          if (ids[slot] < e0 || ids[slot] >= e1) continue;
+          expect += double(weights[slot]) * y[size_t(slot_rows[slot] - r0) * cols + c].to_float();
+        }
+      }
+      ASSERT_NEAR(out[size_t(t) * ldo + c], expect, 1e-5 * (1 + std::fabs(expect))) << "token " << t << " column " << c;
+    }
+  }
+  EXPECT_THROW(moe_unpermute_add({.tokens = 1, .top_k = 1, .cols = 12, .ldy = 12, .ldo = 12}, stream), Error);
+}
+
 TEST(Moe, QuantiserWritesGroupedScales) {
   HYMOE_REQUIRE_GPU();
   auto rng = test::make_rng();

@@ -3,10 +3,13 @@
 //   1. the tokens quantised to FP8 (1 x 128 blocks), grouped by expert (moe.h's offsets and
 //      permute; the offsets come to the host once a layer);
 //   2. per batch of experts, half the ring (consecutive items of the streamer's schedule, in
-//      expert order, so that the loader fills the other half meanwhile): gate and up by the
-//      grouped block-scaled FP8 GEMM over the batch's slots, SiLU(gate) * up, quantised, down by
-//      the grouped GEMM; the batch's slots are released behind the down GEMM;
-//   3. the weighted un-permute back to token order.
+//      expert order, so that the loader fills the other half meanwhile) or fewer where their rows
+//      would pass the batch buffers (2 x max_tokens rows): gate and up by the grouped block-scaled
+//      FP8 GEMM over the batch's slots, SiLU(gate) * up, quantised, down by the grouped GEMM, and
+//      the batch's share of the weighted un-permute added to the FP32 output
+//      (moe_unpermute_add); the batch's slots are released behind it.
+// Memory: the quantised and permuted tokens for the whole layer (~8 x hidden bytes a token), the
+// gate/up, activation and output buffers for one batch only.
 // Per batch the grouped GEMMs see every expert, those outside the batch with no rows (their
 // offsets collapsed onto the batch's bounds), so the activations' grouped scale layout is the one
 // of the whole layer. A row's result depends only on its own token and expert, up to the grouped
@@ -49,7 +52,7 @@ class SlpMoe {
     const gpu::Bf16* x = nullptr;        // [tokens, hidden]: the post-attention norm's output
     const int32_t* topk_ids = nullptr;   // [tokens, top_k] on the device
     const float* topk_weights = nullptr; // [tokens, top_k] (routed_scaling_factor applied)
-    gpu::Bf16* out = nullptr;            // [tokens, hidden]: sum_k w_k expert_k(x)
+    float* out = nullptr;                // [tokens, hidden]: set to sum_k w_k expert_k(x), FP32
     int64_t tokens = 0;                  // 1..max_tokens
     // This layer's experts in the streamer's schedule: item first_item + e is expert e of this
     // layer for e < n_routed_experts (every expert, in order; the ones without tokens are

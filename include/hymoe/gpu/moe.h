@@ -72,6 +72,27 @@ struct MoeUnpermuteParams {
 };
 void moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
 
+// One batch of experts' share of the weighted un-permute, added to an FP32 sum: for every token t
+// and slot j whose expert topk_ids[t][j] lies in [expert_begin, expert_end), out[t] +=
+// topk_weights[t][j] * y[slot_rows[t * top_k + j] - row_begin] (y holds the batch's rows only,
+// the first at row_begin of the layer's expert order). Called once a batch over a zeroed out, it
+// gives the whole layer's weighted sum while the expert outputs live only a batch at a time.
+struct MoeUnpermuteAddParams {
+  const Bf16* y = nullptr;             // [batch rows, ldy]
+  const int32_t* slot_rows = nullptr;  // [tokens * top_k]
+  const int32_t* topk_ids = nullptr;   // [tokens, top_k]
+  const float* topk_weights = nullptr; // [tokens, top_k]
+  float* out = nullptr;                // [tokens, ldo], added to
+  int tokens = 0;
+  int top_k = 0;
+  int cols = 0;                        // a multiple of 8
+  int64_t ldy = 0;
+  int64_t ldo = 0;
+  int expert_begin = 0, expert_end = 0;
+  int64_t row_begin = 0;
+};
+void moe_unpermute_add(const MoeUnpermuteAddParams& p, cudaStream_t stream);
+
 // One expert's FP8 weight [n, k] and its 128x128 scales [ceil(n/128), block_scale_ld(k)].
 struct ExpertWeight {
   const Fp8E4M3* w = nullptr;
