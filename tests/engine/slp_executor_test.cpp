@@ -23,6 +23,7 @@
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/kv_cache.h"
+#include "hymoe/engine/split_executor.h"
 #include "hymoe/gpu/device.h"
 #include "engine_test_util.h"
 #include "tiny_model_fixture.h"
@@ -215,6 +216,62 @@ TEST_F(SlpExecutorTest, ChunksStepsAndSequencesAgree) {
   EXPECT_LT(rel_error(std::vector<float>(second.begin(), second.end()), alone_b), 2e-3);
   EXPECT_EQ(t3.tokens, 100);
   for (BlockTable* t : {&t1, &t2, &t3, &ta, &tb}) kv.release(*t);
+}
+
+TEST_F(SlpExecutorTest, SplitExecutorRoutesByChunkLength) {
+  // One step of a decode token, a short prompt and a long one through SplitExecutor(hybrid, SLP,
+  // threshold 32): the long prompt's logits are SLP's, the others the hybrid path's, in item order,
+  // and every table advances.
+  auto model = make_model();
+  auto hy = std::make_unique<HybridExecutor>(model, *model_->pool, hybrid_options());
+  auto slp = std::make_unique<SlpExecutor>(model, slp_options());
+  HybridExecutor& hy_ref = *hy;
+  SlpExecutor& slp_ref = *slp;
+  SplitExecutor split(std::move(hy), std::move(slp), 32);
+  auto& kv = model->kv_cache();
+  const auto decoding = random_tokens(9, 1), shorter = random_tokens(12, 2), longer = random_tokens(70, 3);
+  // The decoding sequence's prompt first (8 tokens), then its 9th token as a decode item.
+  BlockTable td, ts, tl;
+  ASSERT_TRUE(kv.reserve(td, 9));
+  ASSERT_TRUE(kv.reserve(ts, 12));
+  ASSERT_TRUE(kv.reserve(tl, 70));
+  std::vector<float> one(kVocab);
+  StepItem p0{&td, std::span<const int32_t>(decoding).first(8), 0, true};
+  split.forward({&p0, 1}, one);
+  std::vector<float> logits(3 * kVocab, NAN);
+  StepItem items[3] = {{&tl, longer, 0, true},
+                       {&td, std::span<const int32_t>(decoding).last(1), 8, true, true},
+                       {&ts, shorter, 0, true}};
+  split.forward(items, logits);
+  EXPECT_EQ(tl.tokens, 70);
+  EXPECT_EQ(td.tokens, 9);
+  EXPECT_EQ(ts.tokens, 12);
+  // The same prompts alone on each path.
+  auto alone = [&](Executor& ex, const std::vector<int32_t>& tokens) {
+    BlockTable t;
+    EXPECT_TRUE(kv.reserve(t, static_cast<int64_t>(tokens.size())));
+    auto l = prefill(ex, t, tokens, {tokens.size()});
+    kv.release(t);
+    return l;
+  };
+  const auto long_slp = alone(slp_ref, longer), short_hy = alone(hy_ref, shorter);
+  const std::span<const float> got(logits);
+  EXPECT_LT(rel_error(std::vector<float>(got.begin(), got.begin() + kVocab), long_slp), 2e-3) << "long prompt: SLP";
+  EXPECT_LT(rel_error(std::vector<float>(got.begin() + 2 * kVocab, got.end()), short_hy), 2e-3) << "short prompt: hybrid";
+  EXPECT_LT(rel_error(std::vector<float>(got.begin() + kVocab, got.begin() + 2 * kVocab), reference_last(decoding)),
+            kFlipBound)
+      << "decode token: hybrid";
+  EXPECT_STREQ(split.name(), "hybrid+slp");
+  for (BlockTable* t : {&td, &ts, &tl}) kv.release(*t);
+  // Paths over different KV pools are refused.
+  auto other = make_model();
+  try {
+    SplitExecutor bad(std::make_unique<HybridExecutor>(model, *model_->pool, hybrid_options()),
+                      std::make_unique<SlpExecutor>(other, slp_options()), 32);
+    FAIL() << "two KV pools";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+  }
 }
 
 TEST_F(SlpExecutorTest, RefusesWhatItCannotRun) {
