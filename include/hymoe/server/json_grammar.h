@@ -1,0 +1,127 @@
+// JSON mode (OpenAI response_format {"type":"json_object"}, issue 45): which bytes, and so which
+// tokens, may come next if the output is to stay a JSON object text. A sampler masks every token
+// the mask refuses, so the generated text is always a prefix of valid JSON, and allows
+// end-of-sequence only once the object is whole.
+//
+// JsonPrefixMachine  an incremental byte-level pushdown automaton over RFC 8259 whose top-level
+//                    value must be an object. It accepts exactly the prefixes of valid JSON object
+//                    texts (within its two bounds below), so every state it reaches can still be
+//                    completed: a sampler following it never gets stuck.
+// JsonTokenMask      the vocabulary sorted once; per step, the tokens whose bytes can all be fed.
+//
+// Bounds, so that a model cannot loop forever on structure alone:
+//   max_depth       containers open at once (the top-level object counts as 1); past it '[' and
+//                   '{' are refused, scalars still allowed.
+//   max_whitespace  consecutive whitespace bytes between tokens (and before or after the object);
+//                   past it only a non-whitespace byte continues.
+// Strings and numbers have no length bound: max_tokens ends those.
+//
+// Not yet wired to the sampler or the request schema.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hymoe::server {
+
+struct JsonGrammarOptions {
+  int32_t max_depth = 32;      // containers open at once, top-level object included; 1..64
+  int32_t max_whitespace = 4;  // consecutive whitespace bytes outside strings; 0..255
+};
+
+// A small copyable value (24 bytes, no heap): the sampler copies one per candidate token.
+class JsonPrefixMachine {
+ public:
+  static constexpr int32_t kMaxDepthLimit = 64;  // the open containers are bits of one uint64_t
+
+  // Throws Error(kInvalidArgument) for options out of range.
+  explicit JsonPrefixMachine(JsonGrammarOptions options = {});
+
+  // Advances by one byte; false (state unchanged) when no valid JSON object text continues so.
+  bool feed(char byte);
+  // Advances by all bytes or none: false (state unchanged) when any byte is refused.
+  bool feed(std::string_view bytes);
+
+  // A whole object has been read (only whitespace may follow).
+  bool complete() const { return mode_ == Mode::kDone; }
+  // Containers open now.
+  int32_t depth() const { return depth_; }
+
+  bool operator==(const JsonPrefixMachine&) const = default;
+
+ private:
+  enum class Mode : uint8_t {
+    kStart,         // before the top-level object: whitespace or '{'
+    kObjectFirst,   // after '{': a key or '}'
+    kObjectKey,     // after ',' in an object: a key
+    kColon,         // after a key: ':'
+    kValue,         // after ':' or ',' in an array: a value
+    kArrayFirst,    // after '[': a value or ']'
+    kAfterValue,    // after a value in a container: ',' or the container's closing bracket
+    kDone,          // the top-level object closed: whitespace only
+    kString,        // inside a string (in_key_: a key)
+    kEscape,        // after '\' in a string
+    kHex,           // inside \uXXXX: sub_ digits read, hex_ their value
+    kUtf8,          // inside a multi-byte UTF-8 character: sub_ bytes left, next in [lo_, hi_]
+    kNumMinus,      // '-': a digit must follow
+    kNumZero,       // a leading 0: '.', 'e' or the end, no more digits
+    kNumInt,        // integer digits
+    kNumDot,        // '.': a digit must follow
+    kNumFrac,       // fraction digits
+    kNumExp,        // 'e': a sign or a digit must follow
+    kNumExpSign,    // exponent sign: a digit must follow
+    kNumExpDigits,  // exponent digits
+    kLiteral,       // inside true / false / null: literal sub_, hex_ bytes matched
+  };
+
+  // One byte on *this; false leaves *this partly changed (feed() steps a copy).
+  bool step(uint8_t c);
+  bool begin_value(uint8_t c);
+  bool end_number(uint8_t c);
+  bool push(bool object);
+
+  uint64_t objects_ = 0;  // bit i: container i (0 = outermost) is an object, else an array
+  uint16_t hex_ = 0;      // kHex: the code unit so far; kLiteral: bytes matched
+  Mode mode_ = Mode::kStart;
+  uint8_t sub_ = 0;       // kHex: digits read; kUtf8: bytes left; kLiteral: which literal
+  uint8_t lo_ = 0, hi_ = 0;  // kUtf8: range of the next continuation byte
+  uint8_t depth_ = 0;
+  uint8_t max_depth_ = 32;
+  uint8_t ws_run_ = 0;    // consecutive whitespace bytes just read outside strings
+  uint8_t max_ws_ = 4;
+  bool in_key_ = false;   // the string being read is an object key
+  bool need_low_ = false; // a \uD800-\uDBFF escape was read: \uDC00-\uDFFF must follow
+};
+
+// The vocabulary as byte strings, sorted once so that one pass per step shares the work of
+// common prefixes: tokens are grouped by first byte (a refused first byte skips its whole group)
+// and each token resumes from the state after its common prefix with the previous one.
+// Thread-safe after construction (allowed() is const and keeps its scratch on the stack).
+class JsonTokenMask {
+ public:
+  // vocab[id]: the bytes of token id. Empty tokens and special_ids are never allowed.
+  // Throws Error(kInvalidArgument) for a special id outside the vocabulary.
+  explicit JsonTokenMask(const std::vector<std::string>& vocab,
+                         const std::vector<int32_t>& special_ids = {});
+
+  // out resized to the vocabulary; out[id] = 1 where every byte of token id can be fed from m,
+  // else 0. No allocation once out has the vocabulary's size.
+  void allowed(const JsonPrefixMachine& m, std::vector<uint8_t>& out) const;
+  // End-of-sequence may be sampled: the object is whole.
+  bool end_allowed(const JsonPrefixMachine& m) const { return m.complete(); }
+
+  size_t vocab_size() const { return vocab_size_; }
+
+ private:
+  size_t vocab_size_ = 0;
+  std::string bytes_;              // the allowed-able tokens' bytes, concatenated in sorted order
+  std::vector<uint32_t> begin_;    // [n + 1]: token i is bytes_[begin_[i], begin_[i + 1])
+  std::vector<int32_t> id_;        // [n]: token i's id
+  std::vector<uint32_t> lcp_;      // [n]: bytes token i shares with token i - 1 (0 for a group's first)
+  std::array<uint32_t, 257> group_{};  // tokens starting with byte b: [group_[b], group_[b + 1])
+};
+
+}  // namespace hymoe::server

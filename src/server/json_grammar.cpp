@@ -1,0 +1,301 @@
+#include "hymoe/server/json_grammar.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "hymoe/common/error.h"
+
+namespace hymoe::server {
+namespace {
+
+static_assert(sizeof(JsonPrefixMachine) <= 24, "the sampler copies one machine per candidate token");
+
+constexpr std::string_view kLiterals[] = {"true", "false", "null"};
+
+bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+
+int hex_value(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+JsonPrefixMachine::JsonPrefixMachine(JsonGrammarOptions options) {
+  HYMOE_CHECK(options.max_depth >= 1 && options.max_depth <= kMaxDepthLimit, kInvalidArgument,
+              "json grammar: max_depth {} not in [1, {}]", options.max_depth, kMaxDepthLimit);
+  HYMOE_CHECK(options.max_whitespace >= 0 && options.max_whitespace <= 255, kInvalidArgument,
+              "json grammar: max_whitespace {} not in [0, 255]", options.max_whitespace);
+  max_depth_ = static_cast<uint8_t>(options.max_depth);
+  max_ws_ = static_cast<uint8_t>(options.max_whitespace);
+}
+
+bool JsonPrefixMachine::feed(char byte) {
+  JsonPrefixMachine next = *this;
+  if (!next.step(static_cast<uint8_t>(byte))) return false;
+  *this = next;
+  return true;
+}
+
+bool JsonPrefixMachine::feed(std::string_view bytes) {
+  JsonPrefixMachine next = *this;
+  for (char b : bytes) {
+    if (!next.step(static_cast<uint8_t>(b))) return false;
+  }
+  *this = next;
+  return true;
+}
+
+bool JsonPrefixMachine::push(bool object) {
+  if (depth_ >= max_depth_) return false;
+  const uint64_t bit = uint64_t{1} << depth_;
+  objects_ = object ? (objects_ | bit) : (objects_ & ~bit);
+  ++depth_;
+  mode_ = object ? Mode::kObjectFirst : Mode::kArrayFirst;
+  return true;
+}
+
+bool JsonPrefixMachine::begin_value(uint8_t c) {
+  switch (c) {
+    case '{': return push(true);
+    case '[': return push(false);
+    case '"': mode_ = Mode::kString; in_key_ = false; return true;
+    case '-': mode_ = Mode::kNumMinus; return true;
+    case '0': mode_ = Mode::kNumZero; return true;
+    case 't': case 'f': case 'n':
+      mode_ = Mode::kLiteral;
+      sub_ = c == 't' ? 0 : c == 'f' ? 1 : 2;
+      hex_ = 1;
+      return true;
+    default:
+      if (c >= '1' && c <= '9') { mode_ = Mode::kNumInt; return true; }
+      return false;
+  }
+}
+
+// A number ends at the first byte that cannot extend it; that byte is then read after the value
+// (whitespace counted there).
+bool JsonPrefixMachine::end_number(uint8_t c) {
+  mode_ = Mode::kAfterValue;
+  return step(c);
+}
+
+bool JsonPrefixMachine::step(uint8_t c) {
+  // Structural modes: whitespace is counted here, once, for all of them.
+  if (mode_ <= Mode::kDone) {
+    if (is_space(c)) {
+      if (ws_run_ >= max_ws_) return false;
+      ++ws_run_;
+      return true;
+    }
+  }
+  ws_run_ = 0;
+  switch (mode_) {
+    case Mode::kStart:
+      return c == '{' && push(true);
+    case Mode::kObjectFirst:
+    case Mode::kObjectKey:
+      if (c == '"') { mode_ = Mode::kString; in_key_ = true; return true; }
+      if (c == '}' && mode_ == Mode::kObjectFirst) break;  // close below
+      return false;
+    case Mode::kColon:
+      if (c != ':') return false;
+      mode_ = Mode::kValue;
+      return true;
+    case Mode::kArrayFirst:
+      if (c == ']') break;
+      return begin_value(c);
+    case Mode::kValue:
+      return begin_value(c);
+    case Mode::kAfterValue:
+      if (c == ',') {
+        mode_ = ((objects_ >> (depth_ - 1)) & 1) ? Mode::kObjectKey : Mode::kValue;
+        return true;
+      }
+      if (c == '}' || c == ']') break;
+      return false;
+    case Mode::kDone:
+      return false;
+
+    case Mode::kString:
+      if (need_low_ && c != '\\') return false;
+      if (c == '"') { mode_ = in_key_ ? Mode::kColon : Mode::kAfterValue; return true; }
+      if (c == '\\') { mode_ = Mode::kEscape; return true; }
+      if (c < 0x20) return false;
+      if (c < 0x80) return true;
+      // The first byte of a multi-byte character fixes how many follow and the range of the
+      // next one (no overlong forms, no UTF-16 surrogates, nothing past U+10FFFF).
+      lo_ = 0x80;
+      hi_ = 0xBF;
+      if (c >= 0xC2 && c <= 0xDF) {
+        sub_ = 1;
+      } else if (c >= 0xE0 && c <= 0xEF) {
+        sub_ = 2;
+        if (c == 0xE0) lo_ = 0xA0;  // not overlong
+        if (c == 0xED) hi_ = 0x9F;  // not a surrogate
+      } else if (c >= 0xF0 && c <= 0xF4) {
+        sub_ = 3;
+        if (c == 0xF0) lo_ = 0x90;  // not overlong
+        if (c == 0xF4) hi_ = 0x8F;  // not past U+10FFFF
+      } else {
+        return false;
+      }
+      mode_ = Mode::kUtf8;
+      return true;
+    case Mode::kUtf8:
+      if (c < lo_ || c > hi_) return false;
+      lo_ = 0x80;
+      hi_ = 0xBF;
+      if (--sub_ == 0) mode_ = Mode::kString;
+      return true;
+    case Mode::kEscape:
+      if (need_low_ && c != 'u') return false;
+      switch (c) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+          mode_ = Mode::kString;
+          return true;
+        case 'u':
+          mode_ = Mode::kHex;
+          sub_ = 0;
+          hex_ = 0;
+          return true;
+        default: return false;
+      }
+    case Mode::kHex: {
+      const int d = hex_value(c);
+      if (d < 0) return false;
+      // A surrogate must come as a pair (\uD800-\uDBFF then \uDC00-\uDFFF), as strict parsers
+      // require; decided on the first two digits.
+      if (sub_ == 0 && need_low_ && d != 0xD) return false;
+      if (sub_ == 1) {
+        const int high_byte = (hex_ << 4) | d;
+        const bool low = high_byte >= 0xDC && high_byte <= 0xDF;
+        if (need_low_ != low) return false;
+      }
+      hex_ = static_cast<uint16_t>((hex_ << 4) | d);
+      if (++sub_ == 4) {
+        need_low_ = !need_low_ && hex_ >= 0xD800 && hex_ <= 0xDBFF;
+        mode_ = Mode::kString;
+      }
+      return true;
+    }
+
+    case Mode::kNumMinus:
+      if (c == '0') { mode_ = Mode::kNumZero; return true; }
+      if (c >= '1' && c <= '9') { mode_ = Mode::kNumInt; return true; }
+      return false;
+    case Mode::kNumZero:
+    case Mode::kNumInt:
+      if (is_digit(c)) return mode_ == Mode::kNumInt;  // no leading zeros
+      if (c == '.') { mode_ = Mode::kNumDot; return true; }
+      if (c == 'e' || c == 'E') { mode_ = Mode::kNumExp; return true; }
+      return end_number(c);
+    case Mode::kNumDot:
+      if (!is_digit(c)) return false;
+      mode_ = Mode::kNumFrac;
+      return true;
+    case Mode::kNumFrac:
+      if (is_digit(c)) return true;
+      if (c == 'e' || c == 'E') { mode_ = Mode::kNumExp; return true; }
+      return end_number(c);
+    case Mode::kNumExp:
+      if (c == '+' || c == '-') { mode_ = Mode::kNumExpSign; return true; }
+      if (!is_digit(c)) return false;
+      mode_ = Mode::kNumExpDigits;
+      return true;
+    case Mode::kNumExpSign:
+      if (!is_digit(c)) return false;
+      mode_ = Mode::kNumExpDigits;
+      return true;
+    case Mode::kNumExpDigits:
+      if (is_digit(c)) return true;
+      return end_number(c);
+
+    case Mode::kLiteral: {
+      const std::string_view lit = kLiterals[sub_];
+      if (c != static_cast<uint8_t>(lit[hex_])) return false;
+      if (++hex_ == static_cast<uint16_t>(lit.size())) mode_ = Mode::kAfterValue;
+      return true;
+    }
+  }
+  // A closing bracket: it must match the innermost container.
+  if (depth_ == 0 || (c == '}') != static_cast<bool>((objects_ >> (depth_ - 1)) & 1)) return false;
+  --depth_;
+  mode_ = depth_ == 0 ? Mode::kDone : Mode::kAfterValue;
+  return true;
+}
+
+JsonTokenMask::JsonTokenMask(const std::vector<std::string>& vocab, const std::vector<int32_t>& special_ids)
+    : vocab_size_(vocab.size()) {
+  std::vector<uint8_t> special(vocab.size(), 0);
+  for (int32_t id : special_ids) {
+    HYMOE_CHECK(id >= 0 && static_cast<size_t>(id) < vocab.size(), kInvalidArgument,
+                "json token mask: special id {} outside the vocabulary of {}", id, vocab.size());
+    special[id] = 1;
+  }
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    if (!special[id] && !vocab[id].empty()) id_.push_back(static_cast<int32_t>(id));
+  }
+  // std::string compares bytes as unsigned char, so the order groups tokens by first byte.
+  std::sort(id_.begin(), id_.end(), [&vocab](int32_t a, int32_t b) { return vocab[a] < vocab[b]; });
+
+  begin_.reserve(id_.size() + 1);
+  lcp_.reserve(id_.size());
+  std::string_view prev;
+  for (int32_t id : id_) {
+    const std::string& tok = vocab[id];
+    begin_.push_back(static_cast<uint32_t>(bytes_.size()));
+    bytes_ += tok;
+    const size_t n = std::min(prev.size(), tok.size());
+    size_t l = 0;
+    while (l < n && prev[l] == tok[l]) ++l;
+    lcp_.push_back(static_cast<uint32_t>(l));
+    prev = tok;
+  }
+  begin_.push_back(static_cast<uint32_t>(bytes_.size()));
+
+  std::array<uint32_t, 256> count{};
+  for (int32_t id : id_) ++count[static_cast<uint8_t>(vocab[id][0])];
+  group_[0] = 0;
+  for (size_t b = 0; b < 256; ++b) group_[b + 1] = group_[b] + count[b];
+  // A group's first token resumes after its first byte only.
+  for (size_t b = 0; b < 256; ++b) {
+    if (group_[b] < group_[b + 1]) lcp_[group_[b]] = 1;
+  }
+}
+
+void JsonTokenMask::allowed(const JsonPrefixMachine& m, std::vector<uint8_t>& out) const {
+  out.assign(vocab_size_, 0);
+  // state[k]: the machine after the first k bytes of the current token (k <= kKeep); a longer
+  // shared prefix is fed again from state[kKeep].
+  constexpr size_t kKeep = 64;
+  std::array<JsonPrefixMachine, kKeep + 1> state;
+  const char* bytes = bytes_.data();
+  for (size_t b = 0; b < 256; ++b) {
+    if (group_[b] == group_[b + 1]) continue;
+    state[0] = m;
+    state[1] = m;
+    if (!state[1].feed(static_cast<char>(b))) continue;
+    size_t prev_ok = 1;  // bytes of the previous token that could be fed
+    for (uint32_t i = group_[b]; i < group_[b + 1]; ++i) {
+      const size_t len = begin_[i + 1] - begin_[i];
+      const char* tok = bytes + begin_[i];
+      const size_t shared = lcp_[i];
+      if (prev_ok < shared) continue;  // refused inside the prefix it shares with the previous one
+      size_t k = std::min(shared, kKeep);
+      JsonPrefixMachine cur = state[k];
+      while (k < shared) cur.feed(tok[k++]);  // past kKeep: known to succeed
+      while (k < len && cur.feed(tok[k])) {
+        ++k;
+        if (k <= kKeep) state[k] = cur;
+      }
+      prev_ok = k;
+      if (k == len) out[id_[i]] = 1;
+    }
+  }
+}
+
+}  // namespace hymoe::server
