@@ -41,6 +41,52 @@ __global__ void residual_add_kernel(ResidualAddParams p) {
   }
 }
 
+// 64 tokens x 64 rows a block, 256 threads of 4 x 4 outputs, K in steps of 32 through shared
+// memory. Each output is one FP32 sum over c in order.
+inline constexpr int kDenseGemmTile = 64, kDenseGemmK = 32;
+__global__ void __launch_bounds__(256) dense_gemm_f32_kernel(DenseGemmF32Params p) {
+  __shared__ float xs[kDenseGemmK][kDenseGemmTile + 4];
+  __shared__ float ws[kDenseGemmK][kDenseGemmTile + 4];
+  const int t0 = blockIdx.y * kDenseGemmTile, r0 = blockIdx.x * kDenseGemmTile;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // rows r0 + tx*4.., tokens t0 + ty*4..
+  const auto* w = reinterpret_cast<const uint16_t*>(p.w);
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < p.k; k0 += kDenseGemmK) {
+    // 64 x 32 of each operand: 2048 values, 8 per thread, transposed into [k][token/row].
+    for (int i = threadIdx.x; i < kDenseGemmTile * kDenseGemmK; i += blockDim.x) {
+      const int row = i / kDenseGemmK, kk = i % kDenseGemmK, c = k0 + kk;
+      const int t = t0 + row, r = r0 + row;
+      xs[kk][row] = (t < p.tokens && c < p.k) ? p.x[int64_t{t} * p.k + c] : 0.0f;
+      ws[kk][row] = (r < p.n && c < p.k) ? bf16_bits_to_float(w[int64_t{r} * p.k + c]) : 0.0f;
+    }
+    __syncthreads();
+    const int kn = min(kDenseGemmK, p.k - k0);
+    for (int kk = 0; kk < kn; ++kk) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = xs[kk][ty * 4 + i];
+        b[i] = ws[kk][tx * 4 + i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int t = t0 + ty * 4 + i;
+    if (t >= p.tokens) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = r0 + tx * 4 + j;
+      if (r < p.n) p.y[int64_t{t} * p.ldy + r] = acc[i][j];
+    }
+  }
+}
+
 // Grid rows; the block strides over the columns.
 __global__ void widen_bf16_kernel(WidenBf16Params p) {
   const int64_t r = blockIdx.x;

@@ -71,4 +71,29 @@ __global__ void moe_unpermute_kernel(MoeUnpermuteParams p) {
   *reinterpret_cast<Bf16x8*>(reinterpret_cast<uint16_t*>(p.out) + t * p.ldo + c) = o;
 }
 
+// Grid (tokens, ceil(cols / 2048)), 256 threads of 8 columns: the token's in-batch slots in slot
+// order, then one FP32 add to out.
+__global__ void moe_unpermute_add_kernel(MoeUnpermuteAddParams p) {
+  const int t = blockIdx.x;
+  const int c = (blockIdx.y * blockDim.x + threadIdx.x) * 8;
+  if (c >= p.cols) return;
+  float acc[8] = {};
+  bool any = false;
+  for (int j = 0; j < p.top_k; ++j) {
+    const int64_t slot = int64_t{t} * p.top_k + j;
+    const int e = p.topk_ids[slot];
+    if (e < p.expert_begin || e >= p.expert_end) continue;
+    any = true;
+    const float w = p.topk_weights[slot];
+    const auto* y = reinterpret_cast<const uint16_t*>(p.y) + (p.slot_rows[slot] - p.row_begin) * p.ldy;
+    const Bf16x8 v = *reinterpret_cast<const Bf16x8*>(y + c);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] = fmaf(w, bf16_bits_to_float(v.v[i]), acc[i]);
+  }
+  if (!any) return;
+  float* out = p.out + int64_t{t} * p.ldo + c;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] += acc[i];
+}
+
 }  // namespace hymoe::gpu::kernels
