@@ -262,7 +262,13 @@ class DocWriter {
   }
   void hex4_escape(uint32_t v) {
     out_ += "\\u";
-    for (int s = 12; s >= 0; s -= 4) out_ += (pick(2) ? "0123456789abcdef" : "0123456789ABCDEF")[(v >> s) & 0xF];
+    static constexpr char kLower[] = "0123456789abcdef", kUpper[] = "0123456789ABCDEF";
+    for (unsigned shift = 16; shift > 0;) {
+      shift -= 4;
+      const unsigned digit = (v >> shift) & 0xFu;
+      const bool lower = pick(2) != 0;
+      out_ += lower ? kLower[digit] : kUpper[digit];
+    }
   }
   void utf8(uint32_t cp) {
     if (cp < 0x80) {
