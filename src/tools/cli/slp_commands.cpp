@@ -33,6 +33,7 @@
 #include "hymoe/gpu/stream.h"
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
+#include "pinned_probe.h"
 #endif
 
 namespace hymoe::cli {
@@ -100,28 +101,6 @@ double gemm_ceiling(const gpu::CublasLt& lt, gpu::GemmKind kind, gpu::Stream& s)
   return best;
 }
 
-double pinned_ceiling(const std::vector<gpu::HostSpan>& spans, gpu::Stream& s) {
-  const std::byte* src = nullptr;
-  size_t src_bytes = 0;
-  for (const auto& sp : spans)
-    if (sp.bytes > src_bytes) {
-      src = static_cast<const std::byte*>(sp.data);
-      src_bytes = sp.bytes;
-    }
-  const size_t probe = std::min<size_t>(size_t{1} << 30, src_bytes);
-  gpu::DeviceBuffer dst(probe);
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    gpu::Event e0, e1;
-    e0.record(s);
-    HYMOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, probe, cudaMemcpyHostToDevice, s));
-    e1.record(s);
-    e1.synchronize();
-    best = std::max(best, static_cast<double>(probe) / 1e9 / (gpu::Event::elapsed_ms(e0, e1) / 1e3));
-  }
-  return best;
-}
-
 }  // namespace
 #endif
 
@@ -180,7 +159,7 @@ void register_slp_commands(CLI::App& app) {
       for (const MemoryRegion& r : store->regions()) spans.push_back({r.data, r.bytes});
       gpu::HostRegistration pinned(spans);
       std::printf("pinning: %.2f GB registered in %.2f s\n", static_cast<double>(pinned.bytes()) / 1e9, pinned.seconds());
-      const double pinned_gbs = pinned_ceiling(spans, s);
+      const double pinned_gbs = pinned_copy_ceiling(spans, s);
       std::printf("ceilings: pinned host-to-device %.1f GB/s; cuBLASLt 8192^3 FP8 %.0f TFLOP/s, BF16 %.0f TFLOP/s\n",
                   pinned_gbs, fp8_tflops, bf16_tflops);
       GpuModelOptions mo;

@@ -22,6 +22,7 @@
 #include "hymoe/gpu/stream.h"
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
+#include "pinned_probe.h"
 #endif
 
 namespace hymoe::cli {
@@ -53,31 +54,13 @@ void register_stream_commands(CLI::App& app) {
     gpu::HostRegistration pinned(spans);
     std::printf("pinning: %.2f GB registered in %.2f s (%.1f GB/s)\n", static_cast<double>(pinned.bytes()) / 1e9,
                 pinned.seconds(), static_cast<double>(pinned.bytes()) / 1e9 / pinned.seconds());
-    // Ceiling: one 1 GiB copy out of the pinned store, best of 3.
     std::vector<ExpertStreamer::Item> items;
     for (size_t l = 0; l < weights.layers.size(); ++l)
       if (weights.layers[l].moe)
         for (int32_t e = 0; e < static_cast<int32_t>(config.n_routed_experts); ++e) items.push_back({static_cast<int64_t>(l), e});
     HYMOE_CHECK(!items.empty(), kInvalidArgument, "stream-bench: the model has no MoE layer (raise --layers)");
-    const std::byte* src = nullptr;
-    size_t src_bytes = 0;
-    for (const auto& s : spans)
-      if (s.bytes > src_bytes) {
-        src = static_cast<const std::byte*>(s.data);
-        src_bytes = s.bytes;
-      }
-    const size_t probe = std::min<size_t>(size_t{1} << 30, src_bytes);
-    gpu::DeviceBuffer dst(probe);
     gpu::Stream s;
-    double ceiling = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-      gpu::Event e0, e1;
-      e0.record(s);
-      HYMOE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, probe, cudaMemcpyHostToDevice, s));
-      e1.record(s);
-      e1.synchronize();
-      ceiling = std::max(ceiling, static_cast<double>(probe) / 1e9 / (gpu::Event::elapsed_ms(e0, e1) / 1e3));
-    }
+    const double ceiling = pinned_copy_ceiling(spans, s);  // one 1 GiB copy from the pinned store, best of 3
     std::printf("ceiling: pinned host-to-device %.1f GB/s (1 GiB copy, best of 3)\n", ceiling);
     std::printf("%-6s %-7s %-9s %-9s %-10s %-8s %s\n", "slots", "experts", "GB", "seconds", "GB/s", "ratio",
                 "loader waits for slots / model waits for copies (s)");
