@@ -165,6 +165,25 @@ int64_t GpuModel::place_experts(int max_layers, size_t headroom) {
   return placement_.gpu_expert_layers;
 }
 
+void GpuModel::route(int64_t li, const float* logits, int32_t* topk_ids, float* topk_weights, int tokens,
+                     cudaStream_t stream) const {
+  const ModelConfig& c = config_;
+  const DevLayer& l = layer(li);
+  gpu::RouterParams rp;
+  rp.logits = logits;
+  rp.bias = l.router_bias.as<float>();
+  rp.topk_ids = topk_ids;
+  rp.topk_weights = topk_weights;
+  rp.tokens = tokens;
+  rp.experts = static_cast<int>(c.n_routed_experts);
+  rp.groups = static_cast<int>(c.n_group);
+  rp.topk_group = static_cast<int>(c.topk_group);
+  rp.top_k = static_cast<int>(c.num_experts_per_tok);
+  rp.normalize = c.norm_topk_prob;
+  rp.scaling = static_cast<float>(c.routed_scaling_factor);
+  gpu::route_noaux_tc(rp, stream);
+}
+
 gpu::Bf16* GpuModel::cache_layer(int64_t li) const {
   return reinterpret_cast<gpu::Bf16*>(kv_->base()) + li * kv_->capacity_tokens() * kv_->shape().width();
 }

@@ -21,7 +21,6 @@
 #include "hymoe/gpu/layer_kernels.h"
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/rope.h"
-#include "hymoe/gpu/router.h"
 #include "hymoe/gpu/stream.h"
 #include "hymoe/kernels/isa.h"
 #include "hymoe/model/weight_store.h"
@@ -468,19 +467,7 @@ void HybridExecutor::Impl::Lane::router(int64_t li) {
   const DevLayer& l = x.layer(li);
   const int64_t T = rows, E = c.n_routed_experts, K = c.num_experts_per_tok, hidden = c.hidden_size;
   dense(l.router_w, static_cast<int>(E), static_cast<int>(hidden), f32(xf), T, f32(router_logits), E, stream);
-  gpu::RouterParams rp;
-  rp.logits = f32(router_logits);
-  rp.bias = f32(l.router_bias);
-  rp.topk_ids = topk_ids.as<int32_t>();
-  rp.topk_weights = f32(topk_w);
-  rp.tokens = Ti();
-  rp.experts = static_cast<int>(E);
-  rp.groups = static_cast<int>(c.n_group);
-  rp.topk_group = static_cast<int>(c.topk_group);
-  rp.top_k = static_cast<int>(K);
-  rp.normalize = c.norm_topk_prob;
-  rp.scaling = static_cast<float>(c.routed_scaling_factor);
-  gpu::route_noaux_tc(rp, stream);
+  x.model->route(li, f32(router_logits), topk_ids.as<int32_t>(), f32(topk_w), Ti(), stream);
   if (l.experts) return;  // computed on the GPU: no hand-off
   // Hand-off to the CPU: the normed hidden state and the top-k, into pinned memory.
   const auto t0 = Clock::now();

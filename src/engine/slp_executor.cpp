@@ -22,7 +22,6 @@
 #include "hymoe/gpu/layer_kernels.h"
 #include "hymoe/gpu/mla_prefill.h"
 #include "hymoe/gpu/rope.h"
-#include "hymoe/gpu/router.h"
 #include "hymoe/gpu/stream.h"
 
 namespace hymoe {
@@ -412,19 +411,7 @@ void SlpExecutor::Impl::router(int64_t li) {
   gpu::dense_gemm_f32({.w = l.router_w.as<gpu::Bf16>(), .x = xf.as<float>(), .y = router_logits.as<float>(),
                        .tokens = static_cast<int>(n), .n = static_cast<int>(E), .k = static_cast<int>(hidden), .ldy = E},
                       stream);
-  gpu::RouterParams rp;
-  rp.logits = router_logits.as<float>();
-  rp.bias = l.router_bias.as<float>();
-  rp.topk_ids = topk_ids.as<int32_t>();
-  rp.topk_weights = topk_w.as<float>();
-  rp.tokens = static_cast<int>(n);
-  rp.experts = static_cast<int>(E);
-  rp.groups = static_cast<int>(c.n_group);
-  rp.topk_group = static_cast<int>(c.topk_group);
-  rp.top_k = static_cast<int>(c.num_experts_per_tok);
-  rp.normalize = c.norm_topk_prob;
-  rp.scaling = static_cast<float>(c.routed_scaling_factor);
-  gpu::route_noaux_tc(rp, stream);
+  model->route(li, router_logits.as<float>(), topk_ids.as<int32_t>(), topk_w.as<float>(), static_cast<int>(n), stream);
 }
 
 void SlpExecutor::Impl::shared_expert(int64_t li) {

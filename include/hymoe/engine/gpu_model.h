@@ -99,6 +99,10 @@ class GpuModel {
   gpu::Bf16* cache_layer(int64_t li) const;
 
   const DevLayer& layer(int64_t li) const { return layers_[static_cast<size_t>(li)]; }
+  // MoE layer li's grouped top-k (noaux_tc, the config's groups, normalisation and scaling) of
+  // `tokens` rows of FP32 router scores; enqueued on stream.
+  void route(int64_t li, const float* logits, int32_t* topk_ids, float* topk_weights, int tokens,
+             cudaStream_t stream) const;
   const gpu::DeviceBuffer& embed() const { return embed_; }        // BF16 [vocab, hidden]
   const gpu::DeviceBuffer& lm_head() const { return lm_head_; }    // BF16 [vocab, hidden]
   const gpu::DeviceBuffer& final_norm() const { return final_norm_; }  // FP32 [hidden]

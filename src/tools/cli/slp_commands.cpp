@@ -178,17 +178,19 @@ void register_slp_commands(CLI::App& app) {
       std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
 
       std::mt19937 rng(7);
-      auto prefill = [&](int64_t n) {
+      // Seconds of one random prompt of n tokens through `ex` (SLP unless named).
+      auto prefill = [&](int64_t n, Executor* ex = nullptr) {
+        Executor& e = ex ? *ex : slp;
         std::vector<int32_t> ids(static_cast<size_t>(n));
         for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(config.vocab_size));
         BlockTable table;
-        HYMOE_CHECK(slp.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
+        HYMOE_CHECK(e.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
         std::vector<float> logits(static_cast<size_t>(config.vocab_size));
         StepItem item{&table, ids, 0, true};
         const auto t = Clock::now();
-        slp.forward({&item, 1}, logits);
+        e.forward({&item, 1}, logits);
         const double dt = secs(t);
-        slp.kv_cache().release(table);
+        e.kv_cache().release(table);
         return dt;
       };
       prefill(std::min<int64_t>(longest, 512));  // warm-up: plans, first-touch of the pinned pages
@@ -231,17 +233,7 @@ void register_slp_commands(CLI::App& app) {
         HybridExecutor hybrid(model, pool, ho);
         std::printf("%-8s %-10s %-10s %s\n", "tokens", "hybrid_s", "slp_s", "faster");
         for (const int64_t n : a->crossover) {
-          std::vector<int32_t> ids(static_cast<size_t>(n));
-          for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(config.vocab_size));
-          BlockTable table;
-          HYMOE_CHECK(hybrid.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
-          std::vector<float> logits(static_cast<size_t>(config.vocab_size));
-          StepItem item{&table, ids, 0, true};
-          const auto t = Clock::now();
-          hybrid.forward({&item, 1}, logits);
-          const double hy = secs(t);
-          hybrid.kv_cache().release(table);
-          const double sl = prefill(n);
+          const double hy = prefill(n, &hybrid), sl = prefill(n);
           std::printf("%-8lld %-10.3f %-10.3f %s\n", static_cast<long long>(n), hy, sl, sl < hy ? "slp" : "hybrid");
         }
       }
