@@ -136,9 +136,13 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
     std::sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(m));
     const double target = sampling_uniform(seed, step) * mass;
     double cum = 0.0;
+    // When rounding leaves target >= cum at the end, the last candidate of nonzero weight: never
+    // a token of weight 0 (a masked one, logit -inf).
     chosen = order_[m - 1];
     for (size_t i = 0; i < m; ++i) {
-      cum += work_[static_cast<size_t>(order_[i])];
+      const float w = work_[static_cast<size_t>(order_[i])];
+      if (w > 0.0f) chosen = order_[i];
+      cum += w;
       if (target < cum) {
         chosen = order_[i];
         break;

@@ -27,6 +27,7 @@ struct Scheduler::Sequence {
   int64_t generated = 0;
   BlockTable table;
   uint64_t seed = 0;
+  std::unique_ptr<TokenConstraint> constraint;  // SamplingParams::constraint's state, or null
   uint64_t order = 0;              // admission order, for preemption (youngest first)
   bool done = false;
 
@@ -73,6 +74,8 @@ void Scheduler::submit(GenerationRequest request) {
     HYMOE_CHECK(i == 0 || bias[i - 1].first < t, kInvalidArgument,
                 "request {}: logit_bias must be sorted by token id without repeats (id {})", request.id, t);
   }
+  HYMOE_CHECK(!request.sampling.constraint || !request.sampling.ignore_eos, kInvalidArgument,
+              "request {}: ignore_eos cannot be combined with constrained decoding", request.id);
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
   HYMOE_CHECK(prompt < max_context_, kInvalidArgument,
               "request {}: the prompt has {} tokens; this model's context is {} tokens", request.id, prompt,
@@ -92,6 +95,7 @@ void Scheduler::submit(GenerationRequest request) {
   s->prompt_len = prompt;
   s->tokens = request.prompt;
   s->seed = request.sampling.seed ? *request.sampling.seed : std::random_device{}() * 0x100000001ull;
+  if (request.sampling.constraint) s->constraint = request.sampling.constraint->start();
   s->req = std::move(request);
   {
     std::lock_guard lock(mutex_);
@@ -288,10 +292,16 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     if (config_.sample_vocab > 0 && static_cast<size_t>(config_.sample_vocab) < vocab) {
       std::fill(row_data + config_.sample_vocab, row_data + vocab, -std::numeric_limits<float>::infinity());
     }
-    std::span<const float> logit_row(row_data, vocab);
     if (s.done) continue;
+    if (s.constraint) s.constraint->mask(std::span<float>(row_data, vocab));
+    std::span<const float> logit_row(row_data, vocab);
     const std::span<const int32_t> generated(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated));
     SampledToken t = sampler_.sample(logit_row, s.req.sampling, generated, s.seed, static_cast<uint64_t>(s.generated));
+    if (s.constraint && !s.constraint->accept(t.token)) {
+      finish(s, FinishReason::kError, fmt::format("constrained decoding: no allowed token has a finite logit "
+                                                  "(sampled {})", t.token));
+      continue;
+    }
     if (t.token == eos_ && !s.req.sampling.ignore_eos) {
       finish(s, FinishReason::kStop, "");
       continue;

@@ -402,3 +402,100 @@ TEST(Scheduler, PrefillIsCutFinerBesideDecodes) {
 
 }  // namespace
 }  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+// A real constraint of its own kind: tokens strictly ascending, the end allowed from `end_after`
+// tokens on. Counts its calls so the test sees the scheduler drive it.
+class Ascending final : public TokenConstraint {
+ public:
+  explicit Ascending(int32_t end_after) : end_after_(end_after) {}
+  void mask(std::span<float> logits) override {
+    for (size_t t = 0; t < logits.size(); ++t) {
+      const bool ok = static_cast<int32_t>(t) == kEos ? count_ >= end_after_ : static_cast<int32_t>(t) > last_;
+      if (!ok) logits[t] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  bool accept(int32_t t) override {
+    if (t == kEos) return count_ >= end_after_;
+    if (t <= last_) return false;
+    last_ = t;
+    ++count_;
+    return true;
+  }
+
+ private:
+  int32_t end_after_;
+  int32_t last_ = kEos;
+  int32_t count_ = 0;
+};
+
+struct AscendingFactory final : TokenConstraintFactory {
+  explicit AscendingFactory(int32_t n) : end_after(n) {}
+  std::unique_ptr<TokenConstraint> start() const override { return std::make_unique<Ascending>(end_after); }
+  int32_t end_after;
+};
+
+// The constraint masks each step before sampling, each sequence with its own state, greedy and
+// sampled alike; when nothing it allows is left, the request fails instead of breaking the rule.
+TEST(Scheduler, ConstraintMasksEveryStepPerSequence) {
+  ToyExecutor ex(64, 4);
+  Scheduler s(ex, kEos, {});
+  auto submit = [&](const std::string& id, double temperature, int32_t end_after, int max_tokens,
+                    std::shared_ptr<Result> result, std::shared_ptr<std::promise<void>> done) {
+    GenerationRequest r;
+    r.id = id;
+    r.prompt = {3, 9, 27};
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 7;
+    r.sampling.max_tokens = max_tokens;
+    r.sampling.constraint = std::make_shared<AscendingFactory>(end_after);
+    r.callbacks.on_token = [result](const TokenOutput& t) {
+      result->tokens.push_back(t.token);
+      return true;
+    };
+    r.callbacks.on_finish = [result, done](FinishReason reason, const std::string& error) {
+      result->reason = reason;
+      result->error = error;
+      done->set_value();
+    };
+    s.submit(std::move(r));
+  };
+  struct Run {
+    std::shared_ptr<Result> result = std::make_shared<Result>();
+    std::shared_ptr<std::promise<void>> done = std::make_shared<std::promise<void>>();
+  };
+  Run greedy, sampled, ends, stuck;
+  submit("greedy", 0.0, 0, 20, greedy.result, greedy.done);
+  submit("sampled", 1.0, 0, 20, sampled.result, sampled.done);
+  submit("ends", 0.0, 3, 100, ends.result, ends.done);
+  submit("stuck", 0.0, 1000, 200, stuck.result, stuck.done);
+  for (Run* r : {&greedy, &sampled, &ends, &stuck}) {
+    r->done->get_future().wait();
+    EXPECT_TRUE(std::is_sorted(r->result->tokens.begin(), r->result->tokens.end(), std::less_equal<int32_t>()));
+    EXPECT_TRUE(std::adjacent_find(r->result->tokens.begin(), r->result->tokens.end()) == r->result->tokens.end());
+    EXPECT_TRUE(std::find(r->result->tokens.begin(), r->result->tokens.end(), kEos) == r->result->tokens.end());
+  }
+  // The toy prefers its next_token; the rule overrules it.
+  EXPECT_NE(greedy.result->tokens, expected({3, 9, 27}, static_cast<int>(greedy.result->tokens.size())));
+  // With the end allowed at once, greedy on the toy's logits goes on ascending until it is the
+  // best allowed token or the ids run out.
+  EXPECT_EQ(ends.result->reason, FinishReason::kStop);
+  EXPECT_GE(ends.result->tokens.size(), 3u);
+  // Ids run out before the end is allowed: an error, not a token the rule refuses.
+  EXPECT_EQ(stuck.result->reason, FinishReason::kError);
+  EXPECT_NE(stuck.result->error.find("constrained decoding"), std::string::npos) << stuck.result->error;
+  EXPECT_LE(stuck.result->tokens.size(), static_cast<size_t>(kVocab - 2));
+
+  // ignore_eos would take the end out of the constraint's hands.
+  GenerationRequest bad;
+  bad.id = "bad";
+  bad.prompt = {3};
+  bad.sampling.ignore_eos = true;
+  bad.sampling.constraint = std::make_shared<AscendingFactory>(0);
+  EXPECT_THROW(s.submit(std::move(bad)), Error);
+}
+
+}  // namespace
+}  // namespace hymoe

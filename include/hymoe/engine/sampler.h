@@ -7,7 +7,10 @@
 // renormalise; inverse-CDF draw.
 // Log-probabilities reported are log_softmax of the logits with logit_bias added and nothing
 // else (no penalties, temperature or truncation): the raw model distribution when there is no
-// bias, as vLLM reports by default; with a bias, the biased one, as OpenAI reports it.
+// bias, as vLLM reports by default; with a bias, the biased one, as OpenAI reports it. A
+// constraint (SamplingParams::constraint) is applied by the scheduler before this, as logits of
+// -inf: log-probabilities are then those of the constrained distribution, and a token of logit
+// -inf is never drawn while any other has a finite one.
 #pragma once
 
 #include <cstdint>

@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "hymoe/engine/token_constraint.h"
 
 namespace hymoe {
 
@@ -28,6 +31,11 @@ struct SamplingParams {
   int32_t max_tokens = 0;                 // 0 = up to the context length
   std::vector<std::string> stop;          // stop strings (not included in the output)
   bool ignore_eos = false;
+
+  // Constrained decoding (e.g. JSON mode): each sequence starts its own state from this; the
+  // scheduler masks every step's logits with it, before logit_bias. Null = none. Not with
+  // ignore_eos (the constraint decides when the text may end).
+  std::shared_ptr<const TokenConstraintFactory> constraint;
 
   // Log-probabilities of the chosen token and the top alternatives.
   bool logprobs = false;

@@ -1,10 +1,12 @@
 // The scheduler: a queue of generation requests keyed by id feeding one engine loop.
 // Each loop iteration admits waiting requests while KV blocks and batch slots allow, builds one
 // step (one decode token for every running sequence plus prefill chunks of at most
-// max_prefill_chunk tokens, or decode_prefill_chunk when anything is decoding), runs it on the Executor, samples, and reports each token through the
-// request's callbacks. When a decode step cannot get a KV block, the youngest running sequence
-// is preempted (its blocks freed, its tokens recomputed later). Cancelling a request frees its KV
-// blocks at the start of the next iteration.
+// max_prefill_chunk tokens, or decode_prefill_chunk when anything is decoding), runs it on the
+// Executor, samples, and reports each token through the request's callbacks. A request's
+// constraint (SamplingParams::constraint) masks its logits before sampling and follows the chosen
+// tokens; a token it refuses ends the request with kError. When a decode step cannot get a KV
+// block, the youngest running sequence is preempted (its blocks freed, its tokens recomputed
+// later). Cancelling a request frees its KV blocks at the start of the next iteration.
 #pragma once
 
 #include <condition_variable>
@@ -82,8 +84,9 @@ class Scheduler {
 
   // Queues a request. Throws hymoe::Error: kInvalidArgument for an empty prompt, token ids out
   // of the vocabulary, logit_bias ids that cannot be sampled (past sample_vocab) or not sorted
-  // and unique, or prompt + max_tokens beyond the context; kResourceExhausted when the queue
-  // is full or the prompt can never fit the KV cache; kUnavailable after stop_accepting().
+  // and unique, a constraint with ignore_eos, or prompt + max_tokens beyond the context;
+  // kResourceExhausted when the queue is full or the prompt can never fit the KV cache;
+  // kUnavailable after stop_accepting().
   void submit(GenerationRequest request);
   // Finishes the request with kAbort (if still known) and frees its KV. Safe from any thread.
   void cancel(const std::string& id);
