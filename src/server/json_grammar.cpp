@@ -256,6 +256,8 @@ JsonTokenMask::JsonTokenMask(const std::vector<std::string>& vocab, const std::v
     prev = tok;
   }
   begin_.push_back(static_cast<uint32_t>(bytes_.size()));
+  pos_.assign(vocab.size(), UINT32_MAX);
+  for (size_t i = 0; i < id_.size(); ++i) pos_[static_cast<size_t>(id_[i])] = static_cast<uint32_t>(i);
 
   std::array<uint32_t, 256> count{};
   for (int32_t id : id_) ++count[static_cast<uint8_t>(vocab[id][0])];
@@ -265,6 +267,12 @@ JsonTokenMask::JsonTokenMask(const std::vector<std::string>& vocab, const std::v
   for (size_t b = 0; b < 256; ++b) {
     if (group_[b] < group_[b + 1]) lcp_[group_[b]] = 1;
   }
+}
+
+std::string_view JsonTokenMask::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= vocab_size_ || pos_[static_cast<size_t>(id)] == UINT32_MAX) return {};
+  const uint32_t i = pos_[static_cast<size_t>(id)];
+  return std::string_view(bytes_).substr(begin_[i], begin_[i + 1] - begin_[i]);
 }
 
 void JsonTokenMask::allowed(const JsonPrefixMachine& m, std::vector<uint8_t>& out) const {

@@ -16,7 +16,7 @@
 //                   past it only a non-whitespace byte continues.
 // Strings and numbers have no length bound: max_tokens ends those.
 //
-// Not yet wired to the sampler or the request schema.
+// Wired to decoding by json_constraint.h (a TokenConstraint the scheduler applies per step).
 #pragma once
 
 #include <array>
@@ -114,6 +114,9 @@ class JsonTokenMask {
   bool end_allowed(const JsonPrefixMachine& m) const { return m.complete(); }
 
   size_t vocab_size() const { return vocab_size_; }
+  // The bytes of token id as given to the constructor; empty for special, empty or out-of-range
+  // ids (those never allowed).
+  std::string_view token_bytes(int32_t id) const;
 
  private:
   size_t vocab_size_ = 0;
@@ -122,6 +125,7 @@ class JsonTokenMask {
   std::vector<int32_t> id_;        // [n]: token i's id
   std::vector<uint32_t> lcp_;      // [n]: bytes token i shares with token i - 1 (0 for a group's first)
   std::array<uint32_t, 257> group_{};  // tokens starting with byte b: [group_[b], group_[b + 1])
+  std::vector<uint32_t> pos_;      // [vocab_size]: id's index in sorted order, or UINT32_MAX
 };
 
 }  // namespace hymoe::server

@@ -1,0 +1,55 @@
+// JSON mode (response_format {"type":"json_object"}) as a TokenConstraint for the scheduler: the
+// generated text is always a prefix of a JSON object text (json_grammar.h), and it may end only
+// once the object is whole.
+//
+// JsonModeVocab          one per served model, built at load: the token mask over the tokenizer's
+//                        vocabulary, the end-of-sequence id, the tokens that can close a thought.
+// JsonConstraintFactory  one per request; starts each sequence's JsonConstraint.
+//
+// Per step the constraint sets -inf on every token whose bytes the grammar refuses (one pass of
+// JsonTokenMask over the vocabulary into a buffer the sequence keeps), and on end-of-sequence until
+// the object closes. Once it closes, end-of-sequence is the only token left: no trailing
+// whitespace, so the request ends at once.
+//
+// Reasoning: when the output starts inside a thought (DeepSeek-R1's "<think>"), the thought is
+// free text and the constraint applies to the content after "</think>" only (what the reasoning
+// splitter returns as `content`). While in the thought, end-of-sequence is refused, and so is a
+// token that would close the thought and carry on with bytes the grammar refuses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hymoe/engine/token_constraint.h"
+#include "hymoe/server/json_grammar.h"
+
+namespace hymoe::server {
+
+struct JsonModeVocab {
+  // vocab[id]: token id's bytes; special_ids never generated in JSON (eos is added to them).
+  // Throws Error(kInvalidArgument) for an eos outside the vocabulary.
+  JsonModeVocab(const std::vector<std::string>& vocab, std::vector<int32_t> special_ids, int32_t eos,
+                JsonGrammarOptions options = {});
+
+  JsonTokenMask mask;
+  int32_t eos;
+  JsonGrammarOptions options;
+  std::vector<int32_t> close_ids;  // tokens whose bytes hold '>', the only ones that can end "</think>"
+};
+
+class JsonConstraintFactory final : public TokenConstraintFactory {
+ public:
+  // in_reasoning: the output starts inside a thought; JSON begins after "</think>".
+  JsonConstraintFactory(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning)
+      : vocab_(std::move(vocab)), in_reasoning_(in_reasoning) {}
+
+  std::unique_ptr<TokenConstraint> start() const override;
+
+ private:
+  std::shared_ptr<const JsonModeVocab> vocab_;
+  bool in_reasoning_;
+};
+
+}  // namespace hymoe::server
