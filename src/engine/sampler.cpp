@@ -54,6 +54,7 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
                         });
       out.top.reserve(k);
       for (size_t i = 0; i < k; ++i) {
+        if (work_[static_cast<size_t>(order_[i])] == -std::numeric_limits<float>::infinity()) break;  // masked
         out.top.emplace_back(order_[i], static_cast<float>(work_[static_cast<size_t>(order_[i])] - norm));
       }
     }
