@@ -209,6 +209,18 @@ void throw_failed(const Generation::Delta& d) {
   throw ApiException(e);
 }
 
+// response_format json_object: the request's sampling gets JSON mode's constraint.
+// in_reasoning: the output starts inside a thought; the JSON is the content after it.
+void apply_response_format(const ServedModel& m, const ResponseFormat& format, bool in_reasoning,
+                           SamplingParams& sampling) {
+  if (format.type == ResponseFormat::Type::kText) return;
+  if (!m.json_mode) {
+    throw ApiException(ApiError::invalid("response_format 'json_object' is not available for this model",
+                                         "response_format", "unsupported"));
+  }
+  sampling.constraint = std::make_shared<JsonConstraintFactory>(m.json_mode, in_reasoning);
+}
+
 void submit(const ServedModel& m, const std::shared_ptr<Generation>& gen, std::vector<int32_t> ids,
             const SamplingParams& sampling) {
   GenerationRequest gr;
@@ -257,6 +269,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
     }
   }
   go.prompt_tokens = static_cast<int64_t>(ids.size());
+  apply_response_format(m, r.response_format, go.starts_in_reasoning, r.sampling);
   auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
   submit(m, gen, std::move(ids), r.sampling);
@@ -302,6 +315,7 @@ void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics
   go.stop = r.sampling.stop;
   go.logprobs = r.sampling.logprobs;
   go.prompt_tokens = static_cast<int64_t>(ids.size());
+  apply_response_format(m, r.response_format, /*in_reasoning=*/false, r.sampling);
   auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
   submit(m, gen, std::move(ids), r.sampling);

@@ -115,6 +115,40 @@ void read_logit_bias(const json& j, const RequestLimits& limits, SamplingParams&
   s.logit_bias = std::move(bias);
 }
 
+// response_format: {"type": "text" | "json_object"}; json_schema is recognised and refused.
+ResponseFormat read_response_format(const json& j, const SamplingParams& s) {
+  ResponseFormat f;
+  auto rf = j.find("response_format");
+  if (rf == j.end() || rf->is_null()) return f;
+  if (!rf->is_object()) {
+    fail(fmt::format("'response_format' must be an object with a 'type', got {}", type_name(*rf)), "response_format");
+  }
+  auto type = rf->find("type");
+  if (type == rf->end() || !type->is_string()) {
+    fail("'response_format.type' must be a string: 'text', 'json_object' or 'json_schema'", "response_format.type");
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "text") return f;
+  if (t == "json_schema") {
+    auto schema = rf->find("json_schema");
+    if (schema == rf->end() || !schema->is_object()) {
+      fail("'response_format.json_schema' must be an object with a 'name' and a 'schema'", "response_format.json_schema");
+    }
+    fail("response_format type 'json_schema' is not supported yet; 'json_object' is (the output is then a JSON "
+         "object, without a schema)", "response_format", "unsupported");
+  }
+  if (t != "json_object") {
+    fail(fmt::format("'response_format.type' must be 'text', 'json_object' or 'json_schema', got '{}'", t),
+         "response_format.type");
+  }
+  if (s.ignore_eos) {
+    fail("'ignore_eos' cannot be combined with response_format 'json_object' (the output ends when the object does)",
+         "ignore_eos");
+  }
+  f.type = ResponseFormat::Type::kJsonObject;
+  return f;
+}
+
 // Options shared by both endpoints.
 void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, bool& stream,
                  bool& include_usage, std::string& user) {
@@ -489,13 +523,11 @@ ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLim
     if (!r.sampling.logprobs && v > 0) fail("'top_logprobs' requires 'logprobs': true", "top_logprobs");
     r.sampling.top_logprobs = static_cast<int32_t>(v);
   }
-  if (auto rf = j.find("response_format"); rf != j.end() && !rf->is_null()) {
-    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
-      fail("'response_format' must be an object with a 'type'", "response_format");
-    }
-    if ((*rf)["type"] != "text") {
-      fail("only response_format type 'text' is supported", "response_format", "unsupported");
-    }
+  r.response_format = read_response_format(j, r.sampling);
+  if (r.response_format.type != ResponseFormat::Type::kText && r.tool_choice.mode != ToolChoice::Mode::kNone) {
+    // A call is not a JSON object text: the two would contradict each other.
+    fail("response_format 'json_object' cannot be combined with 'tools' unless 'tool_choice' is 'none'",
+         "response_format");
   }
   return r;
 }
@@ -543,6 +575,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
   if (auto s = j.find("suffix"); s != j.end() && !s->is_null()) {
     fail("'suffix' is not supported", "suffix", "unsupported");
   }
+  r.response_format = read_response_format(j, r.sampling);
   return r;
 }
 

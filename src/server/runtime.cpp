@@ -107,6 +107,23 @@ std::unique_ptr<Executor> make_executor(const ServerConfig& config, const Weight
 
 }  // namespace
 
+std::shared_ptr<const JsonModeVocab> make_json_mode_vocab(const tokenizer::Tokenizer& tok, int32_t eos) {
+  std::vector<std::string> vocab(static_cast<size_t>(tok.vocab_size()));
+  std::vector<int32_t> special;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.is_special(id)) {
+      special.push_back(id);
+      continue;
+    }
+    try {
+      vocab[static_cast<size_t>(id)] = std::string(tok.token_bytes(id));
+    } catch (const Error&) {
+      // An id the vocabulary leaves undefined: empty, so never allowed.
+    }
+  }
+  return std::make_shared<const JsonModeVocab>(vocab, std::move(special), eos);
+}
+
 std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   auto log = log::get("load");
   auto rt = std::make_unique<Runtime>();
@@ -145,6 +162,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
     log->warn("no chat template in '{}': /v1/chat/completions is unavailable", tokenizer_dir);
   }
   rt->eos = rt->tokenizer->eos_id() ? *rt->tokenizer->eos_id() : static_cast<int32_t>(rt->store->config().eos_token_id);
+  rt->json_mode = make_json_mode_vocab(*rt->tokenizer, rt->eos);
 
   cpu::ThreadPoolOptions po;
   po.threads = config.threads;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hymoe/scheduler/scheduler.h"
+#include "hymoe/server/json_constraint.h"
 #include "hymoe/server/metrics.h"
 #include "hymoe/server/server_config.h"
 #include "hymoe/tokenizer/chat_template.h"
@@ -28,6 +29,7 @@ struct ServedModel {
   int64_t created = 0;        // unix seconds, for /v1/models
   std::string backend;        // executor name
   std::string placement;      // the executor's placement_summary() ("" for the CPU engine)
+  std::shared_ptr<const JsonModeVocab> json_mode;  // null: response_format json_object is refused
 };
 
 class HttpServer {

@@ -35,6 +35,13 @@ struct ToolChoice {
   std::string function;  // kFunction: the function's name (one of `tools`)
 };
 
+// response_format. kJsonObject: the output is one JSON object (constrained decoding, applied by
+// the routes through a JsonConstraintFactory). json_schema is refused as unsupported for now.
+struct ResponseFormat {
+  enum class Type { kText, kJsonObject };
+  Type type = Type::kText;
+};
+
 struct ChatCompletionRequest {
   std::string model;
   // Validated OpenAI messages (key order kept for templates). Normalised for the chat templates:
@@ -46,6 +53,7 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json tools;     // validated array of {"type":"function","function":{...}}, or null
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
+  ResponseFormat response_format;   // json_object only with tool_choice none (or no tools)
   SamplingParams sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -58,6 +66,7 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_ids;  // token ids (when the prompt is an array of integers)
   bool prompt_is_tokens = false;
   bool echo = false;
+  ResponseFormat response_format;   // a vLLM extension on this endpoint
   SamplingParams sampling;          // max_tokens 16 (OpenAI's default) unless the body gives it
   bool max_tokens_given = false;    // whether it did (the server's configured default applies otherwise)
   bool stream = false;
@@ -69,6 +78,9 @@ struct CompletionRequest {
 // ApiException (400); n != 1 and other unsupported options throw 400 with code "unsupported".
 // logit_bias becomes SamplingParams::logit_bias (sorted by id; keys must be decimal ids, values
 // numbers in [-100, 100], at most max_logit_bias entries, one entry per id).
+// response_format: {"type": "text"} or {"type": "json_object"}; "json_schema" is a 400 with code
+// "unsupported"; json_object is a 400 beside ignore_eos, and (chat) beside tools unless
+// tool_choice is "none".
 ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLimits& limits = {});
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
 

@@ -10,6 +10,7 @@
 #include "hymoe/engine/executor.h"
 #include "hymoe/model/weight_store.h"
 #include "hymoe/scheduler/scheduler.h"
+#include "hymoe/server/json_constraint.h"
 #include "hymoe/server/server_config.h"
 #include "hymoe/tokenizer/chat_template.h"
 #include "hymoe/tokenizer/tokenizer.h"
@@ -30,11 +31,15 @@ struct Runtime {
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Scheduler> scheduler;
   int32_t eos = -1;
+  std::shared_ptr<const JsonModeVocab> json_mode;  // response_format json_object's token tables
 
   ~Runtime();  // scheduler first, then what it uses
 
   // Loads per config (throws hymoe::Error naming the file or field on any problem).
   static std::unique_ptr<Runtime> load(const ServerConfig& config);
 };
+
+// JSON mode's tables over a tokenizer's vocabulary (special tokens and eos never in the JSON).
+std::shared_ptr<const JsonModeVocab> make_json_mode_vocab(const tokenizer::Tokenizer& tokenizer, int32_t eos);
 
 }  // namespace hymoe::server

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     model->created = static_cast<int64_t>(std::time(nullptr));
     model->backend = rt->executor->name();
     model->placement = rt->executor->placement_summary();
+    model->json_mode = rt->json_mode;
     metrics.set_backend(model->backend);
     http.set_model(model);
     ready = true;
