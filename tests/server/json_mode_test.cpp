@@ -1,0 +1,242 @@
+// JSON mode end to end below HTTP: the tiny preset's random weights with DeepSeek-V3's real
+// tokenizer, loaded by Runtime (the server's own engine and scheduler), requests submitted with
+// JSON mode's constraint and read back through Generation (what both the streamed and the
+// non-streamed routes read). Random weights make JSON unlikely by themselves: only the constraint
+// can make every output parse.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hymoe/server/generation.h"
+#include "hymoe/server/json_constraint.h"
+#include "hymoe/server/runtime.h"
+
+namespace hymoe::server {
+namespace {
+
+uint32_t seed() {
+  static const uint32_t s = [] {
+    const uint32_t v = std::random_device{}();
+    std::printf("json_mode_test seed %u\n", v);
+    return v;
+  }();
+  return s;
+}
+
+struct Outcome {
+  std::string content, reasoning;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason reason = FinishReason::kError;
+  std::string error;
+  int64_t tokens = 0;
+};
+
+class JsonModeTiny : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(std::filesystem::path(HYMOE_TEST_TOKENIZER_DIR) / "tokenizer.json")) return;
+    ServerConfig c;
+    c.load_format = "dummy";
+    c.preset = "tiny";
+    c.tokenizer = HYMOE_TEST_TOKENIZER_DIR;
+    c.backend = "cpu";
+    c.threads = 2;
+    c.kv_cache_bytes = 64ll << 20;
+    c.max_running = 8;
+    rt_ = Runtime::load(c).release();
+  }
+  static void TearDownTestSuite() {
+    delete rt_;
+    rt_ = nullptr;
+  }
+  void SetUp() override {
+    if (!rt_) GTEST_SKIP() << "no tokenizer at " << HYMOE_TEST_TOKENIZER_DIR << " (npm ci in tests/js)";
+  }
+
+  // Submits a prompt in JSON mode; the outcome arrives through Generation as the routes read it.
+  static std::shared_ptr<Generation> submit(const std::string& prompt, SamplingParams sampling, bool in_reasoning,
+                                            const std::string& id) {
+    GenerationOptions go;
+    go.id = id;
+    go.stop = sampling.stop;
+    go.logprobs = sampling.logprobs;
+    go.split_reasoning = true;
+    go.starts_in_reasoning = in_reasoning;
+    auto gen = std::make_shared<Generation>(*rt_->tokenizer, go, nullptr);
+    sampling.constraint = std::make_shared<JsonConstraintFactory>(rt_->json_mode, in_reasoning);
+    GenerationRequest r;
+    r.id = id;
+    r.prompt = rt_->tokenizer->encode(prompt, /*add_special=*/true);
+    r.sampling = std::move(sampling);
+    r.callbacks = gen->callbacks(gen);
+    rt_->scheduler->submit(std::move(r));
+    return gen;
+  }
+  static Outcome collect(Generation& gen) {
+    Outcome o;
+    Generation::Delta d;
+    while (true) {
+      if (!gen.wait(d, std::chrono::milliseconds(200))) continue;
+      o.content += d.content;
+      o.reasoning += d.reasoning;
+      for (auto& lp : d.logprobs) o.logprobs.push_back(std::move(lp));
+      if (d.finished) {
+        o.reason = d.reason;
+        o.error = d.error;
+        o.tokens = gen.usage().completion_tokens;
+        return o;
+      }
+    }
+  }
+
+  // Stopped on its own: one JSON object. Cut by max_tokens: a prefix of one.
+  static void expect_json(const Outcome& o, const std::string& what) {
+    ASSERT_TRUE(o.reason == FinishReason::kStop || o.reason == FinishReason::kLength) << what << ": " << o.error;
+    JsonPrefixMachine m;
+    EXPECT_TRUE(m.feed(o.content)) << what << ": not a JSON object prefix: " << o.content;
+    if (o.reason == FinishReason::kStop) {
+      nlohmann::json j;
+      ASSERT_NO_THROW(j = nlohmann::json::parse(o.content)) << what << ": " << o.content;
+      EXPECT_TRUE(j.is_object()) << what << ": " << o.content;
+    } else {
+      EXPECT_FALSE(nlohmann::json::accept(o.content) && !m.complete()) << what << ": " << o.content;
+    }
+  }
+
+  static Runtime* rt_;
+};
+
+Runtime* JsonModeTiny::rt_ = nullptr;
+
+const char* kPrompts[] = {
+    "Reply with a JSON object describing a cat.",
+    "{\"name\":",
+    "Hello",
+    "List three colours as JSON.",
+};
+
+// Many seeds and temperatures, greedy and top-p, eight requests batched at a time: every output
+// that ends is a JSON object, every one cut short a prefix of one. A logit_bias towards the
+// tokens that close strings and objects makes most of them end within max_tokens (the bias is
+// added after the mask, so it cannot bring a refused token back).
+TEST_F(JsonModeTiny, OutputAlwaysParsesAcrossSeedsAndTemperatures) {
+  const auto close_quote = rt_->tokenizer->encode("\"", false);
+  const auto close_brace = rt_->tokenizer->encode("}", false);
+  ASSERT_EQ(close_quote.size(), 1u);
+  ASSERT_EQ(close_brace.size(), 1u);
+  std::mt19937 rng(seed());
+  int stopped = 0, cut = 0;
+  struct Case {
+    double temperature, top_p;
+    bool bias;
+  };
+  std::vector<Case> cases;
+  for (double t : {0.0, 0.5, 1.0, 1.5, 2.0}) {
+    for (double p : {1.0, 0.9}) {
+      for (bool bias : {false, true, true}) cases.push_back({t, p, bias});
+    }
+  }
+  for (size_t first = 0; first < cases.size(); first += 8) {
+    std::vector<std::pair<std::string, std::shared_ptr<Generation>>> batch;
+    for (size_t i = first; i < std::min(cases.size(), first + 8); ++i) {
+      SamplingParams s;
+      s.temperature = cases[i].temperature;
+      s.top_p = cases[i].top_p;
+      s.seed = rng();
+      s.max_tokens = 40;
+      if (cases[i].bias) {
+        s.logit_bias = {{close_quote[0], 6.0f}, {close_brace[0], 6.0f}};
+        std::sort(s.logit_bias.begin(), s.logit_bias.end());
+      }
+      const std::string what = fmt::format("T {} top_p {} bias {} seed {}", s.temperature, s.top_p, cases[i].bias,
+                                           *s.seed);
+      batch.emplace_back(what, submit(kPrompts[i % std::size(kPrompts)], s, false, "json-" + std::to_string(i)));
+    }
+    for (auto& [what, gen] : batch) {
+      const Outcome o = collect(*gen);
+      expect_json(o, what);
+      (o.reason == FinishReason::kStop ? stopped : cut) += 1;
+    }
+  }
+  std::printf("json mode: %d outputs ended as objects, %d cut by max_tokens\n", stopped, cut);
+  EXPECT_GT(stopped, static_cast<int>(cases.size()) / 4);  // the parse above is then no vacuous check
+}
+
+// max_tokens ends a JSON output like any other: finish reason length, the text a valid prefix.
+TEST_F(JsonModeTiny, MaxTokensCutsWithLength) {
+  SamplingParams s;
+  s.temperature = 1.0;
+  s.seed = seed();
+  s.max_tokens = 3;
+  const Outcome o = collect(*submit("Give me JSON", s, false, "json-len"));
+  EXPECT_EQ(o.reason, FinishReason::kLength);
+  EXPECT_EQ(o.tokens, 3);
+  expect_json(o, "max_tokens 3");
+}
+
+// Log-probabilities are those of the constrained distribution: the chosen token's and every
+// alternative's finite, no alternative a token the grammar refuses at that point.
+TEST_F(JsonModeTiny, LogprobsComeFromTheMaskedDistribution) {
+  SamplingParams s;
+  s.temperature = 0.8;
+  s.seed = seed();
+  s.max_tokens = 24;
+  s.logprobs = true;
+  s.top_logprobs = 5;
+  const Outcome o = collect(*submit("JSON please", s, false, "json-lp"));
+  expect_json(o, "logprobs");
+  ASSERT_EQ(static_cast<int64_t>(o.logprobs.size()), o.tokens);  // end-of-sequence is no token of the output
+  JsonPrefixMachine m;
+  for (const TokenLogprob& lp : o.logprobs) {
+    EXPECT_TRUE(std::isfinite(lp.logprob));
+    EXPECT_LE(lp.logprob, 0.0f);
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      EXPECT_TRUE(std::isfinite(lp.top[k].second)) << lp.top_bytes[k];
+      JsonPrefixMachine alt = m;
+      EXPECT_TRUE(alt.feed(lp.top_bytes[k])) << "alternative '" << lp.top_bytes[k] << "' after '" << lp.bytes << "'";
+    }
+    ASSERT_TRUE(m.feed(lp.bytes));
+  }
+}
+
+// Output that starts in a thought: free text, then the content after "</think>" is the JSON.
+// A bias on the close's pieces makes the random model close the thought soon.
+TEST_F(JsonModeTiny, ContentAfterTheThoughtIsJson) {
+  const auto pieces = rt_->tokenizer->encode("</think>", false);
+  int closed = 0;
+  for (int i = 0; i < 6; ++i) {
+    SamplingParams s;
+    s.temperature = 1.0;
+    s.seed = seed() + static_cast<uint32_t>(i);
+    s.max_tokens = 64;
+    for (int32_t t : pieces) s.logit_bias.emplace_back(t, 100.0f);
+    std::sort(s.logit_bias.begin(), s.logit_bias.end());
+    s.logit_bias.erase(std::unique(s.logit_bias.begin(), s.logit_bias.end(),
+                                   [](const auto& a, const auto& b) { return a.first == b.first; }),
+                       s.logit_bias.end());
+    const Outcome o = collect(*submit("Think, then answer in JSON.", s, true, "json-think-" + std::to_string(i)));
+    if (o.reason == FinishReason::kStop || !o.content.empty()) ++closed;
+    expect_json(o, fmt::format("thought, seed {}", *s.seed));
+    if (o.reason == FinishReason::kStop) {
+      EXPECT_FALSE(o.content.empty());  // never ends inside the thought
+    }
+  }
+  std::printf("json mode after a thought: %d of 6 closed the thought (pieces:", closed);
+  for (int32_t t : pieces) std::printf(" %d", t);
+  std::printf(")\n");
+  EXPECT_GT(closed, 0);  // each run closes with probability ~0.8: the JSON after a thought is exercised
+}
+
+}  // namespace
+}  // namespace hymoe::server
