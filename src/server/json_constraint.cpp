@@ -30,7 +30,7 @@ struct CloseMatcher {
 class JsonConstraint final : public TokenConstraint {
  public:
   JsonConstraint(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning)
-      : vocab_(std::move(vocab)), machine_(vocab_->options), in_reasoning_(in_reasoning) {}
+      : vocab_(std::move(vocab)), machine_(vocab_->options), masked_for_(vocab_->options), in_reasoning_(in_reasoning) {}
 
   void mask(std::span<float> logits) override {
     const JsonModeVocab& v = *vocab_;
@@ -51,7 +51,12 @@ class JsonConstraint final : public TokenConstraint {
       if (eos < n) logits[eos] = end;
       return;
     }
-    v.mask.allowed(machine_, allowed_);
+    // The allowed set is a function of the machine's state alone, and a string's bytes mostly
+    // leave it as it was: recomputed only when the state changed since the last step.
+    if (allowed_.empty() || !(machine_ == masked_for_)) {
+      v.mask.allowed(machine_, allowed_);
+      masked_for_ = machine_;
+    }
     const size_t m = std::min(n, allowed_.size());
     for (size_t i = 0; i < m; ++i) {
       if (!allowed_[i]) logits[i] = kRefused;
@@ -95,6 +100,7 @@ class JsonConstraint final : public TokenConstraint {
 
   std::shared_ptr<const JsonModeVocab> vocab_;
   JsonPrefixMachine machine_;
+  JsonPrefixMachine masked_for_;  // the state allowed_ was computed for (when not empty)
   CloseMatcher close_;
   bool in_reasoning_;
   std::vector<uint8_t> allowed_;  // JsonTokenMask::allowed's output, kept between steps
