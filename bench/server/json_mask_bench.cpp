@@ -1,0 +1,150 @@
+// Cost of JSON mode per decode step (response_format json_object): the constraint's mask over the
+// whole vocabulary plus advancing it by the chosen token, on DeepSeek-V3's tokenizer (~129K
+// tokens), stepping through a JSON document tokenized by the same tokenizer. Beside it, in the
+// same run, the sampler's own time per step on the same logits row (T 1): the work
+// every sampled step pays anyway.
+//   hymoe-bench-json-mask --model DIR [--repeat N]
+// Prints a summary line and one JSON object: {name, steps, value (mean mask + accept, us a step),
+// unit, median_us, p99_us, max_us, string_us, structure_us, ceiling (sampler us a step), ratio,
+// build_ms}.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hymoe/engine/sampler.h"
+#include "hymoe/server/json_constraint.h"
+#include "hymoe/server/runtime.h"
+#include "hymoe/tokenizer/tokenizer.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+// A JSON object of the kind an agent asks for: keys, short and long strings (ASCII, CJK, escapes),
+// numbers, booleans, nested arrays and objects; compact separators.
+std::string document() {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+  for (int i = 0; i < 12; ++i) {
+    nlohmann::ordered_json item = {
+        {"id", 1000 + i * 37},
+        {"name", "item number " + std::to_string(i)},
+        {"price", 19.99 + i * 0.5},
+        {"in_stock", i % 3 != 0},
+        {"tags", {"alpha", "beta", "gamma"}},
+        {"description", "A \"quoted\" line\nwith a newline, a tab\t and some text: 東京 café 😀."},
+        {"dims", {{"w", 12.5}, {"h", -3}, {"d", 1e-3}}},
+        {"notes", nullptr},
+    };
+    doc["item_" + std::to_string(i)] = item;
+  }
+  return doc.dump();
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model;
+  int repeat = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(1, std::atoi(argv[i + 1]));
+  }
+  if (model.empty()) {
+    std::fprintf(stderr, "usage: hymoe-bench-json-mask --model DIR [--repeat N]\n");
+    return 2;
+  }
+  try {
+    auto tok = hymoe::tokenizer::Tokenizer::load(model);
+    const int32_t eos = tok->eos_id().value_or(1);
+    auto t0 = Clock::now();
+    auto vocab = hymoe::server::make_json_mode_vocab(*tok, eos);
+    const double build_ms = us_since(t0) / 1000.0;
+
+    const std::string text = document();
+    const std::vector<int32_t> ids = tok->encode(text, /*add_special=*/false);
+    const size_t rows = 129280;  // DeepSeek-V3's lm_head rows (the tokenizer's vocabulary, padded)
+    std::vector<float> base(rows), row(rows);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    for (float& v : base) v = normal(rng);
+
+    std::vector<double> steps, in_string, structure, sampler_us;
+    hymoe::Sampler sampler(static_cast<int32_t>(rows));
+    hymoe::SamplingParams sp;
+    sp.temperature = 1.0;
+    for (int r = 0; r < repeat; ++r) {
+      hymoe::server::JsonConstraintFactory factory(vocab, false);
+      auto c = factory.start();
+      bool quoted = false;  // inside a string before this token (a rough split of the states)
+      for (size_t i = 0; i <= ids.size(); ++i) {
+        std::copy(base.begin(), base.end(), row.begin());
+        const int32_t t = i < ids.size() ? ids[i] : eos;
+        const auto s0 = Clock::now();
+        c->mask(row);
+        if (!c->accept(t)) {
+          std::fprintf(stderr, "json mask bench: token %d at %zu refused\n", t, i);
+          return 1;
+        }
+        const double us = us_since(s0);
+        steps.push_back(us);
+        (quoted ? in_string : structure).push_back(us);
+        if (i < ids.size()) {
+          // Inside a string after an odd number of unescaped quotes (a backslash before a quote
+          // read as an escape: enough to split the timings).
+          const auto b = tok->token_bytes(t);
+          for (size_t k = 0; k < b.size(); ++k) {
+            if (b[k] == '"' && (k == 0 || b[k - 1] != '\\')) quoted = !quoted;
+          }
+        }
+        if (r == 0 && i % 4 == 0) {
+          std::copy(base.begin(), base.end(), row.begin());
+          const auto q0 = Clock::now();
+          auto out = sampler.sample(row, sp, {}, 7, i);
+          sampler_us.push_back(us_since(q0));
+          (void)out;
+        }
+      }
+    }
+    double sum = 0.0;
+    for (double v : steps) sum += v;
+    const double mean = sum / static_cast<double>(steps.size());
+    double ssum = 0.0;
+    for (double v : sampler_us) ssum += v;
+    const double sampler_mean = ssum / static_cast<double>(sampler_us.size());
+    auto mean_of = [](const std::vector<double>& v) {
+      double s = 0.0;
+      for (double x : v) s += x;
+      return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+    };
+    std::printf("json mask: vocabulary %d tokens (%zu rows), document %zu bytes = %zu tokens, %d passes\n",
+                tok->vocab_size(), rows, text.size(), ids.size(), repeat);
+    std::printf("json mask: %.1f us a step mean (median %.1f, p99 %.1f, max %.1f; inside strings %.1f, structure %.1f); "
+                "sampler alone (T 1) %.1f us a step: mask / sampler %.2f; tables built in %.1f ms\n",
+                mean, percentile(steps, 0.5), percentile(steps, 0.99), percentile(steps, 1.0), mean_of(in_string),
+                mean_of(structure), sampler_mean, mean / sampler_mean, build_ms);
+    nlohmann::json out = {{"name", "json_mask_step"}, {"steps", steps.size()}, {"value", mean}, {"unit", "us"},
+                          {"median_us", percentile(steps, 0.5)}, {"p99_us", percentile(steps, 0.99)},
+                          {"max_us", percentile(steps, 1.0)}, {"string_us", mean_of(in_string)},
+                          {"structure_us", mean_of(structure)}, {"ceiling", sampler_mean},
+                          {"ratio", mean / sampler_mean}, {"build_ms", build_ms}};
+    std::printf("%s\n", out.dump().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "json mask bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
