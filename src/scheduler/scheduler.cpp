@@ -29,6 +29,7 @@ struct Scheduler::Sequence {
   uint64_t seed = 0;
   std::unique_ptr<TokenConstraint> constraint;  // SamplingParams::constraint's state, or null
   uint64_t order = 0;              // admission order, for preemption (youngest first)
+  bool admitted = false;           // once admitted (preemption does not reset it)
   bool done = false;
 
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - table.tokens; }
@@ -151,6 +152,30 @@ void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& erro
   }
 }
 
+bool Scheduler::admit(Sequence& s) {
+  const int64_t n = static_cast<int64_t>(s.tokens.size());
+  int64_t cached = 0;
+  if (config_.prefix_cache) cached = kv_.take_prefix(s.table, s.tokens, n - 1);
+  if (!kv_.reserve(s.table, n)) {
+    kv_.release(s.table);
+    return false;
+  }
+  if (!s.admitted) {
+    s.admitted = true;
+    {
+      std::lock_guard lock(mutex_);
+      stats_.prefix_cache_queries += config_.prefix_cache ? s.prompt_len : 0;
+      stats_.prefix_cache_hits += cached;
+    }
+    try {
+      if (s.req.callbacks.on_admitted) s.req.callbacks.on_admitted(cached);
+    } catch (const std::exception& e) {
+      log::get("sched")->error("request {}: on_admitted failed: {}", s.req.id, e.what());
+    }
+  }
+  return true;
+}
+
 void Scheduler::loop() {
   uint64_t order = 0;
   while (true) {
@@ -181,7 +206,7 @@ void Scheduler::loop() {
     // Admission: FIFO while slots and KV blocks for the whole pending prefill allow.
     while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running) {
       Sequence& s = *waiting_.front();
-      if (!kv_.reserve(s.table, static_cast<int64_t>(s.tokens.size()))) {
+      if (!admit(s)) {
         if (running_.empty()) {  // nothing will ever free blocks for it
           finish(s, FinishReason::kError, "the prompt does not fit the KV cache");
           waiting_.pop_front();
@@ -281,6 +306,11 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     log::get("sched")->error("step failed: {}", e.what());
     for (Sequence* s : owners) finish(*s, FinishReason::kError, e.what());
     return;
+  }
+
+  // Completed blocks become shareable before anything can finish and release them.
+  if (config_.prefix_cache) {
+    for (Sequence* s : owners) kv_.publish(s->table, s->tokens);
   }
 
   size_t row = 0;

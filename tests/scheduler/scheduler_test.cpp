@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <thread>
@@ -23,6 +24,13 @@ constexpr int32_t kEos = 1;
 int32_t next_token(int32_t prev, int64_t pos) {
   int32_t t = static_cast<int32_t>((prev * 7 + pos * 3 + 5) % kVocab);
   return t == kEos ? 2 : t;  // never EOS unless asked
+}
+
+// The KV-dependent toy's next token: every earlier token at its position counts.
+int32_t next_from_history(const std::vector<int32_t>& seq) {
+  int64_t h = 0;
+  for (size_t p = 0; p < seq.size(); ++p) h += (seq[p] + 1) * static_cast<int64_t>(2 * p + 1);
+  return static_cast<int32_t>(h % 61) + 2;  // never EOS
 }
 
 class ToyExecutor final : public Executor {
@@ -41,6 +49,7 @@ class ToyExecutor final : public Executor {
   void forward(std::span<const StepItem> items, std::span<float> logits) override {
     gate.wait();  // tests hold the first step until every request is queued
     ++steps;
+    if (on_step) on_step(items);
     if (fail_next.exchange(false)) throw Error(ErrorKind::kInternal, "injected failure");
     size_t row = 0;
     for (const StepItem& it : items) {
@@ -63,11 +72,17 @@ class ToyExecutor final : public Executor {
         int64_t& m = with_decode ? max_prefill_beside_decode : max_prefill_alone;
         m = std::max<int64_t>(m, static_cast<int64_t>(it.tokens.size()));
       }
+      if (!it.decode) prompt_rows += static_cast<int64_t>(it.tokens.size());
       if (!it.want_logits) continue;
       float* out = logits.data() + row * kVocab;
       ++row;
       const int32_t last = it.tokens.back();
       int32_t want = next_token(last, end - 1);
+      if (kv_dependent) {  // a function of every token in the KV rows: a wrong cached block shows
+        std::vector<int32_t> seen;
+        for (int64_t p = 0; p < end; ++p) seen.push_back(static_cast<int32_t>(kv_.row(*it.table, 0, p)[0]));
+        want = next_from_history(seen);
+      }
       if (eos_after_token >= 0 && last == eos_after_token) want = kEos;
       for (int32_t v = 0; v < kVocab; ++v) out[v] = v == want ? 10.0f : static_cast<float>(v % 3) * 0.1f;
     }
@@ -85,6 +100,9 @@ class ToyExecutor final : public Executor {
   int64_t max_prefill_beside_decode = 0;
   int64_t max_prefill_alone = 0;
   int32_t eos_after_token = -1;
+  bool kv_dependent = false;  // the next token from all KV rows (next_from_history)
+  std::atomic<int64_t> prompt_rows{0};  // prompt (non-decode) tokens computed
+  std::function<void(std::span<const StepItem>)> on_step;
 
  private:
   ModelConfig config_;
@@ -495,6 +513,178 @@ TEST(Scheduler, ConstraintMasksEveryStepPerSequence) {
   bad.sampling.ignore_eos = true;
   bad.sampling.constraint = std::make_shared<AscendingFactory>(0);
   EXPECT_THROW(s.submit(std::move(bad)), Error);
+}
+
+}  // namespace
+}  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+std::vector<int32_t> expected_from_history(std::vector<int32_t> seq, int n) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(next_from_history(seq));
+    seq.push_back(out.back());
+  }
+  return out;
+}
+
+// Submits a greedy request that records what on_admitted reports.
+std::future<Result> run_cached(Scheduler& s, std::string id, std::vector<int32_t> prompt, int max_tokens,
+                               std::shared_ptr<std::atomic<int64_t>> cached) {
+  auto result = std::make_shared<Result>();
+  auto promise = std::make_shared<std::promise<Result>>();
+  GenerationRequest r;
+  r.id = std::move(id);
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0;
+  r.sampling.max_tokens = max_tokens;
+  r.callbacks.on_admitted = [cached](int64_t n) { *cached = n; };
+  r.callbacks.on_token = [result](const TokenOutput& t) {
+    result->tokens.push_back(t.token);
+    return true;
+  };
+  r.callbacks.on_finish = [result, promise](FinishReason reason, const std::string& error) {
+    result->reason = reason;
+    result->error = error;
+    promise->set_value(*result);
+  };
+  s.submit(std::move(r));
+  return promise->get_future();
+}
+
+void expect_all_released(KvCache& kv) {
+  EXPECT_EQ(kv.free_blocks(), kv.total_blocks());
+  for (int32_t b = 0; b < kv.total_blocks(); ++b) EXPECT_EQ(kv.references(b), 0) << "block " << b;
+}
+
+// A multi-turn conversation: each turn re-sends the history (prompt + the model's output) and
+// more. The toy's output depends on every KV row, so a wrong shared block would show.
+TEST(SchedulerPrefixCache, LaterTurnsTakeTheHistoryFromTheCacheWithTheSameOutput) {
+  for (bool on : {true, false}) {
+    ToyExecutor ex(64, 4);
+    ex.kv_dependent = true;
+    SchedulerConfig cfg;
+    cfg.prefix_cache = on;
+    Scheduler s(ex, kEos, cfg);
+    std::vector<int32_t> history = {3, 9, 27, 4, 5, 6, 7, 8, 10, 11};
+    int64_t cached_total = 0;
+    for (int turn = 0; turn < 4; ++turn) {
+      auto cached = std::make_shared<std::atomic<int64_t>>(-1);
+      auto r = run_cached(s, "t" + std::to_string(turn), history, 6, cached).get();
+      ASSERT_EQ(r.reason, FinishReason::kLength);
+      EXPECT_EQ(r.tokens, expected_from_history(history, 6)) << "turn " << turn << (on ? " cached" : " cold");
+      if (!on || turn == 0) {
+        EXPECT_EQ(*cached, 0) << turn;
+      } else {
+        // The whole history up to the last full block of the previous turn's written KV
+        // (its prompt and all but the last generated token).
+        const int64_t written = static_cast<int64_t>(history.size()) - 3 - 1;
+        EXPECT_EQ(*cached, written / 4 * 4) << turn;
+      }
+      cached_total += *cached;
+      history.insert(history.end(), r.tokens.begin(), r.tokens.end());
+      history.insert(history.end(), {12, 13, 14});
+    }
+    EXPECT_TRUE(s.wait_idle(5));
+    expect_all_released(ex.kv_cache());
+    const SchedulerStats st = s.stats();
+    EXPECT_EQ(st.prefix_cache_hits, cached_total);
+    EXPECT_EQ(st.prefix_cache_queries > 0, on);
+    std::printf("prefix cache %s: %lld prompt rows computed, %lld tokens from the cache\n", on ? "on" : "off",
+                static_cast<long long>(ex.prompt_rows.load()), static_cast<long long>(cached_total));
+  }
+}
+
+// A prompt equal to a cached one recomputes its last token (its logits are the output) and
+// nothing else; identical prompts in flight together compute twice (nothing cached yet) and
+// stay correct.
+TEST(SchedulerPrefixCache, AWholeCachedPromptKeepsItsLastToken) {
+  ToyExecutor ex(64, 4);
+  ex.kv_dependent = true;
+  Scheduler s(ex, kEos, {});
+  const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};
+  auto c0 = std::make_shared<std::atomic<int64_t>>(-1);
+  auto first = run_cached(s, "a", prompt, 3, c0).get();
+  const int64_t rows = ex.prompt_rows;
+  auto c1 = std::make_shared<std::atomic<int64_t>>(-1);
+  auto again = run_cached(s, "b", prompt, 3, c1).get();
+  EXPECT_EQ(*c1, 4);  // the second block holds the last token: computed again
+  EXPECT_EQ(ex.prompt_rows - rows, 4);
+  EXPECT_EQ(again.tokens, first.tokens);
+  EXPECT_EQ(again.tokens, expected_from_history(prompt, 3));
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  std::vector<std::future<Result>> twins;
+  std::vector<int32_t> p2 = {1 + 1, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5};
+  for (int i = 0; i < 3; ++i) twins.push_back(run_cached(s, "twin" + std::to_string(i), p2, 9, std::make_shared<std::atomic<int64_t>>()));
+  open.set_value();
+  for (auto& f : twins) EXPECT_EQ(f.get().tokens, expected_from_history(p2, 9));
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+}
+
+// Cancelled while its prompt is half computed: the request's references, on its own blocks
+// and on the cached ones it took, all go back.
+TEST(SchedulerPrefixCache, CancelMidPrefillReleasesItsReferences) {
+  ToyExecutor ex(64, 4);
+  SchedulerConfig cfg;
+  cfg.max_prefill_chunk = 4;
+  Scheduler s(ex, kEos, cfg);
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + i % 50);
+  auto c0 = std::make_shared<std::atomic<int64_t>>(-1);
+  run_cached(s, "warm", std::vector<int32_t>(prompt.begin(), prompt.begin() + 17), 1, c0).get();
+  std::atomic<int> steps{0};
+  std::atomic<bool> held_shared{false};
+  KvCache& kv = ex.kv_cache();
+  ex.on_step = [&](std::span<const StepItem> items) {
+    for (const StepItem& it : items)
+      if (it.table->shared > 0 && kv.references(it.table->blocks[0]) >= 1) held_shared = true;
+    if (++steps == 3) s.cancel("victim");
+  };
+  auto c1 = std::make_shared<std::atomic<int64_t>>(-1);
+  auto r = run_cached(s, "victim", prompt, 5, c1).get();
+  EXPECT_EQ(r.reason, FinishReason::kAbort);
+  EXPECT_TRUE(r.tokens.empty());
+  EXPECT_EQ(*c1, 16);
+  EXPECT_TRUE(held_shared);
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(kv);
+  EXPECT_GE(kv.cached_blocks(), 4);  // the warm prompt's blocks (and the victim's) stay cached
+}
+
+// Under a small KV budget many requests with shared prefixes evict and preempt; every output
+// stays what the KV-dependent toy computes from the true history.
+TEST(SchedulerPrefixCache, SmallBudgetEvictsOnlyUnheldBlocks) {
+  ToyExecutor ex(14, 4);
+  ex.kv_dependent = true;
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  SchedulerConfig cfg;
+  cfg.max_running = 4;
+  cfg.max_prefill_chunk = 6;
+  Scheduler s(ex, kEos, cfg);
+  std::vector<std::future<Result>> futures;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int32_t> p = {7, 8, 9, 10, 11, 12, 13, 14};
+    p.resize(static_cast<size_t>(2 + (i * 5) % 9));
+    for (int k = 0; k < i % 4; ++k) p.push_back(20 + (i * 7 + k) % 30);
+    prompts.push_back(p);
+    futures.push_back(run_cached(s, "r" + std::to_string(i), p, 8 + i % 5, std::make_shared<std::atomic<int64_t>>()));
+  }
+  open.set_value();
+  for (size_t i = 0; i < futures.size(); ++i) {
+    auto r = futures[i].get();
+    EXPECT_EQ(r.reason, FinishReason::kLength) << i << " " << r.error;
+    EXPECT_EQ(r.tokens, expected_from_history(prompts[i], 8 + static_cast<int>(i) % 5)) << i;
+  }
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+  EXPECT_GT(s.stats().prefix_cache_hits, 0);
+  EXPECT_GT(ex.kv_cache().evictions(), 0);
 }
 
 }  // namespace

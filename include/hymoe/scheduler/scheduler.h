@@ -7,6 +7,11 @@
 // tokens; a token it refuses ends the request with kError. When a decode step cannot get a KV
 // block, the youngest running sequence is preempted (its blocks freed, its tokens recomputed
 // later). Cancelling a request frees its KV blocks at the start of the next iteration.
+// Prefix caching (SchedulerConfig::prefix_cache): at admission a sequence takes the cached KV
+// blocks its tokens start with (never its last token, whose logits it needs) and prefills only
+// the rest; after every step its newly completed blocks (prompt and generated tokens alike) are
+// published for later requests (KvCache::publish). A preempted sequence takes its own blocks
+// back the same way if they were not evicted meanwhile.
 #pragma once
 
 #include <condition_variable>
@@ -46,6 +51,9 @@ struct GenerationCallbacks {
   std::function<bool(const TokenOutput&)> on_token;
   // Engine thread, exactly once, last. `error` is empty unless reason == kError.
   std::function<void(FinishReason reason, const std::string& error)> on_finish;
+  // Engine thread, at most once, before any on_token: the request got its KV blocks, the first
+  // `cached_tokens` prompt tokens from the prefix cache (0 on a miss or with it off). Optional.
+  std::function<void(int64_t cached_tokens)> on_admitted;
 };
 
 struct GenerationRequest {
@@ -66,6 +74,7 @@ struct SchedulerConfig {
   // Ids at or past this are never sampled (the model's vocabulary is padded past the
   // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.
   int64_t sample_vocab = 0;
+  bool prefix_cache = true;          // share full KV blocks of equal token prefixes (KvCache)
 };
 
 struct SchedulerStats {
@@ -73,6 +82,10 @@ struct SchedulerStats {
   int64_t waiting = 0;
   double kv_usage = 0.0;
   int64_t preemptions = 0;
+  // Prefix cache, counted in tokens at each request's first admission (vLLM's
+  // prefix_cache_queries / prefix_cache_hits): prompt tokens looked up, and those found.
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
 };
 
 class Scheduler {
@@ -106,6 +119,7 @@ class Scheduler {
   void loop();
   void run_step(std::vector<Sequence*>& running);
   void finish(Sequence& s, FinishReason reason, const std::string& error);
+  bool admit(Sequence& s);  // KV for the pending tokens (cached prefix first); false when full
 
   Executor& executor_;
   KvCache& kv_;
