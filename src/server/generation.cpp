@@ -18,6 +18,7 @@ GenerationCallbacks Generation::callbacks(std::shared_ptr<Generation> self) {
   GenerationCallbacks cb;
   cb.on_token = [self](const TokenOutput& t) { return self->on_token(t); };
   cb.on_finish = [self](FinishReason r, const std::string& e) { self->on_finish(r, e); };
+  cb.on_admitted = [self](int64_t cached) { self->on_admitted(cached); };
   return cb;
 }
 
@@ -56,6 +57,11 @@ void Generation::flush_held() {
     pending_.content += d.content;
     news_ = true;
   }
+}
+
+void Generation::on_admitted(int64_t cached_tokens) {
+  std::lock_guard lock(mutex_);
+  cached_tokens_ = cached_tokens;
 }
 
 bool Generation::on_token(const TokenOutput& t) {
@@ -111,8 +117,9 @@ void Generation::on_finish(FinishReason reason, const std::string& error) {
     metrics_->on_finished(fr, options_.prompt_tokens, completion_tokens_, e2e);
   }
   const double gen_s = std::chrono::duration<double>(last_token_ - start_).count();
-  log::get("server")->info("request {} {}: prompt {} tokens, output {} tokens, {:.3f} s, {:.1f} tokens/s{}{}",
-                           options_.id, finish_reason_name(reason), options_.prompt_tokens, completion_tokens_, e2e,
+  log::get("server")->info("request {} {}: prompt {} tokens ({} cached), output {} tokens, {:.3f} s, {:.1f} tokens/s{}{}",
+                           options_.id, finish_reason_name(reason), options_.prompt_tokens, cached_tokens_,
+                           completion_tokens_, e2e,
                            completion_tokens_ > 1 && gen_s > 0 ? (completion_tokens_ - 1) / gen_s : 0.0,
                            error.empty() ? "" : ": ", error);
 }
@@ -128,7 +135,7 @@ bool Generation::wait(Delta& out, std::chrono::milliseconds timeout) {
 
 Usage Generation::usage() const {
   std::lock_guard lock(mutex_);
-  return Usage{options_.prompt_tokens, completion_tokens_};
+  return Usage{options_.prompt_tokens, completion_tokens_, cached_tokens_};
 }
 
 int32_t Generation::tool_call_count() const {

@@ -71,6 +71,10 @@ void Metrics::set_queue(int64_t running, int64_t waiting) {
   waiting_ = waiting;
 }
 void Metrics::set_kv_usage(double fraction) { kv_usage_ = fraction; }
+void Metrics::set_prefix_cache(int64_t queries, int64_t hits) {
+  prefix_queries_ = queries;
+  prefix_hits_ = hits;
+}
 
 void Metrics::set_backend(const std::string& backend) {
   std::lock_guard lock(backend_mutex_);
@@ -108,6 +112,11 @@ std::string Metrics::render() const {
       out += fmt::format("# HELP hymoe:backend_info The executor serving the model.\n# TYPE hymoe:backend_info gauge\n"
                          "hymoe:backend_info{{{},backend=\"{}\"}} 1\n", labels_, backend_);
   }
+  // vLLM v1's names (prometheus_client adds _total to a counter); both in tokens.
+  counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<uint64_t>(prefix_queries_.load()));
+  counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<uint64_t>(prefix_hits_.load()));
   counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_.load());
   counter("vllm:generation_tokens_total", "Number of generation tokens processed.", generation_tokens_.load());
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"

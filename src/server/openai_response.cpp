@@ -78,7 +78,8 @@ json reason_or_null(const char* r) { return r ? json(r) : json(nullptr); }
 json Usage::to_json() const {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json chat_completion(const ResponseHead& head, const std::string& content, const std::optional<std::string>& reasoning,

@@ -56,6 +56,7 @@ json ServerConfig::to_json() const {
           {"max_waiting", max_waiting},
           {"max_prefill_chunk", max_prefill_chunk},
           {"decode_prefill_chunk", decode_prefill_chunk},
+          {"prefix_cache", prefix_cache},
           {"max_context", max_context},
           {"default_max_tokens", default_max_tokens},
           {"reasoning_parser", reasoning_parser},
@@ -69,7 +70,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
                                 "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "slp_threshold", "slp_max_tokens", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
-                                "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "max_context",
+                                "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "prefix_cache", "max_context",
                                 "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -104,6 +105,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "max_waiting", max_waiting, source);
   take(j, "max_prefill_chunk", max_prefill_chunk, source);
   take(j, "decode_prefill_chunk", decode_prefill_chunk, source);
+  take(j, "prefix_cache", prefix_cache, source);
   take(j, "max_context", max_context, source);
   take(j, "default_max_tokens", default_max_tokens, source);
   take(j, "reasoning_parser", reasoning_parser, source);
@@ -210,6 +212,10 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
   opt("--max-prefill-chunk", c.max_prefill_chunk, "Prompt tokens per engine step", "HYMOE_MAX_PREFILL_CHUNK");
   opt("--decode-prefill-chunk", c.decode_prefill_chunk, "Prompt tokens per step while other requests decode",
       "HYMOE_DECODE_PREFILL_CHUNK");
+  app.add_flag("--prefix-cache,!--no-prefix-cache", c.prefix_cache,
+               "Reuse the KV cache blocks of equal prompt prefixes across requests (on by default)")
+      ->envname("HYMOE_PREFIX_CACHE")
+      ->capture_default_str();
   opt("--max-context", c.max_context, "Context length (0 = the model's)", "HYMOE_MAX_CONTEXT");
   opt("--default-max-tokens", c.default_max_tokens, "max_tokens of a request that gives none, on both endpoints (0 = chat: up to the context; completions: "
       "OpenAI's 16)",

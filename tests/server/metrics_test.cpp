@@ -24,6 +24,7 @@ TEST(Metrics, VllmNamesAndValues) {
   Metrics m("tiny\"model");
   m.set_queue(3, 2);
   m.set_kv_usage(0.25);
+  m.set_prefix_cache(120, 64);
   m.on_first_token(0.2);
   m.on_token(0.05);
   m.on_finished(FinishedReason::kLength, 10, 4, 0.5);
@@ -33,6 +34,9 @@ TEST(Metrics, VllmNamesAndValues) {
                            "vllm:num_requests_waiting{model_name=\"tiny\\\"model\"} 2\n",
                            "vllm:kv_cache_usage_perc{model_name=\"tiny\\\"model\"} 0.25\n",
                            "vllm:prompt_tokens_total{model_name=\"tiny\\\"model\"} 17\n",
+                           "# TYPE vllm:prefix_cache_queries_total counter\n",
+                           "vllm:prefix_cache_queries_total{model_name=\"tiny\\\"model\"} 120\n",
+                           "vllm:prefix_cache_hits_total{model_name=\"tiny\\\"model\"} 64\n",
                            "vllm:generation_tokens_total{model_name=\"tiny\\\"model\"} 5\n",
                            "finished_reason=\"length\"} 1\n", "finished_reason=\"abort\"} 1\n",
                            "vllm:time_to_first_token_seconds_count{model_name=\"tiny\\\"model\"} 1\n",

@@ -62,6 +62,10 @@ TEST(OpenAiResponse, ChunksAndSse) {
   auto u = chat_usage_chunk(h, {3, 4});
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(chat_usage_chunk(h, {30, 4, 16})["usage"]["prompt_tokens_details"]["cached_tokens"], 16);
+  EXPECT_EQ(text_usage_chunk(h, {30, 4, 16})["usage"]["prompt_tokens_details"]["cached_tokens"], 16);
+  EXPECT_EQ(text_completion(h, "x", "stop", {30, 4, 16}, nullptr, 0)["usage"]["prompt_tokens_details"]["cached_tokens"], 16);
   std::string e = sse_event(c);
   EXPECT_EQ(e.rfind("data: {", 0), 0u);
   EXPECT_EQ(e.substr(e.size() - 2), "\n\n");

@@ -65,6 +65,21 @@ TEST(ServerConfig, AmxDecodeGemvFromFileEnvironmentAndFlag) {
   EXPECT_TRUE(parse({"--model", "/m", "--amx-decode-gemv", "true"}).to_json()["amx_decode_gemv"].get<bool>());
 }
 
+// On unless turned off: --no-prefix-cache, "prefix_cache": false in the file, or
+// HYMOE_PREFIX_CACHE=false; a flag wins over both.
+TEST(ServerConfig, PrefixCacheOnByDefaultAndOffEachWay) {
+  EXPECT_TRUE(parse({"--model", "/m"}).prefix_cache);
+  EXPECT_FALSE(parse({"--model", "/m", "--no-prefix-cache"}).prefix_cache);
+  TempFile off(R"({"prefix_cache": false})");
+  EXPECT_FALSE(parse({"--config", off.path.string(), "--model", "/m"}).prefix_cache);
+  EXPECT_TRUE(parse({"--config", off.path.string(), "--model", "/m", "--prefix-cache"}).prefix_cache);
+  ::setenv("HYMOE_PREFIX_CACHE", "false", 1);
+  const bool from_env = parse({"--model", "/m"}).prefix_cache;
+  ::unsetenv("HYMOE_PREFIX_CACHE");
+  EXPECT_FALSE(from_env);
+  EXPECT_FALSE(parse({"--model", "/m", "--no-prefix-cache"}).to_json()["prefix_cache"].get<bool>());
+}
+
 TEST(ServerConfig, BackendAndGpuMemoryLimit) {
   auto c = parse({"--model", "/m"});
   EXPECT_EQ(c.backend, "auto");

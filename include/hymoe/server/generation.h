@@ -43,6 +43,7 @@ class Generation {
 
   // ---- engine thread
   bool on_token(const TokenOutput& token);  // false once a stop string matched
+  void on_admitted(int64_t cached_tokens);
   void on_finish(FinishReason reason, const std::string& error);
   GenerationCallbacks callbacks(std::shared_ptr<Generation> self);
 
@@ -89,6 +90,7 @@ class Generation {
   Delta pending_;
   bool news_ = false;
   int64_t completion_tokens_ = 0;
+  int64_t cached_tokens_ = 0;
 };
 
 }  // namespace hymoe::server

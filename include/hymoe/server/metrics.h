@@ -36,6 +36,9 @@ class Metrics {
   // Request lifecycle.
   void set_queue(int64_t running, int64_t waiting);
   void set_kv_usage(double fraction);  // 0..1
+  // Prefix cache totals in tokens (the scheduler's cumulative counts): prompt tokens looked up,
+  // and those found.
+  void set_prefix_cache(int64_t queries, int64_t hits);
   // The executor serving the model (hymoe:backend_info{backend="..."} 1).
   void set_backend(const std::string& backend);
   void on_first_token(double ttft_seconds);
@@ -54,6 +57,7 @@ class Metrics {
   std::string backend_;
   std::atomic<int64_t> running_{0}, waiting_{0};
   std::atomic<double> kv_usage_{0.0};
+  std::atomic<int64_t> prefix_queries_{0}, prefix_hits_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};
   std::atomic<uint64_t> finished_[4] = {};
   Histogram ttft_;

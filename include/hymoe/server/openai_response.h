@@ -16,6 +16,8 @@ namespace hymoe::server {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens}}
   nlohmann::json to_json() const;
 };
 

@@ -53,6 +53,7 @@ struct ServerConfig {
   int32_t max_waiting = 256;
   int64_t max_prefill_chunk = 512;
   int64_t decode_prefill_chunk = 64;  // prompt tokens per step while others decode
+  bool prefix_cache = true;          // share the KV of equal prompt prefixes (--no-prefix-cache: off)
   int64_t max_context = 0;           // 0 = the model's max_position_embeddings
   int32_t default_max_tokens = 0;    // requests without max_tokens, both endpoints; 0 = chat: the context, completions: 16
 

@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     rt->scheduler->set_stats_listener([&metrics](const SchedulerStats& s) {
       metrics.set_queue(s.running, s.waiting);
       metrics.set_kv_usage(s.kv_usage);
+      metrics.set_prefix_cache(s.prefix_cache_queries, s.prefix_cache_hits);
     });
     auto model = std::make_shared<server::ServedModel>();
     model->name = rt->name;
