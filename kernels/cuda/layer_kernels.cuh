@@ -104,6 +104,20 @@ __global__ void mla_gather_latent_kernel(MlaGatherLatentParams p) {
   for (int i = threadIdx.x; i < p.width / 8; i += blockDim.x) dst[i] = src[i];
 }
 
+// Grid: one block per token; 16-byte copies, (nope + rope + vdim) / 8 of them per head.
+__global__ void mla_assemble_kv_kernel(MlaAssembleKvParams p) {
+  const int64_t t = blockIdx.x;
+  const int n8 = p.nope / 8, r8 = p.rope / 8, v8 = p.vdim / 8, per_head = n8 + r8 + v8;
+  const auto* kvb = reinterpret_cast<const uint4*>(p.kvb + t * p.heads * (p.nope + p.vdim));
+  const auto* pe = reinterpret_cast<const uint4*>(p.latent + t * p.latent_stride + p.lora);
+  auto* out = reinterpret_cast<uint4*>(p.out + t * p.heads * (p.nope + p.rope + p.vdim));
+  for (int i = threadIdx.x; i < p.heads * per_head; i += blockDim.x) {
+    const int h = i / per_head, j = i % per_head;
+    const uint4* head = kvb + int64_t{h} * (n8 + v8);
+    out[i] = j < n8 ? head[j] : j < n8 + r8 ? pe[j - n8] : head[j - r8];
+  }
+}
+
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
 // Grid rows; the block strides over the columns.

@@ -115,7 +115,12 @@ __global__ void __launch_bounds__(kPrefillThreads) mla_prefill_kernel(MlaPrefill
   }
   if (lane == 0) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) l_s[4 * warp + j] = l[j];
+    for (int j = 0; j < 4; ++j) {
+      l_s[4 * warp + j] = l[j];
+      const int qi = q0 + 4 * warp + j;
+      if (p.lse != nullptr && qi < p.tokens)  // m is in the log2 domain of the scaled scores
+        p.lse[int64_t{h} * p.tokens + qi] = (m[j] + log2f(l[j])) * 0.6931471805599453f;
+    }
   }
   __syncthreads();
   auto* out = reinterpret_cast<uint16_t*>(p.out);

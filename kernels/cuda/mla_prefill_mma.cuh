@@ -203,6 +203,11 @@ __global__ void __launch_bounds__(kPfThreads, 2) mla_prefill_mma_kernel(MlaPrefi
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
   const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
   const int t0 = q0 + warp * 16 + g, t1 = t0 + 8;
+  if (p.lse != nullptr && c == 0) {  // m is in the log2 domain of the scaled scores
+    constexpr float kLn2 = 0.6931471805599453f;
+    if (t0 < p.tokens) p.lse[int64_t{h} * p.tokens + t0] = (m0 + log2f(l0)) * kLn2;
+    if (t1 < p.tokens) p.lse[int64_t{h} * p.tokens + t1] = (m1 + log2f(l1)) * kLn2;
+  }
   auto* out = reinterpret_cast<uint32_t*>(p.out);
 #pragma unroll
   for (int nb = 0; nb < kMlaVDim / 8; ++nb) {

@@ -39,6 +39,7 @@ cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
 cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream);
 cudaError_t dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream);
 cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
+cudaError_t mla_assemble_kv(const MlaAssembleKvParams& p, cudaStream_t stream);
 cudaError_t mla_absorb_q(const MlaAbsorbParams& p, cudaStream_t stream);
 cudaError_t mla_unabsorb(const MlaUnabsorbParams& p, cudaStream_t stream);
 cudaError_t mla_attention_any(const MlaAttentionParams& p, cudaStream_t stream);
@@ -100,6 +101,7 @@ cudaError_t moe_unpermute(const MoeUnpermuteParams& p, cudaStream_t stream);
 cudaError_t moe_unpermute_add(const MoeUnpermuteAddParams& p, cudaStream_t stream);
 cudaError_t sample_tokens(const SamplingParams& p, cudaStream_t stream);
 cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
+cudaError_t mla_merge_attention(const MlaMergeParams& p, cudaStream_t stream);
 // dst [keys, heads, 192] = k_nope | k_pe of keys 0..keys-1 (16-byte aligned, checked by the caller).
 cudaError_t mla_gather_k(const MlaPrefillParams& p, int keys, Bf16* dst, cudaStream_t stream);
 

@@ -83,6 +83,21 @@ void mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream) {
   HYMOE_CUDA_CHECK(launch::mla_gather_latent(p, stream));
 }
 
+void mla_assemble_kv(const MlaAssembleKvParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.tokens >= 0 && p.heads >= 1 && p.nope >= 8 && p.nope % 8 == 0 && p.rope >= 0 && p.rope % 8 == 0 &&
+                  p.vdim >= 8 && p.vdim % 8 == 0 && p.lora >= 0 && p.lora % 8 == 0 && p.latent_stride % 8 == 0 &&
+                  p.latent_stride >= p.lora + p.rope,
+              kInvalidArgument,
+              "mla_assemble_kv: bad shape tokens={} heads={} nope={} rope={} vdim={} lora={} latent_stride={} (dims "
+              "multiples of 8)",
+              p.tokens, p.heads, p.nope, p.rope, p.vdim, p.lora, p.latent_stride);
+  if (p.tokens == 0) return;
+  HYMOE_CHECK(p.kvb && p.latent && p.out, kInvalidArgument, "mla_assemble_kv: null pointer");
+  HYMOE_CHECK(aligned16(p.kvb) && aligned16(p.latent) && aligned16(p.out), kInvalidArgument,
+              "mla_assemble_kv: kvb, latent and out must be 16-byte aligned");
+  HYMOE_CUDA_CHECK(launch::mla_assemble_kv(p, stream));
+}
+
 void mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 0 && p.lora >= 1 && p.rope >= 0 && p.rope % 2 == 0 && p.table.rope_dim == p.rope &&
                   p.kva_stride >= p.lora + p.rope,

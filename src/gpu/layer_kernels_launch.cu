@@ -50,6 +50,11 @@ cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t strea
   return cudaGetLastError();
 }
 
+cudaError_t mla_assemble_kv(const MlaAssembleKvParams& p, cudaStream_t stream) {
+  kernels::mla_assemble_kv_kernel<<<p.tokens, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream) {
   kernels::mla_latent_rows_kernel<<<p.tokens, 128, 0, stream>>>(p);
   return cudaGetLastError();

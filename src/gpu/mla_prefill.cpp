@@ -1,6 +1,9 @@
 // Entry point of MLA prefill attention: shape, stride and alignment checks, then the launcher.
 #include "hymoe/gpu/mla_prefill.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "hymoe/gpu/cuda_check.h"
 #include "kernel_launch.h"
 #include "mla_prefill_check.h"
@@ -8,8 +11,8 @@
 namespace hymoe::gpu {
 
 void check_mla_prefill_params(const MlaPrefillParams& p, bool pointers) {
-  HYMOE_CHECK(p.tokens >= 0 && p.heads >= 1 && p.heads <= 65535 && p.past >= 0 &&
-                  p.kv_tokens >= p.past + p.tokens,
+  // Every row must see a key (row 0 sees key 0); kv_tokens < past + tokens is a window.
+  HYMOE_CHECK(p.tokens >= 0 && p.heads >= 1 && p.heads <= 65535 && p.past >= 0 && (p.tokens == 0 || p.kv_tokens >= 1),
               kInvalidArgument, "mla_prefill: tokens {} kv_tokens {} past {} heads {}", p.tokens,
               p.kv_tokens, p.past, p.heads);
   if (p.tokens == 0) return;  // nothing is read: pointers may be null
@@ -28,6 +31,19 @@ void check_mla_prefill_params(const MlaPrefillParams& p, bool pointers) {
     HYMOE_CHECK((reinterpret_cast<uintptr_t>(ptr) & 15u) == 0, kInvalidArgument,
                 "mla_prefill: tensors must be 16-byte aligned");
   }
+}
+
+void mla_merge_attention(const MlaMergeParams& p, cudaStream_t stream) {
+  HYMOE_CHECK(p.rows >= 0 && p.heads >= 1 && p.heads <= 4096, kInvalidArgument, "mla_merge_attention: rows {} heads {}",
+              p.rows, p.heads);
+  if (p.rows == 0) return;
+  HYMOE_CHECK(p.out && p.lse && p.part && p.part_lse, kInvalidArgument, "mla_merge_attention: null pointer");
+  for (const int64_t s : {p.out_token_stride, p.out_head_stride, p.part_token_stride, p.part_head_stride}) {
+    HYMOE_CHECK(s >= 0 && s % 2 == 0, kInvalidArgument, "mla_merge_attention: strides must be even (got {})", s);
+  }
+  HYMOE_CHECK((reinterpret_cast<uintptr_t>(p.out) & 3u) == 0 && (reinterpret_cast<uintptr_t>(p.part) & 3u) == 0,
+              kInvalidArgument, "mla_merge_attention: out and part must be 4-byte aligned");
+  HYMOE_CUDA_CHECK(launch::mla_merge_attention(p, stream));
 }
 
 void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {

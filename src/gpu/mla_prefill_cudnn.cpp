@@ -27,7 +27,7 @@ namespace hymoe::gpu {
 namespace {
 
 // Unique ids of the tensors the caller supplies at execution.
-enum Uid : int64_t { kQ = 0, kK = 1, kV = 2, kO = 3, kScale = 5, kFill = 10, kShift = 19 };
+enum Uid : int64_t { kQ = 0, kK = 1, kV = 2, kO = 3, kScale = 5, kFill = 10, kShift = 19, kStats = 20 };
 constexpr int kMaxPlans = 64;  // distinct (tokens, keys, strides) kept; the oldest goes first
 
 // Whether p's keys are already one [k_nope | k_pe] row of 192 per head (k_pe stored per head
@@ -46,15 +46,20 @@ KeyLayout key_layout(const MlaPrefillParams& p) {
   return {int64_t{p.heads} * kMlaQkDim, kMlaQkDim};  // the gathered workspace
 }
 
-// Everything that fixes a plan: shapes, strides, and whether the causal diagonal is shifted.
+// The keys the graph reads: up to the last query's causal limit, or the whole window.
+int graph_keys(const MlaPrefillParams& p) { return std::min(p.kv_tokens, p.past + p.tokens); }
+
+// Everything that fixes a plan: shapes, strides, whether the causal diagonal is shifted and
+// whether the log-sum-exp statistics are written.
 using PlanKey = std::tuple<int, int, int, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t>;
+                           int64_t, int64_t, int64_t, bool>;
 
 PlanKey key_of(const MlaPrefillParams& p) {
   const KeyLayout k = key_layout(p);
-  return {p.tokens,         p.past + p.tokens,  p.heads,          p.past > 0,
+  return {p.tokens,         graph_keys(p),      p.heads,          p.past > 0,
           p.q_token_stride, p.q_head_stride,    k.token_stride,   k.head_stride,
-          p.v_token_stride, p.v_head_stride,    p.out_token_stride, p.out_head_stride};
+          p.v_token_stride, p.v_head_stride,    p.out_token_stride, p.out_head_stride,
+          p.lse != nullptr};
 }
 
 // The finalized execution plans of every engine cuDNN's heuristics offer for one graph (best
@@ -169,7 +174,7 @@ class GraphBuilder {
 // max / sub / exp / sum / div (with the log-sum-exp statistics, virtual); O = P V.
 std::unique_ptr<Plan> build_plan(const CudnnApi& api, cudnnHandle_t handle,
                                  const MlaPrefillParams& p, std::string* why) {
-  const int64_t H = p.heads, S = p.tokens, KV = p.past + p.tokens, D = kMlaQkDim, DV = kMlaVDim;
+  const int64_t H = p.heads, S = p.tokens, KV = graph_keys(p), D = kMlaQkDim, DV = kMlaVDim;
   GraphBuilder g(api);
   const auto f32 = CUDNN_DATA_FLOAT, bf16 = CUDNN_DATA_BFLOAT16;
   const std::vector<int64_t> score_dims{1, H, S, KV}, score_strides{H * S * KV, S * KV, KV, 1};
@@ -224,7 +229,8 @@ std::unique_ptr<Plan> build_plan(const CudnnApi& api, cudnnHandle_t handle,
   g.reduce(CUDNN_REDUCE_TENSOR_ADD, e, sum);
   const auto& log_sum = per_row();
   g.pointwise(CUDNN_POINTWISE_LOG, f32, sum, nullptr, nullptr, log_sum);
-  const auto& stats = per_row();
+  // The statistics are an output where the caller merges windows (MlaPrefillParams::lse).
+  const auto& stats = p.lse != nullptr ? g.tensor(kStats, f32, row_dims, row_strides, false) : per_row();
   g.pointwise(CUDNN_POINTWISE_ADD, f32, mx, &log_sum, nullptr, stats);
   const auto& probs = scores(bf16);
   g.pointwise(CUDNN_POINTWISE_DIV, f32, e, &sum, nullptr, probs);
@@ -371,7 +377,7 @@ void MlaPrefillCudnn::run(const MlaPrefillParams& p, cudaStream_t stream) {
   HYMOE_CHECK(plan != nullptr, kUnsupported,
               "cuDNN has no attention engine for {} tokens after {} with {} heads: {}", p.tokens,
               p.past, p.heads, why);
-  const int keys = p.past + p.tokens;
+  const int keys = graph_keys(p);
   const bool gather = !keys_in_place(p);
   const size_t k_bytes = gather ? size_t(keys) * p.heads * kMlaQkDim * sizeof(Bf16) : 0;
   const size_t k_aligned = (k_bytes + 255) & ~size_t{255};
@@ -395,6 +401,10 @@ void MlaPrefillCudnn::run(const MlaPrefillParams& p, cudaStream_t stream) {
   if (p.past > 0) {
     uids.push_back(kShift);
     ptrs.push_back(&shift);
+  }
+  if (p.lse != nullptr) {
+    uids.push_back(kStats);
+    ptrs.push_back(p.lse);
   }
   const CudnnApi& api = *impl_->api;
   CudnnDescriptor pack(api, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);

@@ -1,6 +1,7 @@
 // Launcher of MLA prefill attention.
 #include "kernel_launch.h"
 #include "mla_gather_k.cuh"
+#include "mla_merge.cuh"
 #include "mla_prefill.cuh"
 #include "mla_prefill_mma.cuh"
 
@@ -18,6 +19,11 @@ cudaError_t mla_prefill(const MlaPrefillParams& p, cudaStream_t stream) {
   }
   const dim3 grid((p.tokens + kernels::kPrefillTile - 1) / kernels::kPrefillTile, p.heads);
   kernels::mla_prefill_kernel<<<grid, kernels::kPrefillThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t mla_merge_attention(const MlaMergeParams& p, cudaStream_t stream) {
+  kernels::mla_merge_attention_kernel<<<p.rows, 256, sizeof(float) * 2 * p.heads, stream>>>(p);
   return cudaGetLastError();
 }
 

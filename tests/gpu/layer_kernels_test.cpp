@@ -434,6 +434,41 @@ TEST(LayerKernels, MlaGatherLatentFollowsTheBlockTable) {
   }
 }
 
+TEST(LayerKernels, MlaAssembleKvInterleavesTheRopeKeyIntoEveryHead) {
+  HYMOE_REQUIRE_GPU();
+  auto rng = make_rng();
+  Stream s;
+  const int heads = 3, nope = 16, rope = 8, vdim = 24, lora = 32, latent_stride = lora + rope + 8;
+  const int kvw = nope + vdim, ow = nope + rope + vdim;
+  for (const int tokens : {1, 7, 130}) {
+    const auto kvb = random_bf16(static_cast<size_t>(tokens) * heads * kvw, rng);
+    const auto latent = random_bf16(static_cast<size_t>(tokens) * latent_stride, rng);
+    auto dkvb = to_device(kvb, s);
+    auto dlatent = to_device(latent, s);
+    const size_t out_n = static_cast<size_t>(tokens + 1) * heads * ow;
+    auto dout = poisoned<Bf16>(out_n, s);
+    mla_assemble_kv({.kvb = dkvb.as<Bf16>(), .latent = dlatent.as<Bf16>(), .out = dout.as<Bf16>(), .tokens = tokens,
+                     .heads = heads, .nope = nope, .rope = rope, .vdim = vdim, .lora = lora,
+                     .latent_stride = latent_stride},
+                    s);
+    const auto out = to_float(to_host<Bf16>(dout, out_n, s));
+    for (int t = 0; t < tokens; ++t) {
+      for (int h = 0; h < heads; ++h) {
+        for (int c = 0; c < ow; ++c) {
+          const size_t src_kv = (size_t(t) * heads + h) * kvw;
+          const float want = c < nope          ? kvb[src_kv + c].to_float()
+                             : c < nope + rope ? latent[size_t(t) * latent_stride + lora + (c - nope)].to_float()
+                                               : kvb[src_kv + nope + (c - nope - rope)].to_float();
+          ASSERT_EQ(out[(size_t(t) * heads + h) * ow + c], want) << "token " << t << " head " << h << " column " << c;
+        }
+      }
+    }
+    for (int c = 0; c < heads * ow; ++c)
+      ASSERT_TRUE(std::isnan(out[size_t(tokens) * heads * ow + c])) << "row past the end written";
+  }
+  EXPECT_THROW(mla_assemble_kv({.tokens = 1, .heads = 1, .nope = 12, .rope = 8, .vdim = 8}, nullptr), Error);
+}
+
 TEST(LayerKernels, MoeGemvMatchesReferenceAndIsBatchInvariant) {
   HYMOE_REQUIRE_GPU();
   auto rng = make_rng();

@@ -29,6 +29,7 @@ struct PrefillData {
   std::vector<Bf16> q, kv, kpe;
   float scale = 0.0f;
   std::vector<double> ref;
+  std::vector<double> lse;  // [heads, tokens]: log-sum-exp of each row's scaled visible scores
 };
 
 PrefillData make_data(const PrefillCase& c) {
@@ -41,6 +42,7 @@ PrefillData make_data(const PrefillCase& c) {
   const double mscale = 0.1 * std::log(40.0) + 1.0;
   d.scale = static_cast<float>(mscale * mscale / std::sqrt(192.0));
   d.ref.assign(size_t(c.tokens) * H * kMlaVDim, 0.0);
+  d.lse.assign(size_t(c.tokens) * H, 0.0);
   std::vector<double> score;
   auto f = [](const std::vector<Bf16>& v, size_t i) { return double{v[i].to_float()}; };
   for (int i = 0; i < c.tokens; ++i) {
@@ -58,6 +60,7 @@ PrefillData make_data(const PrefillCase& c) {
       }
       double sum = 0.0;
       for (double& s : score) sum += (s = std::exp(s - mx));
+      d.lse[size_t(h) * c.tokens + i] = mx + std::log(sum);
       double* o = &d.ref[(size_t(i) * H + h) * kMlaVDim];
       for (int j = 0; j < keys; ++j)
         for (int x = 0; x < kMlaVDim; ++x)
@@ -194,6 +197,72 @@ TEST_P(MlaPrefillTest, PerHeadRopeKeysInPlace) {
     EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(dout, n, stream)), d.ref),
               5e-3)
         << (impl == 0 ? "tensor cores" : impl == 1 ? "CUDA cores" : "cuDNN, K in place");
+  }
+}
+
+// The keys cut into windows (not a multiple of anything), each attended by the rows that see it
+// (a window past a row's causal limit is skipped for it), merged by log-sum-exp: the attention
+// over all keys, for every implementation; the first window's lse against the reference.
+TEST_P(MlaPrefillTest, KeyWindowsMergedByLogSumExp) {
+  HYMOE_REQUIRE_GPU();
+  const PrefillCase c = GetParam();
+  Stream stream;
+  const PrefillData d = make_data(c);
+  DeviceInputs in = upload(c, d, stream);
+  const int H = c.heads, end = std::min(c.kv_tokens, c.past + c.tokens);
+  const size_t n = size_t(c.tokens) * H * kMlaVDim, nl = size_t(c.tokens) * H;
+  std::string why;
+  std::unique_ptr<MlaPrefillCudnn> cudnn =
+      MlaPrefillCudnn::available(&why) ? std::make_unique<MlaPrefillCudnn>() : nullptr;
+  // At most 8 windows: each merge rounds the output to BF16 again (a thousand windows of 61 keys
+  // over 64K keys drift to 4e-2), and the prefill windows are thousands of keys wide.
+  for (const int window : {end, (end + 2) / 3, std::max(61, (end + 7) / 8)}) {
+    for (int impl = 0; impl < 3; ++impl) {
+      if (impl == 2 && !cudnn) continue;
+      const char* name = impl == 0 ? "tensor cores" : impl == 1 ? "CUDA cores" : "cuDNN";
+      auto acc = test::poisoned<Bf16>(n, stream), part = test::poisoned<Bf16>(n, stream);
+      auto acc_lse = test::poisoned<float>(nl, stream), part_lse = test::poisoned<float>(nl, stream);
+      for (int k0 = 0; k0 < end; k0 += window) {
+        const int k1 = std::min(end, k0 + window), r0 = std::max(0, k0 - c.past);
+        if (r0 >= c.tokens) break;
+        MlaPrefillParams p = in.p;
+        p.q += int64_t{r0} * p.q_token_stride;
+        p.k_nope += int64_t{k0} * p.k_token_stride;
+        p.v += int64_t{k0} * p.v_token_stride;
+        p.k_pe += int64_t{k0} * p.k_pe_token_stride;
+        p.tokens = c.tokens - r0;
+        p.kv_tokens = k1 - k0;
+        p.past = c.past + r0 - k0;
+        const bool first = k0 == 0;
+        p.out = (first ? acc : part).as<Bf16>() + int64_t{r0} * p.out_token_stride;
+        p.lse = (first ? acc_lse : part_lse).as<float>();
+        p.impl = impl == 1 ? MlaPrefillImpl::kCudaCores : MlaPrefillImpl::kTensorCores;
+        if (impl == 2) {
+          ASSERT_TRUE(cudnn->supports(p, &why)) << why;
+          cudnn->run(p, stream);
+        } else {
+          mla_prefill(p, stream);
+        }
+        if (first) {
+          if (window == end) {
+            std::vector<float> got = test::to_host<float>(acc_lse, nl, stream);
+            for (size_t i = 0; i < nl; ++i)
+              ASSERT_NEAR(got[i], d.lse[i], 1e-3 * std::max(1.0, std::abs(d.lse[i]))) << name << " lse " << i;
+          }
+          continue;
+        }
+        mla_merge_attention({.out = acc.as<Bf16>() + int64_t{r0} * p.out_token_stride, .lse = acc_lse.as<float>() + r0,
+                             .part = p.out,
+                             .part_lse = part_lse.as<float>(), .rows = p.tokens, .heads = H,
+                             .out_token_stride = p.out_token_stride, .out_head_stride = p.out_head_stride,
+                             .part_token_stride = p.out_token_stride, .part_head_stride = p.out_head_stride,
+                             .lse_head_stride = c.tokens, .part_lse_head_stride = p.tokens},
+                            stream);
+      }
+      // BF16 partial outputs, each merge rounding again: 8e-3.
+      EXPECT_LT(test::normalized_error(test::to_float(test::to_host<Bf16>(acc, n, stream)), d.ref), 8e-3)
+          << name << ", windows of " << window;
+    }
   }
 }
 

@@ -135,6 +135,22 @@ struct MlaGatherLatentParams {
 };
 void mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
 
+// A prompt's keys and values in the layout both prefill attention kernels read in place, K
+// without cuDNN's gather: out[t][h] = [ k_nope (nope) | k_pe (rope) | v (vdim) ] from kv_b's
+// output kvb[t][h] = [ k_nope | v ] and the latent row's rope key latent[t][lora, lora + rope)
+// (shared by the heads, copied to each). Plain copies; nope, rope and vdim multiples of 8.
+struct MlaAssembleKvParams {
+  const Bf16* kvb = nullptr;     // [tokens, heads, nope + vdim], token stride heads * (nope + vdim)
+  const Bf16* latent = nullptr;  // [tokens, latent_stride]: k_pe at column lora
+  Bf16* out = nullptr;           // [tokens, heads, nope + rope + vdim]
+  int tokens = 0;
+  int heads = 0;
+  int nope = 0, rope = 0, vdim = 0;
+  int lora = 0;
+  int64_t latent_stride = 0;
+};
+void mla_assemble_kv(const MlaAssembleKvParams& p, cudaStream_t stream);
+
 // q absorption: out[t][h] = [ W_UK[h]^T q[t][h][0, nope) | rope(q[t][h][nope, nope + rope)) ],
 // the latent query the attention reads (lora + rope wide), FP32 in, accumulation and out; q_pe
 // YaRN-roped at positions[t] on the way (the rope_yarn layout).

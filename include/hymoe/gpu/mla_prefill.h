@@ -1,8 +1,13 @@
 // MLA prefill attention of DeepSeek-V3 in the naive form (keys and values expanded by kv_b):
 // per head h, q = [q_nope (128) | q_pe (64)], k = [k_nope[h] (128) | k_pe (64, shared by every
 // head)], v[h] (128). Causal: query i sits at position past + i and attends keys
-// j <= past + i. past > 0 is chunked prefill: a chunk of new tokens attends the cached tokens and
-// itself (kv_tokens >= past + tokens). Flash-style: online softmax, no score matrix in memory.
+// j <= past + i, j < kv_tokens. past > 0 is chunked prefill: a chunk of new tokens attends the
+// cached tokens and itself (kv_tokens >= past + tokens). Flash-style: online softmax, no score
+// matrix in memory.
+// Key windows: with kv_tokens < past + tokens the keys are a window that the later queries see
+// whole (past is then the first query's position relative to the window's first key); each
+// row's log-sum-exp (lse) lets mla_merge_attention combine windows into the attention over all
+// of them, so that a long sequence's expanded keys need not be in memory at once.
 // Every tensor takes a token and a head stride (elements), so kv_b's output [kv, heads, 256]
 // (k_nope | v per head) is read in place, as is a [kv, heads, 320] layout k_nope | k_pe | v whose
 // keys cuDNN takes without a gather (mla_prefill_cudnn.h).
@@ -44,6 +49,9 @@ struct MlaPrefillParams {
   int64_t v_token_stride = 0, v_head_stride = 0;
   int64_t out_token_stride = 0, out_head_stride = 0;
   float softmax_scale = 0.0f;
+  // Optional [heads, tokens] FP32: each row's log-sum-exp of its scaled visible scores (natural
+  // log), for mla_merge_attention.
+  float* lse = nullptr;
   MlaPrefillImpl impl = MlaPrefillImpl::kAuto;
 };
 
@@ -51,5 +59,22 @@ struct MlaPrefillParams {
 // The tensor-core kernel uses mma.sync; cuDNN's fused attention or a wgmma kernel is the path
 // to Hopper's BF16 GEMM ceiling.
 void mla_prefill(const MlaPrefillParams& p, cudaStream_t stream);
+
+// Attention over two sets of keys from each's output and log-sum-exp (softmax weights
+// renormalised): out = (e^lse out + e^part_lse part) / (e^lse + e^part_lse), lse = log of the
+// denominator; in place into out and lse. Rows [0, rows), v of kMlaVDim per head, BF16 outputs,
+// FP32 lse ([heads] at the given head strides, the rows consecutive). Each merge rounds the output
+// to BF16 again: meant for a few windows (8 keep within 8e-3 of the whole attention), not hundreds.
+struct MlaMergeParams {
+  Bf16* out = nullptr;          // [rows, heads, 128] through its strides
+  float* lse = nullptr;         // lse[h * lse_head_stride + row]
+  const Bf16* part = nullptr;
+  const float* part_lse = nullptr;
+  int rows = 0, heads = 0;
+  int64_t out_token_stride = 0, out_head_stride = 0;
+  int64_t part_token_stride = 0, part_head_stride = 0;
+  int64_t lse_head_stride = 0, part_lse_head_stride = 0;
+};
+void mla_merge_attention(const MlaMergeParams& p, cudaStream_t stream);
 
 }  // namespace hymoe::gpu
