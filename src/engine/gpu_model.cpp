@@ -153,7 +153,10 @@ int64_t GpuModel::place_experts(int max_layers, size_t headroom) {
     if (max_layers > 0 && placement_.gpu_expert_layers >= max_layers) break;
     size_t bytes = 0;
     for (const MlpWeights& e : w.moe->experts) bytes += mlp_bytes(e);
-    if (bytes + headroom + static_cast<size_t>(c.n_routed_experts) * 3 * 256 * 2 > budget_.available()) break;
+    const size_t device_bytes = w.moe->experts.size() * ExpertSlotLayout::of(c).bytes;
+    if (device_bytes + headroom + static_cast<size_t>(c.n_routed_experts) * 3 * sizeof(gpu::ExpertWeight) >
+        budget_.available())
+      break;
     layers_[li].experts = upload_experts(w.moe->experts);
     placement_.gpu_expert_bytes += bytes;
     placement_.cpu_expert_bytes -= bytes;
@@ -246,31 +249,18 @@ DevMlp GpuModel::upload_mlp(const MlpWeights& w, const char* what) {
 
 // A layer's routed experts into one device allocation (each tensor 256-byte aligned).
 DevExperts GpuModel::upload_experts(const std::vector<MlpWeights>& experts) {
-  auto aligned = [](size_t b) { return (b + 255) / 256 * 256; };
-  size_t total = 0;
-  for (const MlpWeights& e : experts)
-    for (const Fp8Matrix* m : {&e.gate, &e.up, &e.down})
-      total += aligned(m->bytes()) + aligned(static_cast<size_t>(m->scale_rows() * m->scale_cols()) * sizeof(float));
   DevExperts d;
-  d.memory = gpu::DeviceBuffer(total, &budget_);
-  std::vector<gpu::ExpertWeight> views(3 * experts.size());
-  auto* base = d.memory.as<std::byte>();
-  size_t at = 0;
-  for (size_t i = 0; i < experts.size(); ++i) {
-    const Fp8Matrix* mats[3] = {&experts[i].gate, &experts[i].up, &experts[i].down};
-    for (size_t j = 0; j < 3; ++j) {
-      const Fp8Matrix& m = *mats[j];
-      const size_t sb = static_cast<size_t>(m.scale_rows() * m.scale_cols()) * sizeof(float);
-      d.memory.copy_from_host(m.data, m.bytes(), stream_, at);
-      views[j * experts.size() + i].w = reinterpret_cast<const gpu::Fp8E4M3*>(base + at);
-      at += aligned(m.bytes());
-      d.memory.copy_from_host(m.scale_inv, sb, stream_, at);
-      views[j * experts.size() + i].scales = reinterpret_cast<const float*>(base + at);
-      at += aligned(sb);
-    }
+  const auto n = static_cast<int>(experts.size());
+  d.slots = std::make_unique<ExpertRing>(config_, n, &budget_);
+  d.host_views.resize(3 * experts.size());
+  for (int e = 0; e < n; ++e) {
+    d.slots->load(e, experts[static_cast<size_t>(e)], stream_);
+    d.host_views[static_cast<size_t>(e)] = d.slots->gate(e);
+    d.host_views[static_cast<size_t>(n + e)] = d.slots->up(e);
+    d.host_views[static_cast<size_t>(2 * n + e)] = d.slots->down(e);
   }
-  d.views = upload(views.data(), views.size() * sizeof(gpu::ExpertWeight));
-  stream_.synchronize();  // views is pageable and goes out of scope
+  d.views = upload(d.host_views.data(), d.host_views.size() * sizeof(gpu::ExpertWeight));
+  stream_.synchronize();
   return d;
 }
 

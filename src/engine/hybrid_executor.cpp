@@ -14,6 +14,7 @@
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/engine/layer_sequence.h"
 #include "hymoe/engine/step_plan.h"
+#include "hymoe/gpu/gemm.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/device.h"
@@ -504,7 +505,8 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
                      .out = f32(routed) + t0 * hidden, .tokens = static_cast<int>(n), .top_k = static_cast<int>(K),
                      .experts = static_cast<int>(E), .hidden = static_cast<int>(hidden),
                      .inter = static_cast<int>(c.moe_intermediate_size),
-                     .gate_scale_ld = (hidden + 127) / 128, .down_scale_ld = (c.moe_intermediate_size + 127) / 128},
+                     .gate_scale_ld = gpu::block_scale_ld(static_cast<int>(hidden)),
+                     .down_scale_ld = gpu::block_scale_ld(static_cast<int>(c.moe_intermediate_size))},
                     stream);
     }
     return;

@@ -21,6 +21,7 @@
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/layer_kernels.h"
 #include "hymoe/gpu/mla_prefill.h"
+#include "hymoe/gpu/mla_prefill_cudnn.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/stream.h"
 
@@ -41,7 +42,8 @@ struct SlpExecutor::Impl final : LayerOps {
   KvCache* kv;
   const int device;
   SlpExecutorOptions opt;
-  const int64_t hidden, heads, lora, rope, width, qk, vdim, chunk;
+  const int64_t hidden, heads, lora, rope, width, qk, vdim, chunk, block;
+  const int64_t kvw, kvw3;  // kv_b's output per token (k_nope | v per head); the assembled keys and values
   size_t own_bytes = 0;  // this executor's buffers and ring (placement.step_bytes)
 
   gpu::Stream stream;
@@ -51,19 +53,27 @@ struct SlpExecutor::Impl final : LayerOps {
   std::unique_ptr<ExpertRing> ring;
   std::unique_ptr<ExpertStreamer> streamer;
   std::unique_ptr<GpuHead> head;
-  std::vector<ExpertStreamer::Item> schedule;  // every MoE layer's experts, in layer order
-  std::vector<size_t> first_item;              // per layer: its first item in the schedule
+  std::unique_ptr<gpu::MlaPrefillCudnn> cudnn;  // null: the tensor-core kernel
+  bool use_cudnn = false;                        // cudnn set up and not turned off
+  // Every streamed MoE layer's experts, in layer order (layers whose experts the device model
+  // holds are computed where they are); per layer its first item.
+  std::vector<ExpertStreamer::Item> schedule;
+  std::vector<size_t> first_item;
+  void build_schedule();
 
   // The step's rows: the FP32 residual stream, the norms' outputs (BF16 for the GEMMs, FP32 for
   // the router), the FFN's and attention's FP32 outputs, the router's top-k, the routed sum.
   gpu::DeviceBuffer h, xb, xf, proj, router_logits, topk_ids, topk_w;
-  // One chunk's rows: GEMM outputs (BF16), the FP32 inputs of the norms and latent rows, q, the
-  // attention output, the MLPs' activations.
-  gpu::DeviceBuffer lin_out, wide, qab, q, attn, act;
-  // One sequence's cached latent rows and their keys and values (kv_b's output, k_nope | v per
-  // head), grown to the longest sequence seen.
-  gpu::DeviceBuffer latent, kvb;
-  int64_t kv_cap = 0;
+  // One chunk's rows: GEMM outputs (BF16), the FP32 inputs of the norms and latent rows, kv_b's
+  // output, the MLPs' activations; one attention block's rows: q and the attention output.
+  gpu::DeviceBuffer lin_out, wide, qab, kvb, act, q, attn;
+  // A second attention output and both blocks' log-sum-exp ([heads, block] FP32), where a
+  // sequence's keys come in windows.
+  gpu::DeviceBuffer attn_part, lse, lse_part;
+  // One sequence's cached latent rows, grown to the longest sequence seen; a window of its keys
+  // and values ([window, heads, k_nope | k_pe | v]).
+  gpu::DeviceBuffer latent, keys;
+  int64_t latent_cap = 0, window = 0;
   // The plan on the device: positions and cache slots per row, then each run's block table.
   StepPlan plan;
   gpu::DeviceBuffer d_plan;
@@ -83,7 +93,18 @@ struct SlpExecutor::Impl final : LayerOps {
   const DevLayer& layer(int64_t li) const { return model->layer(li); }
   int64_t T() const { return plan.tokens(); }
   gpu::DeviceBuffer make(size_t bytes) { return gpu::DeviceBuffer(std::max<size_t>(bytes, 16), &budget); }
-  void ensure_kv(int64_t tokens);
+  void ensure_latent(int64_t tokens);
+  // Expands the sequence's keys [k0, k1) (latent rows gathered) into keys.
+  void expand_keys(const DevLayer& l, int64_t k0, int64_t k1);
+  void init_attention();
+  gpu::MlaPrefillParams attention_params(int64_t rows, int64_t past) const;
+  void attend(const gpu::MlaPrefillParams& pp) {
+    if (use_cudnn && cudnn->supports(pp)) {
+      cudnn->run(pp, stream);
+    } else {
+      gpu::mla_prefill(pp, stream);
+    }
+  }
   void upload_plan();
   void forward(std::span<const StepItem> items, std::span<float> logits);
   void widen(const gpu::Bf16* x, int64_t x_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) {
@@ -95,6 +116,12 @@ struct SlpExecutor::Impl final : LayerOps {
   void mlp(const DevMlp& w);
   void stage_done() {
     if (opt.profile_stages) stream.synchronize();
+  }
+  // With profile_stages: the stream synchronised, the time since t added to `into`.
+  void part_done(SteadyClock::time_point t, double& into) {
+    if (!opt.profile_stages) return;
+    stream.synchronize();
+    into += seconds_since(t);
   }
 
   void attention(int64_t li) override;
@@ -122,7 +149,10 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
       width(config.kv_lora_rank + config.qk_rope_head_dim),
       qk(config.qk_nope_head_dim + config.qk_rope_head_dim),
       vdim(config.v_head_dim),
-      chunk(std::min(o.chunk_tokens, o.max_tokens)) {
+      chunk(std::min(o.chunk_tokens, o.max_tokens)),
+      block(std::max(chunk, std::min(o.attention_tokens, o.max_tokens))),
+      kvw(config.num_attention_heads * (config.qk_nope_head_dim + config.v_head_dim)),
+      kvw3(config.num_attention_heads * (config.qk_nope_head_dim + config.qk_rope_head_dim + config.v_head_dim)) {
   HYMOE_CUDA_CHECK(cudaSetDevice(device));
   weights.config = &config;
   const ModelConfig& c = config;
@@ -134,8 +164,9 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
               "SLP executor: attention of nope {} rope {} v {} lora {}; the prefill kernel takes DeepSeek-V3's "
               "(128, 64, 128; lora a multiple of 128)",
               c.qk_nope_head_dim, rope, vdim, lora);
-  HYMOE_CHECK(o.max_tokens >= 1 && o.chunk_tokens >= 1, kInvalidArgument, "SLP executor: max_tokens {}, chunk_tokens {}",
-              o.max_tokens, o.chunk_tokens);
+  HYMOE_CHECK(o.max_tokens >= 1 && o.chunk_tokens >= 1 && o.attention_tokens >= 1, kInvalidArgument,
+              "SLP executor: max_tokens {}, chunk_tokens {}, attention_tokens {}", o.max_tokens, o.chunk_tokens,
+              o.attention_tokens);
   const size_t before = budget.used();
   {
     const auto t = static_cast<size_t>(o.max_tokens), C = static_cast<size_t>(chunk), H = static_cast<size_t>(hidden);
@@ -155,15 +186,23 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
       topk_ids = make(t * static_cast<size_t>(K) * 4);
       topk_w = make(t * static_cast<size_t>(K) * 4);
       moe = std::make_unique<SlpMoe>(c, *lt, o.max_tokens, &budget);
+      moe->set_timing(o.profile_stages);
     }
     const int64_t lin_cols = std::max({c.q_lora_rank, width, hidden, 2 * inter});
     lin_out = make(C * static_cast<size_t>(lin_cols) * 2);
     wide = make(C * static_cast<size_t>(std::max(c.q_lora_rank, width)) * 4);
     qab = make(C * static_cast<size_t>(c.q_lora_rank) * 2);
-    q = make(C * static_cast<size_t>(heads * qk) * 2);
-    attn = make(C * static_cast<size_t>(heads * vdim) * 2);
+    kvb = make(C * static_cast<size_t>(kvw) * 2);
     act = make(C * static_cast<size_t>(inter) * 2);
-    ensure_kv(std::min<int64_t>(o.max_tokens, kv->capacity_tokens()));
+    q = make(static_cast<size_t>(block * heads * qk) * 2);
+    attn = make(static_cast<size_t>(block * heads * vdim) * 2);
+    window = std::max<int64_t>(1, std::min(o.attention_window, kv->capacity_tokens()));
+    keys = make(static_cast<size_t>(window * kvw3) * 2);
+    attn_part = make(static_cast<size_t>(block * heads * vdim) * 2);
+    lse = make(static_cast<size_t>(block * heads) * 4);
+    lse_part = make(static_cast<size_t>(block * heads) * 4);
+    ensure_latent(std::min<int64_t>(o.max_tokens, kv->capacity_tokens()));
+    init_attention();
     if (has_moe) {
       const size_t slot = ExpertSlotLayout::of(c).bytes;
       int slots = o.ring_slots;
@@ -180,13 +219,6 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
       streamer = std::make_unique<ExpertStreamer>(*ring, weights, device);
     }
   }
-  first_item.assign(weights.layers.size(), 0);
-  for (size_t li = 0; li < weights.layers.size(); ++li) {
-    if (!weights.layers[li].moe) continue;
-    first_item[li] = schedule.size();
-    for (int32_t e = 0; e < static_cast<int32_t>(c.n_routed_experts); ++e)
-      schedule.push_back({static_cast<int64_t>(li), e});
-  }
   if (!o.pin.empty()) {
     pinned = gpu::HostRegistration(o.pin);
     log::get("engine")->info("SLP executor: {:.2f} GB of host memory pinned for DMA in {:.2f} s", gb(pinned.bytes()),
@@ -199,20 +231,76 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
                            ring ? ring->slots() : 0, ring ? gb(static_cast<size_t>(ring->slots()) * ring->layout().bytes) : 0.0);
 }
 
-void SlpExecutor::Impl::ensure_kv(int64_t tokens) {
-  if (tokens <= kv_cap) return;
-  const int64_t old = kv_cap;
+// One attention call: `rows` query rows (from q) at positions past.., over the assembled keys
+// [0, past + rows), into attn.
+gpu::MlaPrefillParams SlpExecutor::Impl::attention_params(int64_t rows, int64_t past) const {
+  const int64_t per_head = kvw3 / heads;
+  gpu::MlaPrefillParams pp;
+  pp.q = q.as<gpu::Bf16>();
+  pp.k_nope = keys.as<gpu::Bf16>();
+  pp.k_pe = keys.as<gpu::Bf16>() + gpu::kMlaNopeDim;
+  pp.v = keys.as<gpu::Bf16>() + gpu::kMlaQkDim;
+  pp.out = attn.as<gpu::Bf16>();
+  pp.tokens = static_cast<int>(rows);
+  pp.kv_tokens = static_cast<int>(past + rows);
+  pp.heads = static_cast<int>(heads);
+  pp.past = static_cast<int>(past);
+  pp.q_token_stride = heads * qk;
+  pp.q_head_stride = qk;
+  pp.k_token_stride = pp.k_pe_token_stride = pp.v_token_stride = kvw3;
+  pp.k_head_stride = pp.k_pe_head_stride = pp.v_head_stride = per_head;
+  pp.out_token_stride = heads * vdim;
+  pp.out_head_stride = vdim;
+  pp.softmax_scale = model->softmax_scale();
+  return pp;
+}
+
+// cuDNN where asked or available and it takes this model's shapes; its kernels are compiled for
+// the causal and the shifted (past > 0) masks here, at start-up, rather than in a request.
+void SlpExecutor::Impl::init_attention() {
+  using A = SlpExecutorOptions::Attention;
+  if (opt.attention == A::kTensorCores) return;
+  std::string why;
+  if (gpu::MlaPrefillCudnn::available(&why)) {
+    const auto t0 = Clock::now();
+    auto c = std::make_unique<gpu::MlaPrefillCudnn>(&budget);
+    const int64_t rows = std::min<int64_t>(block, 64);
+    if (c->supports(attention_params(rows, 0), &why) && c->supports(attention_params(rows, rows), &why)) {
+      cudnn = std::move(c);
+      use_cudnn = true;
+      log::get("engine")->info("SLP executor: attention by cuDNN (kernels prepared in {:.2f} s)", seconds_since(t0));
+      return;
+    }
+  }
+  HYMOE_CHECK(opt.attention != A::kCudnn, kUnsupported, "SLP executor: cuDNN attention asked for but unavailable: {}", why);
+  log::get("engine")->info("SLP executor: attention by the tensor-core kernel (cuDNN: {})", why);
+}
+
+// The placement may give the device model whole layers of experts after this executor was built
+// (the hybrid executor places them in what is left): rebuilt at each step, cheaply.
+void SlpExecutor::Impl::build_schedule() {
+  schedule.clear();
+  first_item.assign(weights.layers.size(), 0);
+  for (size_t li = 0; li < weights.layers.size(); ++li) {
+    if (!weights.layers[li].moe) continue;
+    if (model->layer(static_cast<int64_t>(li)).experts) continue;
+    first_item[li] = schedule.size();
+    for (int32_t e = 0; e < static_cast<int32_t>(config.n_routed_experts); ++e)
+      schedule.push_back({static_cast<int64_t>(li), e});
+  }
+}
+
+void SlpExecutor::Impl::ensure_latent(int64_t tokens) {
+  if (tokens <= latent_cap) return;
+  const int64_t old = latent_cap;
   latent = {};
-  kvb = {};
-  kv_cap = 0;
+  latent_cap = 0;
   try {
     latent = make(static_cast<size_t>(tokens * width) * 2);
-    kvb = make(static_cast<size_t>(tokens * heads * (gpu::kMlaNopeDim + vdim)) * 2);
-    kv_cap = tokens;
+    latent_cap = tokens;
   } catch (...) {
     latent = {};
-    kvb = {};
-    if (old > 0) ensure_kv(old);  // keep serving shorter sequences
+    if (old > 0) ensure_latent(old);  // keep serving shorter sequences
     throw;
   }
 }
@@ -277,18 +365,20 @@ void SlpExecutor::Impl::forward(std::span<const StepItem> items, std::span<float
   int64_t longest = 0;
   for (int64_t r = 0; r < plan.runs(); ++r)
     longest = std::max(longest, plan.token_pos[static_cast<size_t>(plan.run_begin[static_cast<size_t>(r + 1)] - 1)] + 1);
-  ensure_kv(longest);
+  ensure_latent(longest);
   upload_plan();
   gpu::embed_f32({.ids = p_ids, .table = model->embed().as<gpu::Bf16>(), .out = h.as<float>(), .tokens = static_cast<int>(n),
                   .dim = static_cast<int>(hidden)},
                  stream);
-  if (streamer) streamer->start(schedule);
+  build_schedule();
+  const bool streaming = streamer && !schedule.empty();
+  if (streaming) streamer->start(schedule);
   LayerTimes times;
   try {
     run_layers(weights, *this, &times);
-    if (streamer) streamer->finish();
+    if (streaming) streamer->finish();
   } catch (...) {
-    if (streamer) streamer->cancel();
+    if (streaming) streamer->cancel();
     stream.synchronize();
     throw;
   }
@@ -307,7 +397,7 @@ void SlpExecutor::Impl::forward(std::span<const StepItem> items, std::span<float
 void SlpExecutor::Impl::attention(int64_t li) {
   const ModelConfig& c = config;
   const DevLayer& l = layer(li);
-  const int64_t n = T(), qlr = c.q_lora_rank, kvw = heads * (gpu::kMlaNopeDim + vdim);
+  const int64_t n = T(), qlr = c.q_lora_rank;
   const float eps = static_cast<float>(c.rms_norm_eps);
   gpu::Bf16* x = xb.as<gpu::Bf16>();
   gpu::Bf16* y = lin_out.as<gpu::Bf16>();
@@ -329,55 +419,78 @@ void SlpExecutor::Impl::attention(int64_t li) {
   for (int64_t r = 0; r < plan.runs(); ++r) {
     const int64_t rb = plan.run_begin[static_cast<size_t>(r)], re = plan.run_begin[static_cast<size_t>(r + 1)];
     const int64_t kv_len = plan.token_pos[static_cast<size_t>(re - 1)] + 1;
-    // The sequence's latent rows [0, kv_len) in order, expanded by kv_b: k_nope | v per head.
+    // The sequence's latent rows [0, kv_len) in order, expanded by kv_b and laid out per head as
+    // k_nope | k_pe | v.
     gpu::mla_gather_latent({.cache = cache, .block_table = p_tables + run_table[static_cast<size_t>(r)],
                             .out = latent.as<gpu::Bf16>(), .tokens = static_cast<int>(kv_len), .width = static_cast<int>(width),
                             .block_tokens = static_cast<int>(kv->shape().block_tokens)},
                            stream);
-    for (int64_t k0 = 0; k0 < kv_len; k0 += chunk) {
-      linear->run(l.kv_b, latent.as<gpu::Bf16>() + k0 * width, width, std::min(chunk, kv_len - k0),
-                  kvb.as<gpu::Bf16>() + k0 * kvw, kvw, stream);
-    }
-    for (int64_t c0 = rb; c0 < re; c0 += chunk) {
-      const int64_t m = std::min(chunk, re - c0);
-      // q = q_b(rmsnorm(q_a(x))), q_pe roped in place.
-      linear->run(l.q_a, x + c0 * hidden, hidden, m, y, qlr, stream);
-      widen(y, qlr, m, qlr, w, qlr);
-      gpu::rmsnorm_f32({.x = w, .weight = l.q_a_norm.as<float>(), .out = qab.as<gpu::Bf16>(), .rows = static_cast<int>(m),
-                        .cols = static_cast<int>(qlr), .eps = eps},
+    // Keys that fit the window are expanded once for all the sequence's rows; longer sequences
+    // expand window after window for each block of rows (kv_b is cheap beside attention).
+    const bool whole = kv_len <= window;
+    if (whole) expand_keys(l, 0, kv_len);
+    for (int64_t b0 = rb; b0 < re; b0 += block) {
+      const int64_t bm = std::min(block, re - b0);
+      // q = q_b(rmsnorm(q_a(x))) for the block's rows, q_pe roped in place.
+      for (int64_t c0 = b0; c0 < b0 + bm; c0 += chunk) {
+        const int64_t m = std::min(chunk, b0 + bm - c0);
+        gpu::Bf16* qc = q.as<gpu::Bf16>() + (c0 - b0) * heads * qk;
+        linear->run(l.q_a, x + c0 * hidden, hidden, m, y, qlr, stream);
+        widen(y, qlr, m, qlr, w, qlr);
+        gpu::rmsnorm_f32({.x = w, .weight = l.q_a_norm.as<float>(), .out = qab.as<gpu::Bf16>(), .rows = static_cast<int>(m),
+                          .cols = static_cast<int>(qlr), .eps = eps},
+                         stream);
+        linear->run(l.q_b, qab.as<gpu::Bf16>(), qlr, m, qc, heads * qk, stream);
+        gpu::rope_yarn({.x = qc + gpu::kMlaNopeDim, .positions = p_pos + c0, .tokens = static_cast<int>(m),
+                        .heads = static_cast<int>(heads), .token_stride = heads * qk, .head_stride = qk, .table = model->yarn()},
                        stream);
-      linear->run(l.q_b, qab.as<gpu::Bf16>(), qlr, m, q.as<gpu::Bf16>(), heads * qk, stream);
-      gpu::rope_yarn({.x = q.as<gpu::Bf16>() + gpu::kMlaNopeDim, .positions = p_pos + c0, .tokens = static_cast<int>(m),
-                      .heads = static_cast<int>(heads), .token_stride = heads * qk, .head_stride = qk, .table = model->yarn()},
-                     stream);
-      const auto past = static_cast<int>(plan.token_pos[static_cast<size_t>(c0)]);
-      gpu::MlaPrefillParams pp;
-      pp.q = q.as<gpu::Bf16>();
-      pp.k_nope = kvb.as<gpu::Bf16>();
-      pp.k_pe = latent.as<gpu::Bf16>() + lora;
-      pp.v = kvb.as<gpu::Bf16>() + gpu::kMlaNopeDim;
-      pp.out = attn.as<gpu::Bf16>();
-      pp.tokens = static_cast<int>(m);
-      pp.kv_tokens = past + static_cast<int>(m);
-      pp.heads = static_cast<int>(heads);
-      pp.past = past;
-      pp.q_token_stride = heads * qk;
-      pp.q_head_stride = qk;
-      pp.k_token_stride = kvw;
-      pp.k_head_stride = gpu::kMlaNopeDim + vdim;
-      pp.k_pe_token_stride = width;
-      pp.v_token_stride = kvw;
-      pp.v_head_stride = gpu::kMlaNopeDim + vdim;
-      pp.out_token_stride = heads * vdim;
-      pp.out_head_stride = vdim;
-      pp.softmax_scale = model->softmax_scale();
-      gpu::mla_prefill(pp, stream);
-      linear->run(l.o, attn.as<gpu::Bf16>(), heads * vdim, m, y, hidden, stream);
-      widen(y, hidden, m, hidden, proj.as<float>() + c0 * hidden, hidden);
+      }
+      const int64_t first_pos = plan.token_pos[static_cast<size_t>(b0)], end = first_pos + bm;
+      if (whole) {
+        attend(attention_params(bm, first_pos));
+      } else {
+        // Window [k0, k1) is seen by the block's rows from r0 on (the earlier rows' causal limit
+        // lies before it); the first window reaches every row.
+        for (int64_t k0 = 0; k0 < end; k0 += window) {
+          const int64_t k1 = std::min(end, k0 + window), r0 = std::max<int64_t>(0, k0 - first_pos);
+          expand_keys(l, k0, k1);
+          gpu::MlaPrefillParams pp = attention_params(bm - r0, first_pos + r0 - k0);
+          pp.q += r0 * heads * qk;
+          pp.kv_tokens = static_cast<int>(k1 - k0);
+          const bool first = k0 == 0;
+          pp.out = (first ? attn : attn_part).as<gpu::Bf16>() + r0 * heads * vdim;
+          pp.lse = (first ? lse : lse_part).as<float>();
+          attend(pp);
+          if (first) continue;
+          gpu::mla_merge_attention({.out = attn.as<gpu::Bf16>() + r0 * heads * vdim, .lse = lse.as<float>() + r0,
+                                    .part = pp.out, .part_lse = pp.lse, .rows = pp.tokens, .heads = static_cast<int>(heads),
+                                    .out_token_stride = heads * vdim, .out_head_stride = vdim,
+                                    .part_token_stride = heads * vdim, .part_head_stride = vdim,
+                                    .lse_head_stride = bm, .part_lse_head_stride = pp.tokens},
+                                   stream);
+        }
+      }
+      for (int64_t c0 = b0; c0 < b0 + bm; c0 += chunk) {
+        const int64_t m = std::min(chunk, b0 + bm - c0);
+        linear->run(l.o, attn.as<gpu::Bf16>() + (c0 - b0) * heads * vdim, heads * vdim, m, y, hidden, stream);
+        widen(y, hidden, m, hidden, proj.as<float>() + c0 * hidden, hidden);
+      }
     }
   }
   gpu::residual_add({.h = h.as<float>(), .a = proj.as<float>(), .n = n * hidden}, stream);
   stage_done();
+}
+
+void SlpExecutor::Impl::expand_keys(const DevLayer& l, int64_t k0, int64_t k1) {
+  for (int64_t c0 = k0; c0 < k1; c0 += chunk) {
+    const int64_t m = std::min(chunk, k1 - c0);
+    linear->run(l.kv_b, latent.as<gpu::Bf16>() + c0 * width, width, m, kvb.as<gpu::Bf16>(), kvw, stream);
+    gpu::mla_assemble_kv({.kvb = kvb.as<gpu::Bf16>(), .latent = latent.as<gpu::Bf16>() + c0 * width,
+                          .out = keys.as<gpu::Bf16>() + (c0 - k0) * kvw3, .tokens = static_cast<int>(m),
+                          .heads = static_cast<int>(heads), .nope = gpu::kMlaNopeDim, .rope = static_cast<int>(rope),
+                          .vdim = static_cast<int>(vdim), .lora = static_cast<int>(lora), .latent_stride = width},
+                         stream);
+  }
 }
 
 void SlpExecutor::Impl::ffn_input(int64_t li) {
@@ -407,26 +520,32 @@ void SlpExecutor::Impl::router(int64_t li) {
   const ModelConfig& c = config;
   const DevLayer& l = layer(li);
   const int64_t n = T(), E = c.n_routed_experts;
+  const auto t0 = Clock::now();
   // FP32 scores from the FP32 normed state (as the hybrid path; a tiled kernel for many tokens).
   gpu::dense_gemm_f32({.w = l.router_w.as<gpu::Bf16>(), .x = xf.as<float>(), .y = router_logits.as<float>(),
                        .tokens = static_cast<int>(n), .n = static_cast<int>(E), .k = static_cast<int>(hidden), .ldy = E},
                       stream);
   model->route(li, router_logits.as<float>(), topk_ids.as<int32_t>(), topk_w.as<float>(), static_cast<int>(n), stream);
+  part_done(t0, prof.router_s);
 }
 
 void SlpExecutor::Impl::shared_expert(int64_t li) {
+  const auto t0 = Clock::now();
   if (const auto& s = layer(li).shared) {
     mlp(*s);
   } else {
     HYMOE_CUDA_CHECK(cudaMemsetAsync(proj.data(), 0, static_cast<size_t>(T() * hidden) * 4, stream));
   }
+  part_done(t0, prof.shared_s);
 }
 
 void SlpExecutor::Impl::routed_experts(int64_t li) {
   const int64_t n = T();
   // The routed sum in FP32 into xf, free once the router has read it.
+  const auto& resident = layer(li).experts;
   moe->run({.x = xb.as<gpu::Bf16>(), .topk_ids = topk_ids.as<int32_t>(), .topk_weights = topk_w.as<float>(),
-            .out = xf.as<float>(), .tokens = n, .first_item = first_item[static_cast<size_t>(li)]},
+            .out = xf.as<float>(), .tokens = n, .first_item = first_item[static_cast<size_t>(li)],
+            .resident = resident ? resident->host_views.data() : nullptr},
            *streamer, *ring, stream);
 }
 
@@ -446,9 +565,15 @@ const ModelConfig& SlpExecutor::config() const { return impl_->config; }
 KvCache& SlpExecutor::kv_cache() { return *impl_->kv; }
 void SlpExecutor::forward(std::span<const StepItem> items, std::span<float> logits) { impl_->forward(items, logits); }
 std::string SlpExecutor::placement_summary() const {
-  return fmt::format("{}; SLP: {} tokens a step, expert ring of {} slots", impl_->placement.describe(), impl_->opt.max_tokens,
-                     ring_slots());
+  int64_t resident = 0;
+  for (size_t li = 0; li < impl_->weights.layers.size(); ++li)
+    resident += impl_->weights.layers[li].moe && impl_->model->layer(static_cast<int64_t>(li)).experts ? 1 : 0;
+  return fmt::format("{}; SLP: {} tokens a step, expert ring of {} slots, {} MoE layers' experts used in place, attention "
+                     "by {}",
+                     impl_->placement.describe(), impl_->opt.max_tokens, ring_slots(), resident, attention_kernel());
 }
+const char* SlpExecutor::attention_kernel() const { return impl_->use_cudnn ? "cudnn" : "tensor-cores"; }
+void SlpExecutor::set_attention_tensor_cores(bool on) { impl_->use_cudnn = impl_->cudnn && !on; }
 int SlpExecutor::ring_slots() const { return impl_->ring ? impl_->ring->slots() : 0; }
 int64_t SlpExecutor::max_tokens() const { return impl_->opt.max_tokens; }
 
@@ -461,14 +586,25 @@ SlpExecutor::Profile SlpExecutor::profile() const {
     p.model_wait_s = st.model_wait_s - b.model_wait_s;
     p.slot_wait_s = st.slot_wait_s - b.slot_wait_s;
   }
+  if (impl_->moe) {
+    const SlpMoe::Times& t = impl_->moe->times();
+    p.routed_prep_s = t.prep_s;
+    p.routed_wait_s = t.wait_s;
+    p.routed_gemm_s = t.gemm_s;
+    p.routed_combine_s = t.combine_s;
+  }
   return p;
 }
 
-void SlpExecutor::set_profile_stages(bool on) { impl_->opt.profile_stages = on; }
+void SlpExecutor::set_profile_stages(bool on) {
+  impl_->opt.profile_stages = on;
+  if (impl_->moe) impl_->moe->set_timing(on);
+}
 
 void SlpExecutor::reset_profile() {
   impl_->prof = {};
   if (impl_->streamer) impl_->stream_base = impl_->streamer->stats();
+  if (impl_->moe) impl_->moe->reset_times();
 }
 
 }  // namespace hymoe

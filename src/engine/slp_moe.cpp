@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hymoe/common/error.h"
+#include "hymoe/common/stopwatch.h"
 #include "hymoe/gpu/activation.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_quant.h"
@@ -39,6 +40,15 @@ struct SlpMoe::Impl {
   // copy is enqueued and not again this layer) and the device.
   gpu::PinnedBuffer h_offsets, h_batch;
   gpu::DeviceBuffer d_batch;
+  bool timing = false;
+  Times times;
+  // With timing: waits for the stream and adds the time since `t` to `into`; restarts t.
+  void lap(cudaStream_t stream, SteadyClock::time_point& t, double& into) {
+    if (!timing) return;
+    HYMOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    into += seconds_since(t);
+    t = SteadyClock::now();
+  }
 
   Impl(const ModelConfig& config, const gpu::CublasLt& lt, int64_t max_tokens, gpu::MemoryBudget* budget)
       : c(config),
@@ -83,6 +93,9 @@ SlpMoe::SlpMoe(const ModelConfig& config, const gpu::CublasLt& lt, int64_t max_t
 }
 
 SlpMoe::~SlpMoe() = default;
+void SlpMoe::set_timing(bool on) { impl_->timing = on; }
+const SlpMoe::Times& SlpMoe::times() const { return impl_->times; }
+void SlpMoe::reset_times() { impl_->times = {}; }
 
 void SlpMoe::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 1 && p.tokens <= max_tokens_ && p.x && p.topk_ids && p.topk_weights && p.out,
@@ -91,6 +104,7 @@ void SlpMoe::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ri
 }
 
 void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
+  auto t = SteadyClock::now();
   const int T = static_cast<int>(p.tokens), rows = static_cast<int>(p.tokens * K);
   const int64_t scale_ld = max_rows / K;  // max_tokens: the quantiser's token-fastest scale rows
   // 1. Quantise, group by expert, bring the offsets to the host.
@@ -111,11 +125,12 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
   HYMOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   const int32_t* off = h_offsets.as<int32_t>().data();
   HYMOE_CHECK(off[E] == rows, kInternal, "SLP MoE: expert offsets end at {}, {} rows routed", off[E], rows);
+  lap(stream, t, times.prep_s);
 
   // 2. Batches of half the ring, in expert order (the loader fills the other half meanwhile), cut
   // short where their rows would pass batch_rows; each adds its experts' weighted outputs to out.
   HYMOE_CUDA_CHECK(cudaMemsetAsync(p.out, 0, static_cast<size_t>(T) * static_cast<size_t>(hidden) * sizeof(float), stream));
-  const int slots = std::max(1, ring.slots() / 2);
+  const int slots = p.resident ? static_cast<int>(E) : std::max(1, ring.slots() / 2);
   const auto n = static_cast<size_t>(E + 1);
   std::vector<gpu::ExpertWeight> gw(static_cast<size_t>(E), ring.gate(0)), uw(static_cast<size_t>(E), ring.up(0)),
       dw(static_cast<size_t>(E), ring.down(0));
@@ -132,12 +147,22 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
       for (int64_t e = e0; e < acquired; ++e) streamer.release(p.first_item + static_cast<size_t>(e), stream);
     };
     try {
-      for (; acquired < e1; ++acquired) {
+      if (p.resident) {
+        for (int64_t e = e0; e < e1; ++e) {
+          const auto i = static_cast<size_t>(e);
+          gw[i] = p.resident[i];
+          uw[i] = p.resident[static_cast<size_t>(E) + i];
+          dw[i] = p.resident[static_cast<size_t>(2 * E) + i];
+        }
+      }
+      for (; !p.resident && acquired < e1; ++acquired) {
         const int slot = streamer.acquire(p.first_item + static_cast<size_t>(acquired), stream);
         gw[static_cast<size_t>(acquired)] = ring.gate(slot);
         uw[static_cast<size_t>(acquired)] = ring.up(slot);
         dw[static_cast<size_t>(acquired)] = ring.down(slot);
       }
+      lap(stream, t, times.wait_s);
+      ++times.batches;
       const int32_t r0 = off[e0], r1 = off[e1];
       if (r1 > r0) {
         int32_t* abs = h_batch.as<int32_t>().data() + static_cast<size_t>(batch) * 2 * n;
@@ -170,6 +195,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
                                            .groups = static_cast<int>(E)},
                                           stream);
         down.run(hrel, d_rel, dw, act_q.as<gpu::Fp8E4M3>(), act_scales.as<float>(), y.as<gpu::Bf16>(), hidden, stream);
+        lap(stream, t, times.gemm_s);
         // 3. The batch's share of the weighted un-permute, into the FP32 sum.
         gpu::moe_unpermute_add({.y = y.as<gpu::Bf16>(), .slot_rows = slot_rows.as<int32_t>(), .topk_ids = p.topk_ids,
                                 .topk_weights = p.topk_weights, .out = p.out, .tokens = T, .top_k = static_cast<int>(K),
@@ -177,6 +203,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
                                 .expert_begin = static_cast<int>(e0), .expert_end = static_cast<int>(e1),
                                 .row_begin = r0},
                                stream);
+        lap(stream, t, times.combine_s);
       }
     } catch (...) {
       release_acquired();

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "hymoe/engine/expert_stream.h"
 #include "hymoe/engine/gpu_placement.h"
 #include "hymoe/engine/kv_cache.h"
 #include "hymoe/gpu/buffer.h"
@@ -52,11 +53,13 @@ struct DevMlp {
   DevFp8 gate, up, down;
 };
 
-// A MoE layer's routed experts on the device: one allocation, and the per-expert views the
-// kernels read (gate, up, down arrays of `experts` gpu::ExpertWeight; the checkpoint's scales).
+// A MoE layer's routed experts on the device, in the layout of stream-loading prefill's slots
+// (one ExpertRing slot an expert: scales padded to gpu::block_scale_ld(k) a row, what the grouped
+// GEMM reads; moe_gemv takes the same row lengths), so that SLP computes them where they are.
 struct DevExperts {
-  gpu::DeviceBuffer memory;
-  gpu::DeviceBuffer views;  // gpu::ExpertWeight [3][experts]
+  std::unique_ptr<ExpertRing> slots;
+  gpu::DeviceBuffer views;                    // gpu::ExpertWeight [3][experts]: gate, up, down
+  std::vector<gpu::ExpertWeight> host_views;  // the same on the host
 };
 
 struct DevLayer {

@@ -11,7 +11,10 @@
 //   attention      input norm, q_a / q_b / kv_a by the block-scaled FP8 GEMM (GpuLinear), the
 //                  latent rows into the KV pool (mla_latent_rows, as the hybrid path), then per
 //                  sequence its cached latent rows gathered and expanded by kv_b (keys and values
-//                  of every head, naive MLA) and causal flash attention (mla_prefill), o_proj;
+//                  of every head, naive MLA, laid out k_nope | k_pe | v per head so that cuDNN
+//                  reads K in place) and causal flash attention over blocks of query rows (cuDNN's
+//                  fused attention, or mla_prefill's tensor-core kernel), in windows of keys
+//                  merged by log-sum-exp where the sequence is longer than one, o_proj;
 //   dense / shared the SiLU-gated MLP by FP8 GEMMs;
 //   router         FP32 scores (dense_gemm_f32: the hybrid path's FP32 product, tiled for many
 //                  tokens) and grouped top-k;
@@ -40,6 +43,17 @@ struct SlpExecutorOptions {
   // Rows a chunk of the per-token stages (projections, attention queries, dense MLPs) and of the
   // kv_b expansion; bounds their scratch.
   int64_t chunk_tokens = 2048;
+  // Query rows of one attention call (a sequence's rows of a step in blocks of this many): bounds
+  // the queries' and outputs' buffers (80 KB a row for DeepSeek-V3); cuDNN builds a plan per
+  // (rows, keys) shape, about 0.1 s each, so fewer, larger calls build fewer.
+  int64_t attention_tokens = 8192;
+  // Keys expanded at once (80 KB each for DeepSeek-V3): a sequence with more attends them in
+  // windows of this many, merged by log-sum-exp, so that memory stays bounded at any length.
+  int64_t attention_window = 16384;
+  // The attention kernel: cuDNN's fused flash attention where it is available and takes the
+  // shapes (about twice the tensor-core kernel's rate on Hopper), else the tensor-core kernel.
+  enum class Attention { kAuto, kCudnn, kTensorCores };
+  Attention attention = Attention::kAuto;
   // Expert ring slots: 0 chooses from the budget left after the buffers (at most one layer's
   // experts, at least 2), keeping ring_headroom bytes free.
   int ring_slots = 0;
@@ -71,6 +85,8 @@ class SlpExecutor final : public Executor {
   std::string placement_summary() const override;
 
   int ring_slots() const;
+  // "cudnn" or "tensor-cores": what the attention runs on.
+  const char* attention_kernel() const;
   int64_t max_tokens() const;
 
   // Wall time and streaming since construction or the last reset (benchmarks).
@@ -80,6 +96,9 @@ class SlpExecutor final : public Executor {
     double attention_s = 0;
     double dense_s = 0;       // dense layers' FFN
     double moe_s = 0;         // MoE layers' FFN: router, shared expert, the streamed routed experts
+    // With profile_stages, the MoE FFN's parts: router, shared expert, and the routed experts'
+    // (SlpMoe::Times: grouping, waiting for copies, GEMMs, un-permutes).
+    double router_s = 0, shared_s = 0, routed_prep_s = 0, routed_wait_s = 0, routed_gemm_s = 0, routed_combine_s = 0;
     double head_s = 0;
     size_t streamed_bytes = 0;
     double model_wait_s = 0;  // compute waiting for an expert's copy (loading is behind)
@@ -89,6 +108,8 @@ class SlpExecutor final : public Executor {
   Profile profile() const;
   void reset_profile();
   void set_profile_stages(bool on);  // SlpExecutorOptions::profile_stages, between steps
+  // Between steps (benchmarks): the tensor-core kernel, or back to cuDNN where it was set up.
+  void set_attention_tensor_cores(bool on);
 
  private:
   struct Impl;

@@ -58,13 +58,29 @@ class SlpMoe {
     // layer for e < n_routed_experts (every expert, in order; the ones without tokens are
     // acquired and released unused).
     size_t first_item = 0;
+    // Where the layer's experts are resident on the device (GpuModel's DevExperts::host_views,
+    // [3][experts]: gate, up, down): computed there, nothing streamed or acquired.
+    const gpu::ExpertWeight* resident = nullptr;
   };
   // Enqueues the layer on `stream` (one host synchronisation, for the expert offsets). The
   // streamer's schedule must hold the layer's items as Params::first_item says; the ring's slots
-  // bound a batch.
+  // bound a batch (resident experts: only the batch buffers' rows).
   void run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream);
 
   int64_t max_tokens() const { return max_tokens_; }
+
+  // With timing on, run() synchronises after each part and adds its time here (benchmarks: the
+  // parts' overlap with the copies is lost).
+  struct Times {
+    double prep_s = 0;     // quantise, group by expert, offsets to the host
+    double wait_s = 0;     // acquiring the batches' slots: the copies not yet done
+    double gemm_s = 0;     // gate / up / SiLU / quantise / down of the batches
+    double combine_s = 0;  // the weighted un-permutes
+    int64_t batches = 0;
+  };
+  void set_timing(bool on);
+  const Times& times() const;
+  void reset_times();
 
  private:
   struct Impl;

@@ -2,9 +2,10 @@
 // random weights, against the ceilings of the same run: the pinned host-to-device copy rate (the
 // routed experts' bytes streamed) and the GPU's BF16 and FP8 matrix rates (cuBLASLt at 8192^3, the
 // prompt's FLOPs). The floor of a prompt is the larger of its copy time and its compute time at
-// those rates (perfect overlap); the ratio is the measured time over it. Each prompt length
-// runs once after a warm-up prompt; then, for the longest, a run with the GPU synchronised after
-// every stage for the split between attention, dense layers and MoE layers.
+// those rates (perfect overlap); the ratio is the measured time over it. Each prompt length runs
+// cold (its attention plans built), then - where cuDNN is the attention kernel - on the
+// tensor-core kernel (mma_s), then the timed run; then, for the longest, a run with the GPU
+// synchronised after every stage for the split between attention, dense layers and MoE layers.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -111,6 +112,9 @@ void register_slp_commands(CLI::App& app) {
     std::vector<int> layers = {5};
     std::vector<int64_t> tokens = {2048, 8192};
     int64_t chunk = 2048;
+    int64_t attention_tokens = SlpExecutorOptions{}.attention_tokens;
+    int64_t attention_window = SlpExecutorOptions{}.attention_window;
+    std::string attention = "auto";
     int ring_slots = 0;
     double gpu_memory_limit_gb = 0;
     std::vector<int64_t> crossover;
@@ -123,6 +127,14 @@ void register_slp_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tokens", a->tokens, "Prompt lengths")->capture_default_str();
   cmd->add_option("--chunk", a->chunk, "Rows a chunk of the per-token stages")->capture_default_str();
+  cmd->add_option("--attention-tokens", a->attention_tokens, "Query rows of one attention call")->capture_default_str();
+  cmd->add_option("--attention-window", a->attention_window, "Keys expanded at once (longer sequences attend in windows)")
+      ->capture_default_str();
+  cmd->add_option("--attention", a->attention,
+                  "Attention kernel: auto (cuDNN where available), cudnn, mma (the tensor-core kernel); with auto and "
+                  "cuDNN present the longest prompt is also timed on the tensor-core kernel")
+      ->check(CLI::IsMember({"auto", "cudnn", "mma"}))
+      ->capture_default_str();
   cmd->add_option("--ring-slots", a->ring_slots, "Expert ring slots (0: from the budget)")->capture_default_str();
   cmd->add_option("--gpu-memory-limit-gb", a->gpu_memory_limit_gb, "GPU memory budget in GB (0: the device's)")
       ->capture_default_str();
@@ -174,6 +186,11 @@ void register_slp_commands(CLI::App& app) {
       so.max_tokens = longest;
       so.chunk_tokens = a->chunk;
       so.ring_slots = a->ring_slots;
+      so.attention_tokens = a->attention_tokens;
+      so.attention_window = a->attention_window;
+      so.attention = a->attention == "cudnn" ? SlpExecutorOptions::Attention::kCudnn
+                     : a->attention == "mma" ? SlpExecutorOptions::Attention::kTensorCores
+                                             : SlpExecutorOptions::Attention::kAuto;
       SlpExecutor slp(model, so);
       std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
 
@@ -196,9 +213,20 @@ void register_slp_commands(CLI::App& app) {
       prefill(std::min<int64_t>(longest, 512));  // warm-up: plans, first-touch of the pinned pages
       Run run{layers, 0, {}};
       for (const LayerWeights& l : model->weights().layers) run.moe_layers += l.moe ? 1 : 0;
-      std::printf("%-8s %-9s %-9s %-8s %-9s %-9s %-9s %-8s %s\n", "tokens", "seconds", "tok/s", "GB", "copy_s",
-                  "compute_s", "floor_s", "ratio", "model waits for copies / loader waits for slots (s)");
+      // Each length twice: the first (cold) builds the attention plans of its shapes (cuDNN: once a
+      // shape for every layer and later prompt), the second is the steady figure.
+      const bool both_kernels = a->attention == "auto" && std::string(slp.attention_kernel()) == "cudnn";
+      std::printf("%-8s %-9s %-9s %-8s %-9s %-9s %-9s %-8s %-8s %-8s %s\n", "tokens", "seconds", "tok/s", "GB", "copy_s",
+                  "compute_s", "floor_s", "ratio", "cold_s", both_kernels ? "mma_s" : "-",
+                  "model waits for copies / loader waits for slots (s)");
       for (const int64_t n : a->tokens) {
+        const double cold = prefill(n);
+        double mma = 0;
+        if (both_kernels) {
+          slp.set_attention_tensor_cores(true);
+          mma = prefill(n);
+          slp.set_attention_tensor_cores(false);
+        }
         slp.reset_profile();
         const double dt = prefill(n);
         run.seconds.push_back(dt);
@@ -207,9 +235,10 @@ void register_slp_commands(CLI::App& app) {
         const double copy_s = static_cast<double>(p.streamed_bytes) / 1e9 / pinned_gbs;
         const double compute_s = f.gemm / (fp8_tflops * 1e12) + f.attention / (bf16_tflops * 1e12);
         const double floor_s = std::max(copy_s, compute_s);
-        std::printf("%-8lld %-9.3f %-9.0f %-8.2f %-9.3f %-9.3f %-9.3f %-8.2f %.3f / %.3f\n", static_cast<long long>(n),
-                    dt, static_cast<double>(n) / dt, static_cast<double>(p.streamed_bytes) / 1e9, copy_s, compute_s,
-                    floor_s, floor_s / dt, p.model_wait_s, p.slot_wait_s);
+        std::printf("%-8lld %-9.3f %-9.0f %-8.2f %-9.3f %-9.3f %-9.3f %-8.2f %-8.3f %-8.3f %.3f / %.3f\n",
+                    static_cast<long long>(n), dt, static_cast<double>(n) / dt,
+                    static_cast<double>(p.streamed_bytes) / 1e9, copy_s, compute_s, floor_s, floor_s / dt, cold, mma,
+                    p.model_wait_s, p.slot_wait_s);
       }
       // The stage split of the longest prompt (the GPU synchronised after every stage).
       slp.set_profile_stages(true);
@@ -222,6 +251,9 @@ void register_slp_commands(CLI::App& app) {
                   "FFN %.3f s (%.3f a MoE layer), head %.3f s\n",
                   static_cast<long long>(longest), dt, p.attention_s, p.attention_s / all, p.dense_s, p.moe_s,
                   run.moe_layers ? p.moe_s / static_cast<double>(run.moe_layers) : 0.0, p.head_s);
+      std::printf("  MoE FFN parts: router %.3f s, shared expert %.3f s, routed: grouping %.3f s, waiting for copies %.3f s, "
+                  "GEMMs %.3f s, un-permutes %.3f s\n",
+                  p.router_s, p.shared_s, p.routed_prep_s, p.routed_wait_s, p.routed_gemm_s, p.routed_combine_s);
       runs.push_back(std::move(run));
       if (!a->crossover.empty() && runs.size() == 1) {
         // The same prompts through the hybrid executor over the same device model, its routed
