@@ -16,6 +16,7 @@
 #include "prompts.h"
 #include "result_json.h"
 #include "runner.h"
+#include "multi_turn.h"
 #include "scenarios.h"
 #include "tokenizer_counter.h"
 #include "trace.h"
@@ -213,7 +214,17 @@ int run(const Options& o) {
   std::vector<RequestOutput> outputs;
   double duration = 0;
   std::vector<ScenarioResult> scenario_results;
-  if (!o.scenario.empty()) {
+  nlohmann::json multi_turn;
+  if (o.multi_turn > 0) {
+    const MultiTurnConfig mc{o.num_prompts, o.multi_turn, o.random_input_len, o.random_output_len};
+    auto r = run_multi_turn(client, mc, prompts);
+    duration = r.duration_s;
+    fmt::print("{}", format_multi_turn(r));
+    multi_turn = multi_turn_json(mc, r);
+    outputs = std::move(r.outputs);
+    st.num_prompts = static_cast<int>(outputs.size());
+    st.request_rate = std::numeric_limits<double>::infinity();
+  } else if (!o.scenario.empty()) {
     const auto specs = parse_scenarios(o.scenario);
     ScenarioConfig sc{o.prefill_len, o.prefill_output_len, o.decode_input_len,
                       o.decode_output_len, o.scenario_settle_ms / 1000.0, o.request_timeout_s};
@@ -270,6 +281,7 @@ int run(const Options& o) {
                                  {"settle_ms", o.scenario_settle_ms}};
     result["scenarios"] = std::move(arr);
   }
+  if (!multi_turn.is_null()) result["multi_turn"] = std::move(multi_turn);
   fmt::print("{}", format_report(st, result));
 
   if (o.save_result || o.append_result) {

@@ -41,6 +41,10 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_option("--trace", o.trace, "Mooncake-format JSONL trace to replay")->group(wl);
   app.add_option("--scenario", o.scenario,
                  "Mixed scenarios, e.g. 1P,1D,1P+1D,2D,1P+2D or all")->group(wl);
+  app.add_option("--multi-turn", o.multi_turn,
+                 "Conversations (--num-prompts of them, one at a time) of this many turns, each turn "
+                 "re-sending the conversation plus --random-input-len new tokens; TTFT per turn")
+      ->check(CLI::NonNegativeNumber)->group(wl);
   app.add_option("--num-prompts", o.num_prompts, "Number of random prompts")
       ->check(CLI::PositiveNumber)->group(wl);
   app.add_option("--random-input-len", o.random_input_len, "Random prompt tokens")
@@ -138,6 +142,11 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   if (self_timed) o.self_timed = true;
   if (no_self_timed) o.self_timed = false;
   if (o.backend == "vllm") o.backend = "openai";
+  if (o.multi_turn > 0 && (!o.trace.empty() || !o.scenario.empty())) {
+    std::fprintf(stderr, "--multi-turn excludes --trace and --scenario\n");
+    *exit_code = 2;
+    return std::nullopt;
+  }
   if (!o.trace.empty() && !o.scenario.empty()) {
     std::fprintf(stderr, "--trace and --scenario exclude each other\n");
     *exit_code = 2;

@@ -24,6 +24,7 @@ struct Options {
   // Workload
   std::string trace;               // Mooncake JSONL file
   std::string scenario;            // "1P,1D,1P+1D,2D,1P+2D" or "all"
+  int multi_turn = 0;              // > 0: num_prompts conversations of this many turns (multi_turn.h)
   int num_prompts = 1000;
   int random_input_len = 1024;
   int random_output_len = 128;
