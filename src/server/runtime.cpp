@@ -59,15 +59,24 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
                              .kv_block_tokens = ho.kv_block_tokens, .prefill_weights = true});
   // SLP first: its buffers and ring come out of the budget before the hybrid executor places
   // whole layers of routed experts in what is left (leaving room for its own step buffers).
+  // A step limit the budget cannot hold is halved (down to the threshold) rather than losing SLP.
   std::unique_ptr<SlpExecutor> slp;
-  try {
-    SlpExecutorOptions so;
-    so.max_tokens = config.slp_max_tokens;
-    so.ring_headroom = size_t{3} << 29;
-    for (const MemoryRegion& r : store.regions()) so.pin.push_back({r.data, r.bytes});
-    slp = std::make_unique<SlpExecutor>(model, so);
-  } catch (const Error& e) {
-    log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
+  SlpExecutorOptions so;
+  so.ring_headroom = size_t{3} << 29;
+  for (const MemoryRegion& r : store.regions()) so.pin.push_back({r.data, r.bytes});
+  for (int64_t tokens = config.slp_max_tokens;; tokens /= 2) {
+    try {
+      so.max_tokens = tokens;
+      slp = std::make_unique<SlpExecutor>(model, so);
+      if (tokens < config.slp_max_tokens)
+        log::get("load")->warn("stream-loading prefill: {} tokens a step (--slp-max-tokens {} does not fit the GPU budget)",
+                               tokens, config.slp_max_tokens);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kResourceExhausted && tokens / 2 >= config.slp_threshold) continue;
+      log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
+      break;
+    }
   }
   auto hybrid = std::make_unique<HybridExecutor>(model, pool, ho);
   if (!slp) return hybrid;
@@ -175,10 +184,13 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
 #if HYMOE_HAVE_CUDA
   // With stream-loading prefill, a long prompt goes to it whole (up to its step limit) while
   // nothing decodes: every chunk streams all of the routed experts once.
-  if (dynamic_cast<SplitExecutor*>(rt->executor.get()))
-    sc.max_prefill_chunk = std::max(config.max_prefill_chunk, config.slp_max_tokens);
+  if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) {
+    if (auto* slp = dynamic_cast<SlpExecutor*>(&split->long_path()))
+      sc.max_prefill_chunk = std::max(config.max_prefill_chunk, slp->max_tokens());
+  }
 #endif
   sc.decode_prefill_chunk = config.decode_prefill_chunk;
+  sc.prefix_cache = config.prefix_cache;
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();
   rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc);

@@ -39,11 +39,13 @@ struct ServerConfig {
   bool tuned_decode_attention = true;  // hybrid: decode rows by the tuned MLA decode kernel
   // hybrid: prompt chunks of at least this many tokens by stream-loading prefill (SlpExecutor) on
   // the GPU; 0 turns SLP off. slp_max_tokens bounds an SLP step (its buffers are sized for it).
-  // 512: on the H100 machine a MoE layer of SLP takes its copy time, ~211 ms whatever the length,
-  // and the hybrid path's CPU experts took 399 ms a layer for 502 tokens (docs/benchmarks.md), so
-  // SLP wins from roughly 250-300 tokens; 512 keeps a margin until slp-bench --crossover measures it.
-  int64_t slp_threshold = 512;
-  int64_t slp_max_tokens = 16384;
+  // 64: slp-bench --crossover on the H100 machine (docs/benchmarks.md) had SLP ahead from 32
+  // tokens (a MoE layer takes its copy time, ~211 ms, at any length; the CPU experts of the hybrid
+  // path take longer from there), the hybrid path at 16. 32768: a 32K prompt streams the experts
+  // once instead of twice (1.86 s vs 2 x 1.22 s on the 8-layer proxy); the runtime halves it where
+  // the GPU budget cannot hold the buffers.
+  int64_t slp_threshold = 64;
+  int64_t slp_max_tokens = 32768;
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads
