@@ -191,7 +191,19 @@ void register_slp_commands(CLI::App& app) {
       so.attention = a->attention == "cudnn" ? SlpExecutorOptions::Attention::kCudnn
                      : a->attention == "mma" ? SlpExecutorOptions::Attention::kTensorCores
                                              : SlpExecutorOptions::Attention::kAuto;
-      SlpExecutor slp(model, so);
+      // As the runtime: a step limit whose buffers the budget cannot hold is halved; longer
+      // prompts then run in several steps.
+      std::unique_ptr<SlpExecutor> slp_owner;
+      for (;; so.max_tokens /= 2) {
+        try {
+          slp_owner = std::make_unique<SlpExecutor>(model, so);
+          break;
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::kResourceExhausted || so.max_tokens <= 512) throw;
+          std::printf("%lld tokens a step do not fit: halved\n", static_cast<long long>(so.max_tokens));
+        }
+      }
+      SlpExecutor& slp = *slp_owner;
       std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
 
       std::mt19937 rng(7);
@@ -203,9 +215,14 @@ void register_slp_commands(CLI::App& app) {
         BlockTable table;
         HYMOE_CHECK(e.kv_cache().reserve(table, n), kResourceExhausted, "slp-bench: KV pool too small for {}", n);
         std::vector<float> logits(static_cast<size_t>(config.vocab_size));
-        StepItem item{&table, ids, 0, true};
+        const int64_t step = ex ? n : slp.max_tokens();
         const auto t = Clock::now();
-        e.forward({&item, 1}, logits);
+        for (int64_t at = 0; at < n; at += step) {
+          const int64_t m = std::min(step, n - at);
+          StepItem item{&table, std::span<const int32_t>(ids).subspan(static_cast<size_t>(at), static_cast<size_t>(m)), at,
+                        at + m == n};
+          e.forward({&item, 1}, item.want_logits ? std::span<float>(logits) : std::span<float>());
+        }
         const double dt = secs(t);
         e.kv_cache().release(table);
         return dt;
