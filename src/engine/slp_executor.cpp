@@ -256,7 +256,8 @@ gpu::MlaPrefillParams SlpExecutor::Impl::attention_params(int64_t rows, int64_t 
 }
 
 // cuDNN where asked or available and it takes this model's shapes; its kernels are compiled for
-// the causal and the shifted (past > 0) masks here, at start-up, rather than in a request.
+// the causal and the shifted (past > 0) masks, with and without the log-sum-exp output, here at
+// start-up rather than in a request.
 void SlpExecutor::Impl::init_attention() {
   using A = SlpExecutorOptions::Attention;
   if (opt.attention == A::kTensorCores) return;
@@ -264,8 +265,15 @@ void SlpExecutor::Impl::init_attention() {
   if (gpu::MlaPrefillCudnn::available(&why)) {
     const auto t0 = Clock::now();
     auto c = std::make_unique<gpu::MlaPrefillCudnn>(&budget);
+    // Both masks; with the log-sum-exp output too (key windows: where cuDNN refuses that, the
+    // windows' calls take the tensor-core kernel, attend() asks per call).
     const int64_t rows = std::min<int64_t>(block, 64);
-    if (c->supports(attention_params(rows, 0), &why) && c->supports(attention_params(rows, rows), &why)) {
+    const gpu::MlaPrefillParams causal = attention_params(rows, 0), shifted = attention_params(rows, rows);
+    if (c->supports(causal, &why) && c->supports(shifted, &why)) {
+      gpu::MlaPrefillParams causal_lse = causal, shifted_lse = shifted;
+      causal_lse.lse = shifted_lse.lse = lse.as<float>();
+      (void)c->supports(causal_lse);
+      (void)c->supports(shifted_lse);
       cudnn = std::move(c);
       use_cudnn = true;
       log::get("engine")->info("SLP executor: attention by cuDNN (kernels prepared in {:.2f} s)", seconds_since(t0));
