@@ -119,6 +119,17 @@ void ExpertStreamer::start(std::vector<Item> schedule) {
   // Nothing in flight, every released slot back.
   cv_.wait(lock, [&] { return in_flight_ == 0 && released_.empty(); });
   schedule_ = std::move(schedule);
+  marks_.clear();
+  if (marks_on_) {
+    for (size_t i = 0; i < schedule_.size(); ++i) {
+      if (marks_.empty() || marks_.back().layer != schedule_[i].layer) {
+        marks_.emplace_back();
+        marks_.back().layer = schedule_[i].layer;
+        marks_.back().first = i;
+      }
+      marks_.back().last = i;
+    }
+  }
   slot_of_.assign(schedule_.size(), -1);
   loaded_.assign(schedule_.size(), 0);
   next_load_ = 0;
@@ -151,8 +162,13 @@ void ExpertStreamer::loader_main() {
     const MlpWeights& e = weights_.layers[static_cast<size_t>(item.layer)].moe->experts[static_cast<size_t>(item.expert)];
     bool ok = true;
     try {
+      // marks_ is only resized by start(), which waits for no item in flight.
+      Mark* mark = nullptr;
+      for (Mark& m : marks_) mark = m.first <= i && i <= m.last ? &m : mark;
+      if (mark && i == mark->first) mark->begin.record(copy_);
       ring_.load(slot, e, copy_);
       on_[static_cast<size_t>(slot)].record(copy_);
+      if (mark && i == mark->last) mark->end.record(copy_);
     } catch (const Error&) {
       ok = false;  // a copy that cannot be issued: the item never loads, acquire() sees cancel
     }
@@ -246,6 +262,19 @@ void ExpertStreamer::cancel() {
 void ExpertStreamer::finish() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return cancelled_ || freed_ == schedule_.size(); });
+}
+
+void ExpertStreamer::set_layer_marks(bool on) {
+  std::lock_guard lock(mu_);
+  marks_on_ = on;
+}
+
+std::vector<ExpertStreamer::LayerCopy> ExpertStreamer::layer_copies(const gpu::Event& ref) const {
+  std::lock_guard lock(mu_);
+  std::vector<LayerCopy> out;
+  for (const Mark& m : marks_)
+    out.push_back({m.layer, gpu::Event::elapsed_ms(ref, m.begin), gpu::Event::elapsed_ms(ref, m.end)});
+  return out;
 }
 
 ExpertStreamer::Stats ExpertStreamer::stats() const {

@@ -1,6 +1,7 @@
 #include "hymoe/engine/slp_executor.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include <fmt/format.h>
@@ -82,6 +83,15 @@ struct SlpExecutor::Impl final : LayerOps {
   std::vector<int64_t> run_table;  // per run: its table's offset in the plan's tables
   const int32_t *p_ids = nullptr, *p_pos = nullptr, *p_slots = nullptr, *p_tables = nullptr;
   gpu::HostRegistration pinned;
+  // The timeline (set_timeline): a reference event at the step's start and four per layer
+  // (attention begin / end, routed experts begin / end) on the compute stream.
+  bool timeline_on = false;
+  gpu::Event t_ref;
+  std::vector<std::array<gpu::Event, 4>> t_layer;
+  std::vector<SlpExecutor::TimelineRow> last_timeline;
+  void mark(int64_t li, int k) {
+    if (timeline_on) t_layer[static_cast<size_t>(li)][static_cast<size_t>(k)].record(stream);
+  }
   Profile prof;
   ExpertStreamer::Stats stream_base;  // the streamer's counts at the last reset_profile()
 
@@ -380,6 +390,11 @@ void SlpExecutor::Impl::forward(std::span<const StepItem> items, std::span<float
                  stream);
   build_schedule();
   const bool streaming = streamer && !schedule.empty();
+  if (timeline_on) {
+    if (t_layer.size() != weights.layers.size()) t_layer = std::vector<std::array<gpu::Event, 4>>(weights.layers.size());
+    t_ref.record(stream);
+  }
+  if (streamer) streamer->set_layer_marks(timeline_on);
   if (streaming) streamer->start(schedule);
   LayerTimes times;
   try {
@@ -394,6 +409,24 @@ void SlpExecutor::Impl::forward(std::span<const StepItem> items, std::span<float
   head->run(h.as<float>(), plan.logit_rows, logits, stream);
   prof.head_s += seconds_since(t_head);
   StepPlan::advance(items);
+  if (timeline_on) {
+    stream.synchronize();
+    last_timeline.clear();
+    std::vector<ExpertStreamer::LayerCopy> copies;
+    if (streaming) copies = streamer->layer_copies(t_ref);
+    for (size_t li = 0; li < weights.layers.size(); ++li) {
+      if (!weights.layers[li].moe) continue;
+      const auto& e = t_layer[li];
+      TimelineRow row{static_cast<int64_t>(li), gpu::Event::elapsed_ms(t_ref, e[0]), gpu::Event::elapsed_ms(t_ref, e[1]),
+                      gpu::Event::elapsed_ms(t_ref, e[2]), gpu::Event::elapsed_ms(t_ref, e[3])};
+      for (const auto& cp : copies) {
+        if (cp.layer != static_cast<int64_t>(li)) continue;
+        row.copy_begin = cp.begin_ms;
+        row.copy_end = cp.end_ms;
+      }
+      last_timeline.push_back(row);
+    }
+  }
   prof.attention_s += times.attention_s;
   prof.dense_s += times.dense_s;
   prof.moe_s += times.moe_s;
@@ -411,6 +444,7 @@ void SlpExecutor::Impl::attention(int64_t li) {
   gpu::Bf16* y = lin_out.as<gpu::Bf16>();
   float* w = wide.as<float>();
   gpu::Bf16* cache = model->cache_layer(li);
+  mark(li, 0);
   gpu::rmsnorm_f32({.x = h.as<float>(), .weight = l.input_norm.as<float>(), .out = x, .rows = static_cast<int>(n),
                     .cols = static_cast<int>(hidden), .eps = eps},
                    stream);
@@ -486,6 +520,7 @@ void SlpExecutor::Impl::attention(int64_t li) {
     }
   }
   gpu::residual_add({.h = h.as<float>(), .a = proj.as<float>(), .n = n * hidden}, stream);
+  mark(li, 1);
   stage_done();
 }
 
@@ -551,10 +586,12 @@ void SlpExecutor::Impl::routed_experts(int64_t li) {
   const int64_t n = T();
   // The routed sum in FP32 into xf, free once the router has read it.
   const auto& resident = layer(li).experts;
+  mark(li, 2);
   moe->run({.x = xb.as<gpu::Bf16>(), .topk_ids = topk_ids.as<int32_t>(), .topk_weights = topk_w.as<float>(),
             .out = xf.as<float>(), .tokens = n, .first_item = first_item[static_cast<size_t>(li)],
             .resident = resident ? resident->host_views.data() : nullptr},
            *streamer, *ring, stream);
+  mark(li, 3);
 }
 
 void SlpExecutor::Impl::ffn_residual(int64_t li) {
@@ -581,6 +618,8 @@ std::string SlpExecutor::placement_summary() const {
                      impl_->placement.describe(), impl_->opt.max_tokens, ring_slots(), resident, attention_kernel());
 }
 const char* SlpExecutor::attention_kernel() const { return impl_->use_cudnn ? "cudnn" : "tensor-cores"; }
+void SlpExecutor::set_timeline(bool on) { impl_->timeline_on = on; }
+std::vector<SlpExecutor::TimelineRow> SlpExecutor::timeline() const { return impl_->last_timeline; }
 void SlpExecutor::set_attention_tensor_cores(bool on) { impl_->use_cudnn = impl_->cudnn && !on; }
 int SlpExecutor::ring_slots() const { return impl_->ring ? impl_->ring->slots() : 0; }
 int64_t SlpExecutor::max_tokens() const { return impl_->opt.max_tokens; }

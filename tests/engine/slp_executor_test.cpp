@@ -244,6 +244,36 @@ TEST_F(SlpExecutorTest, ResidentExpertLayersAreUsedInPlace) {
   EXPECT_LT(rel_error(got[2], got[0]), 2e-3);
 }
 
+TEST_F(SlpExecutorTest, TimelineOrdersEachLayersStages) {
+  // One row per MoE layer: attention before its routed experts, layers in order, each layer's
+  // copies done before its routed experts end; the logits the same as without the timeline.
+  auto model = make_model();
+  SlpExecutor slp(model, slp_options(32));
+  const auto tokens = random_tokens(70, 41);
+  std::vector<std::vector<float>> got;
+  for (const bool on : {false, true}) {
+    slp.set_timeline(on);
+    BlockTable t;
+    ASSERT_TRUE(model->kv_cache().reserve(t, 70));
+    got.push_back(prefill(slp, t, tokens, {70}));
+    model->kv_cache().release(t);
+  }
+  EXPECT_EQ(got[0], got[1]);
+  const auto rows = slp.timeline();
+  ASSERT_EQ(rows.size(), 2u);  // tiny: 3 layers, the first dense
+  float previous = 0;
+  for (const auto& r : rows) {
+    EXPECT_LE(previous, r.attention_begin) << "layer " << r.layer;
+    EXPECT_LE(r.attention_begin, r.attention_end);
+    EXPECT_LE(r.attention_end, r.routed_begin);
+    EXPECT_LE(r.routed_begin, r.routed_end);
+    EXPECT_LE(r.copy_begin, r.copy_end);
+    EXPECT_GE(r.copy_begin, -1.0f);  // the copies may start before the step's first kernel
+    EXPECT_LE(r.copy_end, r.routed_end);
+    previous = r.routed_end;
+  }
+}
+
 TEST_F(SlpExecutorTest, AttentionKernelsBlocksAndKeyWindowsAgree) {
   // The tensor-core kernel over whole sequences against cuDNN's, and both over blocks of 24 query
   // rows and windows of 40 keys merged by log-sum-exp (one prompt, then a second step attending

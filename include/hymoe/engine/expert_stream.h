@@ -100,6 +100,16 @@ class ExpertStreamer {
   void finish();
   Stats stats() const;
 
+  // Benchmarks: with marks on, each layer's copies are bracketed by timing events on the copy
+  // stream (before its first item's copy, after its last); after finish(), the milliseconds of
+  // each (layer, begin, end) since `ref`, an event recorded on the same device.
+  struct LayerCopy {
+    int64_t layer = 0;
+    float begin_ms = 0, end_ms = 0;
+  };
+  void set_layer_marks(bool on);
+  std::vector<LayerCopy> layer_copies(const gpu::Event& ref) const;
+
  private:
   void loader_main();
   void unloader_main();
@@ -122,6 +132,13 @@ class ExpertStreamer {
   bool cancelled_ = false, stopping_ = false;
   size_t in_flight_ = 0;               // loader items between taking a slot and marking loaded
   Stats stats_;
+  bool marks_on_ = false;
+  struct Mark {
+    int64_t layer = 0;
+    size_t first = 0, last = 0;  // the layer's items
+    gpu::Event begin{true}, end{true};
+  };
+  std::vector<Mark> marks_;  // per layer of the schedule, with marks on
   std::thread loader_, unloader_;
 };
 

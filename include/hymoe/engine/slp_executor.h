@@ -111,6 +111,17 @@ class SlpExecutor final : public Executor {
   // Between steps (benchmarks): the tensor-core kernel, or back to cuDNN where it was set up.
   void set_attention_tensor_cores(bool on);
 
+  // Benchmarks: with the timeline on, the next steps record timing events (no synchronisation)
+  // and timeline() gives the last step's, per MoE layer in milliseconds since the step began on
+  // the GPU: its attention, its routed experts, and the copies of its experts on the copy stream.
+  struct TimelineRow {
+    int64_t layer = 0;
+    float attention_begin = 0, attention_end = 0, routed_begin = 0, routed_end = 0;
+    float copy_begin = -1, copy_end = -1;  // -1: nothing streamed (experts resident)
+  };
+  void set_timeline(bool on);
+  std::vector<TimelineRow> timeline() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

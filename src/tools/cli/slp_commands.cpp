@@ -5,7 +5,9 @@
 // those rates (perfect overlap); the ratio is the measured time over it. Each prompt length runs
 // cold (its attention plans built), then - where cuDNN is the attention kernel - on the
 // tensor-core kernel (mma_s), then the timed run; then, for the longest, a run with the GPU
-// synchronised after every stage for the split between attention, dense layers and MoE layers.
+// synchronised after every stage for the split between attention, dense layers and MoE layers,
+// and one unsynchronised with the timeline of each MoE layer's attention, routed experts and
+// expert copies on the GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -271,6 +273,17 @@ void register_slp_commands(CLI::App& app) {
       std::printf("  MoE FFN parts: router %.3f s, shared expert %.3f s, routed: grouping %.3f s, waiting for copies %.3f s, "
                   "GEMMs %.3f s, un-permutes %.3f s\n",
                   p.router_s, p.shared_s, p.routed_prep_s, p.routed_wait_s, p.routed_gemm_s, p.routed_combine_s);
+      // The timeline of the longest prompt, unsynchronised: where each MoE layer's attention, routed
+      // experts and expert copies ran on the GPU (ms since the step began).
+      slp.set_timeline(true);
+      prefill(longest);
+      slp.set_timeline(false);
+      std::printf("timeline of %lld tokens (ms): layer  attention  routed experts  copies of its experts\n",
+                  static_cast<long long>(longest));
+      for (const SlpExecutor::TimelineRow& r : slp.timeline()) {
+        std::printf("  %3lld  %8.1f-%-8.1f %8.1f-%-8.1f %8.1f-%-8.1f\n", static_cast<long long>(r.layer), r.attention_begin,
+                    r.attention_end, r.routed_begin, r.routed_end, r.copy_begin, r.copy_end);
+      }
       runs.push_back(std::move(run));
       if (!a->crossover.empty() && runs.size() == 1) {
         // The same prompts through the hybrid executor over the same device model, its routed
