@@ -187,6 +187,9 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) {
     if (auto* slp = dynamic_cast<SlpExecutor*>(&split->long_path()))
       sc.max_prefill_chunk = std::max(config.max_prefill_chunk, slp->max_tokens());
+    // Beside decodes too: an SLP step streams every routed expert whatever its length, so a long
+    // prompt cut into decode_prefill_chunk pieces would pay that once per piece.
+    sc.long_prefill_threshold = split->threshold();
   }
 #endif
   sc.decode_prefill_chunk = config.decode_prefill_chunk;

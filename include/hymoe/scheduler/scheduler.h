@@ -70,6 +70,11 @@ struct SchedulerConfig {
   // Prompt tokens per step while other sequences are decoding: a step's time is the decode
   // tokens' inter-token latency, so a long prefill is cut finer beside them.
   int64_t decode_prefill_chunk = 64;
+  // Beside decodes, a prompt with at least this many tokens pending still takes up to
+  // max_prefill_chunk of them (0 = off): for an executor whose long-prompt path costs about the
+  // same per step at any length (stream-loading prefill streams every routed expert once a step),
+  // cutting it finer only multiplies that cost. The runtime sets it to --slp-threshold.
+  int64_t long_prefill_threshold = 0;
   int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
   // Ids at or past this are never sampled (the model's vocabulary is padded past the
   // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.
