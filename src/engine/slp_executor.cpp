@@ -606,6 +606,17 @@ SlpExecutor::SlpExecutor(std::shared_ptr<GpuModel> model, const SlpExecutorOptio
 
 SlpExecutor::~SlpExecutor() = default;
 
+std::unique_ptr<SlpExecutor> SlpExecutor::create_fitting(std::shared_ptr<GpuModel> model, SlpExecutorOptions options,
+                                                         int64_t min_tokens) {
+  for (;; options.max_tokens /= 2) {
+    try {
+      return std::make_unique<SlpExecutor>(model, options);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kResourceExhausted || options.max_tokens / 2 < std::max<int64_t>(min_tokens, 1)) throw;
+    }
+  }
+}
+
 const ModelConfig& SlpExecutor::config() const { return impl_->config; }
 KvCache& SlpExecutor::kv_cache() { return *impl_->kv; }
 void SlpExecutor::forward(std::span<const StepItem> items, std::span<float> logits) { impl_->forward(items, logits); }

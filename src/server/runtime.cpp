@@ -64,19 +64,14 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
   SlpExecutorOptions so;
   so.ring_headroom = size_t{3} << 29;
   for (const MemoryRegion& r : store.regions()) so.pin.push_back({r.data, r.bytes});
-  for (int64_t tokens = config.slp_max_tokens;; tokens /= 2) {
-    try {
-      so.max_tokens = tokens;
-      slp = std::make_unique<SlpExecutor>(model, so);
-      if (tokens < config.slp_max_tokens)
-        log::get("load")->warn("stream-loading prefill: {} tokens a step (--slp-max-tokens {} does not fit the GPU budget)",
-                               tokens, config.slp_max_tokens);
-      break;
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kResourceExhausted && tokens / 2 >= config.slp_threshold) continue;
-      log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
-      break;
-    }
+  so.max_tokens = config.slp_max_tokens;
+  try {
+    slp = SlpExecutor::create_fitting(model, so, config.slp_threshold);
+    if (slp->max_tokens() < config.slp_max_tokens)
+      log::get("load")->warn("stream-loading prefill: {} tokens a step (--slp-max-tokens {} does not fit the GPU budget)",
+                             slp->max_tokens(), config.slp_max_tokens);
+  } catch (const Error& e) {
+    log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
   }
   auto hybrid = std::make_unique<HybridExecutor>(model, pool, ho);
   if (!slp) return hybrid;

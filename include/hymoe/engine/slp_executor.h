@@ -75,6 +75,11 @@ class SlpExecutor final : public Executor {
   // v 128: the prefill kernel's).
   SlpExecutor(std::shared_ptr<GpuModel> model, const SlpExecutorOptions& options);
   ~SlpExecutor() override;
+  // The same, with options.max_tokens halved while the budget cannot hold the buffers
+  // (kResourceExhausted) and the half is still >= min_tokens; other errors, and the last
+  // refusal, propagate. max_tokens() says what fit.
+  static std::unique_ptr<SlpExecutor> create_fitting(std::shared_ptr<GpuModel> model, SlpExecutorOptions options,
+                                                      int64_t min_tokens);
 
   const ModelConfig& config() const override;
   KvCache& kv_cache() override;

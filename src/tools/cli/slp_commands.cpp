@@ -195,17 +195,11 @@ void register_slp_commands(CLI::App& app) {
                                              : SlpExecutorOptions::Attention::kAuto;
       // As the runtime: a step limit whose buffers the budget cannot hold is halved; longer
       // prompts then run in several steps.
-      std::unique_ptr<SlpExecutor> slp_owner;
-      for (;; so.max_tokens /= 2) {
-        try {
-          slp_owner = std::make_unique<SlpExecutor>(model, so);
-          break;
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::kResourceExhausted || so.max_tokens <= 512) throw;
-          std::printf("%lld tokens a step do not fit: halved\n", static_cast<long long>(so.max_tokens));
-        }
-      }
+      const std::unique_ptr<SlpExecutor> slp_owner = SlpExecutor::create_fitting(model, so, 512);
       SlpExecutor& slp = *slp_owner;
+      if (slp.max_tokens() < so.max_tokens)
+        std::printf("%lld tokens a step do not fit the budget: %lld\n", static_cast<long long>(so.max_tokens),
+                    static_cast<long long>(slp.max_tokens()));
       std::printf("%s (set up in %.1f s)\n", slp.placement_summary().c_str(), secs(t0));
 
       std::mt19937 rng(7);
