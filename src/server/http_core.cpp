@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,11 +12,13 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <netinet/in.h>
 
+#include "chunked_framing.h"
 #include "hymoe/common/log.h"
 #include "hymoe/server/api_error.h"
 #include "hymoe/server/openai_request.h"
@@ -65,11 +68,10 @@ class ConnectionStream final : public httplib::Stream {
 
   bool is_readable() const override { return buffered() || (wait_for(sock_, POLLIN, read_timeout_ms_) & POLLIN); }
 
-  // Writable and not closed by the peer (httplib's rule: a peer that has closed its end makes a
-  // streaming answer stop at its next write).
+  // Writable and not closed by the peer (httplib's rule, for DataSink::is_writable: a peer that
+  // has closed its end counts as gone).
   bool is_writable() const override {
-    const short ev = wait_for(sock_, POLLOUT, write_timeout_ms_);
-    if (!(ev & POLLOUT) || (ev & (POLLERR | POLLHUP))) return false;
+    if (!can_send()) return false;
     if (buffered() || !(wait_for(sock_, POLLIN, 0) & POLLIN)) return true;
     char c;
     return ::recv(sock_, &c, 1, MSG_PEEK) > 0;
@@ -80,14 +82,21 @@ class ConnectionStream final : public httplib::Stream {
       over_budget_ = true;
       return -1;
     }
+    if (body_problem_) return -1;
     size = std::min(size, budget_ - consumed_);
     if (!buffered()) {
-      if (!is_readable()) return -1;
+      if (!is_readable()) {
+        if (in_body_) body_problem_ = "no body bytes arrived within the read timeout";
+        return -1;
+      }
       ssize_t n;
       do {
         n = ::recv(sock_, buf_.data(), buf_.size(), 0);
       } while (n < 0 && errno == EINTR);
-      if (n <= 0) return n;
+      if (n <= 0) {
+        if (in_body_) body_problem_ = "the connection ended before the end of the request body";
+        return n;
+      }
       off_ = 0;
       size_ = static_cast<size_t>(n);
     }
@@ -95,11 +104,18 @@ class ConnectionStream final : public httplib::Stream {
     std::memcpy(ptr, buf_.data() + off_, k);
     off_ += k;
     consumed_ += k;
+    if (chunked_ && !chunked_->done() && !chunked_->feed(ptr, k)) {
+      body_problem_ = chunked_->problem();
+      return -1;
+    }
     return static_cast<ssize_t>(k);
   }
 
+  // Sends whatever the peer did with its own end: a client that half-closes after its request
+  // (or after a body shorter than its Content-Length) still reads the answer; one that has gone
+  // makes send fail (EPIPE or ECONNRESET) one write later.
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
+    if (!can_send()) return -1;
     ssize_t n;
     do {
       n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
@@ -126,11 +142,26 @@ class ConnectionStream final : public httplib::Stream {
     consumed_ = 0;
     written_ = 0;
     over_budget_ = false;
+    in_body_ = false;
+    chunked_.reset();
+    body_problem_ = nullptr;
+  }
+  // The request line and headers are read: what is read next is the body, checked as chunked
+  // framing where `chunked`.
+  void start_body(bool chunked) {
+    in_body_ = true;
+    if (chunked) chunked_.emplace();
   }
   bool over_budget() const { return over_budget_; }
+  const char* body_problem() const { return body_problem_; }
   size_t written() const { return written_; }
 
  private:
+  bool can_send() const {
+    const short ev = wait_for(sock_, POLLOUT, write_timeout_ms_);
+    return (ev & POLLOUT) && !(ev & (POLLERR | POLLHUP));
+  }
+
   socket_t sock_;
   int read_timeout_ms_;
   int write_timeout_ms_;
@@ -138,6 +169,9 @@ class ConnectionStream final : public httplib::Stream {
   size_t off_ = 0, size_ = 0;  // unread bytes are buf_[off_, size_)
   size_t budget_ = SIZE_MAX, consumed_ = 0, written_ = 0;
   bool over_budget_ = false;
+  bool in_body_ = false;
+  std::optional<ChunkedFraming> chunked_;  // set while a chunked body is read
+  const char* body_problem_ = nullptr;     // why reading the body failed (static text)
 };
 
 // The connection this thread is answering on (handlers run on the connection's thread).
@@ -187,6 +221,8 @@ void HttpCore::close_after(httplib::Response& res) {
 
 bool HttpCore::request_over_budget() { return tl_connection && tl_connection->stream->over_budget(); }
 
+const char* HttpCore::body_problem() { return tl_connection ? tl_connection->stream->body_problem() : nullptr; }
+
 void HttpCore::tidy_connection_headers(httplib::Response& res) {
   bool close = false;
   const auto [first, last] = res.headers.equal_range("Connection");
@@ -208,7 +244,11 @@ bool HttpCore::process_and_close_socket(socket_t sock) {
     conn.close_requested = false;
     bool peer_asked_close = false;
     try {
-      ok = process_request(strm, /*close_connection=*/left == 1, peer_asked_close, nullptr);
+      // Called once the line and headers are parsed; httplib decodes a body as chunked where the
+      // first Transfer-Encoding value is "chunked" (case-insensitive), so the check does too.
+      ok = process_request(strm, /*close_connection=*/left == 1, peer_asked_close, [&strm](httplib::Request& req) {
+        strm.start_body(::strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0);
+      });
     } catch (const std::exception& e) {
       failed = true;
       log::get("server")->error("answering a request failed: {}", to_valid_utf8(e.what()));

@@ -8,6 +8,12 @@
 // - one buffered stream per connection, so pipelined requests are answered in order;
 // - a byte budget per request (line, headers and body as sent), so headers or a chunked body
 //   cannot grow without bound;
+// - a chunked body checked byte by byte as httplib reads it (ChunkedFraming): httplib's own
+//   decoder takes malformed sizes and chunks longer than their size, or waits for the read
+//   timeout on a negative size; the check fails the read at the first bad byte, so the answer is
+//   400 at once;
+// - answers are sent to a client that has half-closed its end (one that sent a body shorter
+//   than its Content-Length and shut down writing gets its 400);
 // - a handler can ask for the connection to close after its answer (framing the server cannot
 //   resynchronise on), with `Connection: close` on that answer;
 // - any exception becomes a 500 with `Connection: close` when nothing of the answer was written
@@ -36,6 +42,9 @@ class HttpCore final : public httplib::Server {
   static void close_after(httplib::Response& res);
   // Whether the current request went past its byte budget (false outside a request).
   static bool request_over_budget();
+  // Why reading the current request's body failed (invalid chunked framing, the connection
+  // ended or timed out mid-body), or nullptr; static text.
+  static const char* body_problem();
   // Removes httplib's Keep-Alive header from an answer that closes the connection (httplib adds
   // it before the post-routing handler runs); call from the post-routing handler.
   static void tidy_connection_headers(httplib::Response& res);

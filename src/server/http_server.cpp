@@ -25,9 +25,9 @@ using nlohmann::json;
 
 namespace {
 
-// Methods whose body httplib reads (and whose framing therefore matters).
+// Methods whose body httplib reads (detail::expect_content; its framing therefore matters).
 bool reads_body(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
 }
 
 // Why a request's framing (how its body is delimited) cannot be trusted, or "" when it can.
@@ -201,17 +201,28 @@ void HttpServer::Impl::routes() {
   http.set_write_timeout(60, 0);
   http.set_keep_alive_max_count(1000);
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  // Answers a request whose framing cannot be trusted (true) before its body is read; the
+  // connection then closes, since the body was not read.
+  auto refuse_framing = [this](const httplib::Request& req, httplib::Response& res) {
     int status = 400;
-    if (const std::string problem = framing_problem(req, config.max_body_bytes, status); !problem.empty()) {
-      ApiError e;
-      e.status = status;
-      e.code = status == 413 ? "request_too_large" : "invalid_framing";
-      e.message = problem;
-      write_error_safely(res, e);
-      HttpCore::close_after(res);  // the body was not read: the connection cannot be reused
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    const std::string problem = framing_problem(req, config.max_body_bytes, status);
+    if (problem.empty()) return false;
+    ApiError e;
+    e.status = status;
+    e.code = status == 413 ? "request_too_large" : "invalid_framing";
+    e.message = problem;
+    write_error_safely(res, e);
+    HttpCore::close_after(res);
+    return true;
+  };
+  // `Expect: 100-continue` is answered before routing: a final answer instead of 100 where the
+  // framing is refused, so the client does not send a body that will not be read.
+  http.set_expect_100_continue_handler([refuse_framing](const httplib::Request& req, httplib::Response& res) {
+    return refuse_framing(req, res) ? res.status : 100;
+  });
+
+  http.set_pre_routing_handler([this, refuse_framing](const httplib::Request& req, httplib::Response& res) {
+    if (refuse_framing(req, res)) return httplib::Server::HandlerResponse::Handled;
     // A body where none is read (GET with Content-Length): what follows cannot be trusted.
     if (!reads_body(req.method) && (req.has_header("Transfer-Encoding") ||
                         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))) {
@@ -255,6 +266,9 @@ void HttpServer::Impl::routes() {
       } else if (res.status >= 500) {
         e.type = "server_error";
         e.message = "internal error";
+      } else if (const char* problem = HttpCore::body_problem()) {
+        e.code = "invalid_framing";
+        e.message = std::string("invalid request body: ") + problem;
       } else {
         e.message = "bad request (malformed request line, headers or body framing)";
       }

@@ -1,7 +1,8 @@
 // Requests a hostile client sends, against the real hymoe-server on the tiny checkpoint: JSON
 // nested 100,000 deep, invalid UTF-8 in the URL and the body, pipelined requests, broken
-// framing, bytes that are not HTTP. Each must get its documented answer (or a closed
-// connection where no answer can be framed) and the server must keep serving (issue 47).
+// framing (Content-Length and chunk sizes), bytes that are not HTTP. Each must get its
+// documented answer (or a closed connection where no answer can be framed) and the server must
+// keep serving (issue 47).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -154,28 +155,79 @@ test('a streamed answer on a pipelined connection is followed by the next answer
 
 test('invalid framing gets 400 (or 411/413) and the connection closes; nothing hangs', async () => {
   const body = JSON.stringify({ prompt: 'x' });
+  const hex = body.length.toString(16);
+  const chunkedHead = 'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n';
+  const framing = { code: 'invalid_framing' };
+  // [what, bytes sent, status, { halfClose: the client shuts down its sending side after the
+  // bytes, code: the error code expected }]
   const cases = [
-    ['Content-Length not a number', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n${body}`, 400],
-    ['negative Content-Length', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n${body}`, 400],
-    ['conflicting Content-Lengths', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n${body}`, 400],
-    ['Content-Length and chunked', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body}`, 400],
-    ['unknown Transfer-Encoding', `POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n${body}`, 400],
-    ['bad chunk size', `POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n${body}\r\n0\r\n\r\n`, 400],
-    ['no length at all', `POST /tokenize HTTP/1.1\r\nHost: x\r\n\r\n${body}`, 411],
-    ['Content-Length past the limit', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n${body}`, 413],
+    ['Content-Length not a number', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n${body}`, 400, framing],
+    ['negative Content-Length', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n${body}`, 400, framing],
+    ['conflicting Content-Lengths', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n${body}`, 400, framing],
+    ['Content-Length larger than the body, then the client closes',
+     `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length + 100}\r\n\r\n${body}`, 400,
+     { halfClose: true, ...framing }],
+    ['Content-Length and chunked', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body}`, 400, framing],
+    ['unknown Transfer-Encoding', `POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n${body}`, 400, framing],
+    ['bad chunk size', `${chunkedHead}zz\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['negative chunk size', `${chunkedHead}-2\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['chunk size with 0x', `${chunkedHead}0x${hex}\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['chunk size followed by junk', `${chunkedHead}${hex}zz\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['chunk size past 2^48', `${chunkedHead}fffffffffffffffffff\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['chunk longer than its size', `${chunkedHead}3\r\n${body}\r\n0\r\n\r\n`, 400, framing],
+    ['no CRLF after chunk data', `${chunkedHead}${hex}\r\n${body}0\r\n\r\n`, 400, framing],
+    ['chunked body cut short, then the client closes', `${chunkedHead}${hex}\r\n${body.slice(0, 3)}`, 400,
+     { halfClose: true, ...framing }],
+    ['no length at all', `POST /tokenize HTTP/1.1\r\nHost: x\r\n\r\n${body}`, 411, framing],
+    ['PRI without a length', 'PRI * HTTP/1.1\r\nHost: x\r\n\r\nSM\r\n\r\n', 411, framing],
+    ['Expect: 100-continue with a bad Content-Length (no 100 first)',
+     'POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: abc\r\n\r\n', 400, framing],
+    ['Content-Length past the limit', `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n${body}`, 413,
+     { code: 'request_too_large' }],
     ['not HTTP at all', 'hello there\r\n\r\n', 400],
     ['request line without a version', 'GET /health\r\n\r\n', 400],
   ];
-  for (const [name, bytes, status] of cases) {
-    const { data, closed, ms } = await rawExchange(S.port, bytes, { timeoutMs: 5000 });
-    const [res] = parseResponses(data);
+  for (const [name, bytes, status, opts = {}] of cases) {
+    const { data, closed, ms } = await rawExchange(S.port, bytes, { timeoutMs: 5000, halfClose: !!opts.halfClose });
+    const all = parseResponses(data);
+    const [res] = all;
     assert.ok(res, `${name}: no answer (${data.length} bytes back, closed ${closed})`);
+    assert.equal(all.length, 1, `${name}: ${all.length} answers: ${data.toString('latin1').slice(0, 1500)}`);
     assert.equal(res.status, status, `${name}: ${res.body}`);
-    assert.equal(typeof JSON.parse(res.body).error.message, 'string', name);
+    const e = JSON.parse(res.body).error;
+    assert.equal(typeof e.message, 'string', name);
+    assert.equal(e.type, 'invalid_request_error', name);
+    if (opts.code) assert.equal(e.code, opts.code, `${name}: ${e.message}`);
     assert.equal(res.headers.connection, 'close', name);
     assert.ok(closed && ms < 2500, `${name}: connection open after ${ms} ms`);
   }
   await assertServing('after broken framing');
+});
+
+test('a bad request in a pipeline: the answers before it, its 400 with Connection: close, none after', async () => {
+  const burst = get('/health') + postRaw('/tokenize', JSON.stringify({ prompt: 'one' })) +
+                'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n' +
+                get('/health') + get('/v1/models');
+  const { data, closed, ms } = await rawExchange(S.port, burst, { timeoutMs: 5000 });
+  const res = parseResponses(data);
+  assert.deepEqual(res.map((r) => r.status), [200, 200, 400], data.toString('latin1').slice(0, 2000));
+  assert.notEqual(res[0].headers.connection, 'close');
+  assert.equal(res[2].headers.connection, 'close');
+  assert.equal(JSON.parse(res[2].body).error.code, 'invalid_framing');
+  assert.ok(closed && ms < 2500, `connection open after ${ms} ms`);
+});
+
+test('a valid chunked body (with extensions) leaves the next pipelined request intact', async () => {
+  const body = JSON.stringify({ prompt: 'chunked then more' });
+  const burst = 'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' +
+                `${(5).toString(16)};ext=1\r\n${body.slice(0, 5)}\r\n` +
+                `00${(body.length - 5).toString(16).toUpperCase()}\r\n${body.slice(5)}\r\n0;end\r\n\r\n` +
+                postRaw('/tokenize', body) + get('/health', 'Connection: close\r\n');
+  const { data, closed, ms } = await rawExchange(S.port, burst, { timeoutMs: 4000 });
+  const res = parseResponses(data);
+  assert.deepEqual(res.map((r) => r.status), [200, 200, 200], data.toString('latin1').slice(0, 2000));
+  assert.deepEqual(JSON.parse(res[0].body).tokens, JSON.parse(res[1].body).tokens);
+  assert.ok(closed && ms < 3000);
 });
 
 test('a chunked body is bounded by max_body_bytes and a good one is served', async () => {
