@@ -1,12 +1,13 @@
-// Cost of JSON mode per decode step (response_format json_object): the constraint's mask over the
-// whole vocabulary plus advancing it by the chosen token, on DeepSeek-V3's tokenizer (~129K
-// tokens), stepping through a JSON document tokenized by the same tokenizer. Beside it, in the
-// same run, the sampler's own time per step on the same logits row (T 1): the work
-// every sampled step pays anyway.
+// Cost of JSON mode per decode step: the constraint's mask over the whole vocabulary plus
+// advancing it by the chosen token, on DeepSeek-V3's tokenizer (~129K tokens), stepping through a
+// JSON document tokenized by the same tokenizer: once as response_format json_object, once as
+// json_schema with a schema the document conforms to (every property required, in order; an
+// enum, a nullable, nested objects and arrays, a $ref). Beside it, in the same run, the sampler's
+// own time per step on the same logits row (T 1): the work every sampled step pays anyway.
 //   hymoe-bench-json-mask --model DIR [--repeat N]
-// Prints a summary line and one JSON object: {name, steps, value (mean mask + accept, us a step),
-// unit, median_us, p99_us, max_us, string_us, structure_us, ceiling (sampler us a step), ratio,
-// build_ms}.
+// Prints a summary line and one JSON object per mode: {name (json_mask_step |
+// json_schema_mask_step), steps, value (mean mask + accept, us a step), unit, median_us, p99_us,
+// max_us, string_us, structure_us, ceiling (sampler us a step), ratio, build_ms}.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +50,29 @@ std::string document() {
   return doc.dump();
 }
 
+// What document() conforms to.
+const char* kSchema = R"({
+  "$defs": {"item": {"type": "object", "additionalProperties": false,
+    "required": ["id", "name", "price", "in_stock", "tags", "description", "dims", "notes"],
+    "properties": {
+      "id": {"type": "integer"}, "name": {"type": "string"}, "price": {"type": "number"},
+      "in_stock": {"type": "boolean"},
+      "tags": {"type": "array", "items": {"enum": ["alpha", "beta", "gamma", "delta"]}, "maxItems": 8},
+      "description": {"type": "string"},
+      "dims": {"type": "object", "additionalProperties": false, "required": ["w", "h", "d"],
+               "properties": {"w": {"type": "number"}, "h": {"type": "number"}, "d": {"type": "number"}}},
+      "notes": {"type": ["string", "null"]}}}},
+  "type": "object", "additionalProperties": false, "properties": {}})";
+
+nlohmann::ordered_json schema() {
+  auto s = nlohmann::ordered_json::parse(kSchema);
+  for (int i = 0; i < 12; ++i) {
+    s["properties"]["item_" + std::to_string(i)] = {{"$ref", "#/$defs/item"}};
+    s["required"].push_back("item_" + std::to_string(i));
+  }
+  return s;
+}
+
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
@@ -82,66 +106,70 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> normal(0.0f, 3.0f);
     for (float& v : base) v = normal(rng);
 
-    std::vector<double> steps, in_string, structure, sampler_us;
+    std::vector<double> sampler_us;
     hymoe::Sampler sampler(static_cast<int32_t>(rows));
     hymoe::SamplingParams sp;
     sp.temperature = 1.0;
-    for (int r = 0; r < repeat; ++r) {
-      hymoe::server::JsonConstraintFactory factory(vocab, false);
-      auto c = factory.start();
-      bool quoted = false;  // inside a string before this token (a rough split of the states)
-      for (size_t i = 0; i <= ids.size(); ++i) {
-        std::copy(base.begin(), base.end(), row.begin());
-        const int32_t t = i < ids.size() ? ids[i] : eos;
-        const auto s0 = Clock::now();
-        c->mask(row);
-        if (!c->accept(t)) {
-          std::fprintf(stderr, "json mask bench: token %d at %zu refused\n", t, i);
-          return 1;
-        }
-        const double us = us_since(s0);
-        steps.push_back(us);
-        (quoted ? in_string : structure).push_back(us);
-        if (i < ids.size()) {
-          // Inside a string after an odd number of unescaped quotes (a backslash before a quote
-          // read as an escape: enough to split the timings).
-          const auto b = tok->token_bytes(t);
-          for (size_t k = 0; k < b.size(); ++k) {
-            if (b[k] == '"' && (k == 0 || b[k - 1] != '\\')) quoted = !quoted;
-          }
-        }
-        if (r == 0 && i % 4 == 0) {
-          std::copy(base.begin(), base.end(), row.begin());
-          const auto q0 = Clock::now();
-          auto out = sampler.sample(row, sp, {}, 7, i);
-          sampler_us.push_back(us_since(q0));
-          (void)out;
-        }
-      }
+    for (size_t i = 0; i <= ids.size(); i += 4) {
+      std::copy(base.begin(), base.end(), row.begin());
+      const auto q0 = Clock::now();
+      auto out = sampler.sample(row, sp, {}, 7, i);
+      sampler_us.push_back(us_since(q0));
+      (void)out;
     }
-    double sum = 0.0;
-    for (double v : steps) sum += v;
-    const double mean = sum / static_cast<double>(steps.size());
-    double ssum = 0.0;
-    for (double v : sampler_us) ssum += v;
-    const double sampler_mean = ssum / static_cast<double>(sampler_us.size());
     auto mean_of = [](const std::vector<double>& v) {
       double s = 0.0;
       for (double x : v) s += x;
       return v.empty() ? 0.0 : s / static_cast<double>(v.size());
     };
+    const double sampler_mean = mean_of(sampler_us);
     std::printf("json mask: vocabulary %d tokens (%zu rows), document %zu bytes = %zu tokens, %d passes\n",
                 tok->vocab_size(), rows, text.size(), ids.size(), repeat);
-    std::printf("json mask: %.1f us a step mean (median %.1f, p99 %.1f, max %.1f; inside strings %.1f, structure %.1f); "
-                "sampler alone (T 1) %.1f us a step: mask / sampler %.2f; tables built in %.1f ms\n",
-                mean, percentile(steps, 0.5), percentile(steps, 0.99), percentile(steps, 1.0), mean_of(in_string),
-                mean_of(structure), sampler_mean, mean / sampler_mean, build_ms);
-    nlohmann::json out = {{"name", "json_mask_step"}, {"steps", steps.size()}, {"value", mean}, {"unit", "us"},
-                          {"median_us", percentile(steps, 0.5)}, {"p99_us", percentile(steps, 0.99)},
-                          {"max_us", percentile(steps, 1.0)}, {"string_us", mean_of(in_string)},
-                          {"structure_us", mean_of(structure)}, {"ceiling", sampler_mean},
-                          {"ratio", mean / sampler_mean}, {"build_ms", build_ms}};
-    std::printf("%s\n", out.dump().c_str());
+
+    const auto compiled = hymoe::server::compile_json_schema(schema());
+    for (const bool with_schema : {false, true}) {
+      std::vector<double> steps, in_string, structure;
+      for (int r = 0; r < repeat; ++r) {
+        hymoe::server::JsonConstraintFactory factory(vocab, false, with_schema ? compiled : nullptr);
+        auto c = factory.start();
+        bool quoted = false;  // inside a string before this token (a rough split of the states)
+        for (size_t i = 0; i <= ids.size(); ++i) {
+          std::copy(base.begin(), base.end(), row.begin());
+          const int32_t t = i < ids.size() ? ids[i] : eos;
+          const auto s0 = Clock::now();
+          c->mask(row);
+          if (!c->accept(t)) {
+            std::fprintf(stderr, "json mask bench: token %d at %zu refused (%s)\n", t, i,
+                         with_schema ? "json_schema" : "json_object");
+            return 1;
+          }
+          const double us = us_since(s0);
+          steps.push_back(us);
+          (quoted ? in_string : structure).push_back(us);
+          if (i < ids.size()) {
+            // Inside a string after an odd number of unescaped quotes (a backslash before a quote
+            // read as an escape: enough to split the timings).
+            const auto b = tok->token_bytes(t);
+            for (size_t k = 0; k < b.size(); ++k) {
+              if (b[k] == '"' && (k == 0 || b[k - 1] != '\\')) quoted = !quoted;
+            }
+          }
+        }
+      }
+      const double mean = mean_of(steps);
+      std::printf("%s: %.1f us a step mean (median %.1f, p99 %.1f, max %.1f; inside strings %.1f, structure %.1f); "
+                  "sampler alone (T 1) %.1f us a step: mask / sampler %.2f; tables built in %.1f ms\n",
+                  with_schema ? "json_schema mask" : "json_object mask", mean, percentile(steps, 0.5),
+                  percentile(steps, 0.99), percentile(steps, 1.0), mean_of(in_string), mean_of(structure),
+                  sampler_mean, mean / sampler_mean, build_ms);
+      nlohmann::json out = {{"name", with_schema ? "json_schema_mask_step" : "json_mask_step"},
+                            {"steps", steps.size()}, {"value", mean}, {"unit", "us"},
+                            {"median_us", percentile(steps, 0.5)}, {"p99_us", percentile(steps, 0.99)},
+                            {"max_us", percentile(steps, 1.0)}, {"string_us", mean_of(in_string)},
+                            {"structure_us", mean_of(structure)}, {"ceiling", sampler_mean},
+                            {"ratio", mean / sampler_mean}, {"build_ms", build_ms}};
+      std::printf("%s\n", out.dump().c_str());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "json mask bench: %s\n", e.what());
     return 1;

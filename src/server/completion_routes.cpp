@@ -209,16 +209,17 @@ void throw_failed(const Generation::Delta& d) {
   throw ApiException(e);
 }
 
-// response_format json_object: the request's sampling gets JSON mode's constraint.
+// response_format json_object / json_schema: the request's sampling gets JSON mode's constraint
+// (with the request's compiled schema, if any).
 // in_reasoning: the output starts inside a thought; the JSON is the content after it.
 void apply_response_format(const ServedModel& m, const ResponseFormat& format, bool in_reasoning,
                            SamplingParams& sampling) {
   if (format.type == ResponseFormat::Type::kText) return;
   if (!m.json_mode) {
-    throw ApiException(ApiError::invalid("response_format 'json_object' is not available for this model",
+    throw ApiException(ApiError::invalid("response_format 'json_object' and 'json_schema' are not available for this model",
                                          "response_format", "unsupported"));
   }
-  sampling.constraint = std::make_shared<JsonConstraintFactory>(m.json_mode, in_reasoning);
+  sampling.constraint = std::make_shared<JsonConstraintFactory>(m.json_mode, in_reasoning, format.schema);
 }
 
 void submit(const ServedModel& m, const std::shared_ptr<Generation>& gen, std::vector<int32_t> ids,

@@ -27,10 +27,15 @@ struct CloseMatcher {
   }
 };
 
+// Machine: JsonPrefixMachine (json_object) or JsonSchemaMachine (json_schema); `fresh` is its
+// start state, copied where the answer begins.
+template <class Machine>
 class JsonConstraint final : public TokenConstraint {
  public:
-  JsonConstraint(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning)
-      : vocab_(std::move(vocab)), machine_(vocab_->options), masked_for_(vocab_->options), in_reasoning_(in_reasoning) {}
+  JsonConstraint(std::shared_ptr<const JsonModeVocab> vocab, std::shared_ptr<const JsonSchema> schema,
+                 const Machine& fresh, bool in_reasoning)
+      : vocab_(std::move(vocab)), schema_(std::move(schema)), fresh_(fresh), machine_(fresh), masked_for_(fresh),
+        in_reasoning_(in_reasoning) {}
 
   void mask(std::span<float> logits) override {
     const JsonModeVocab& v = *vocab_;
@@ -74,7 +79,7 @@ class JsonConstraint final : public TokenConstraint {
       CloseMatcher close = close_;
       const size_t end = close.feed(bytes);
       if (end != std::string_view::npos) {
-        JsonPrefixMachine answer(v.options);
+        Machine answer = fresh_;
         if (!answer.feed(bytes.substr(end))) return false;
         machine_ = answer;
         in_reasoning_ = false;
@@ -94,13 +99,15 @@ class JsonConstraint final : public TokenConstraint {
     CloseMatcher close = close_;
     const size_t end = close.feed(bytes);
     if (end == std::string_view::npos) return true;
-    JsonPrefixMachine answer(vocab_->options);
+    Machine answer = fresh_;
     return answer.feed(bytes.substr(end));
   }
 
   std::shared_ptr<const JsonModeVocab> vocab_;
-  JsonPrefixMachine machine_;
-  JsonPrefixMachine masked_for_;  // the state allowed_ was computed for (when not empty)
+  std::shared_ptr<const JsonSchema> schema_;  // what a JsonSchemaMachine points into (else null)
+  Machine fresh_;
+  Machine machine_;
+  Machine masked_for_;  // the state allowed_ was computed for (when not empty)
   CloseMatcher close_;
   bool in_reasoning_;
   std::vector<uint8_t> allowed_;  // JsonTokenMask::allowed's output, kept between steps
@@ -130,7 +137,12 @@ JsonModeVocab::JsonModeVocab(const std::vector<std::string>& vocab, std::vector<
 }
 
 std::unique_ptr<TokenConstraint> JsonConstraintFactory::start() const {
-  return std::make_unique<JsonConstraint>(vocab_, in_reasoning_);
+  if (schema_) {
+    return std::make_unique<JsonConstraint<JsonSchemaMachine>>(vocab_, schema_, JsonSchemaMachine(*schema_, vocab_->options),
+                                                               in_reasoning_);
+  }
+  return std::make_unique<JsonConstraint<JsonPrefixMachine>>(vocab_, nullptr, JsonPrefixMachine(vocab_->options),
+                                                             in_reasoning_);
 }
 
 }  // namespace hymoe::server

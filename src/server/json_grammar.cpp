@@ -275,35 +275,4 @@ std::string_view JsonTokenMask::token_bytes(int32_t id) const {
   return std::string_view(bytes_).substr(begin_[i], begin_[i + 1] - begin_[i]);
 }
 
-void JsonTokenMask::allowed(const JsonPrefixMachine& m, std::vector<uint8_t>& out) const {
-  out.assign(vocab_size_, 0);
-  // state[k]: the machine after the first k bytes of the current token (k <= kKeep); a longer
-  // shared prefix is fed again from state[kKeep].
-  constexpr size_t kKeep = 64;
-  std::array<JsonPrefixMachine, kKeep + 1> state;
-  const char* bytes = bytes_.data();
-  for (size_t b = 0; b < 256; ++b) {
-    if (group_[b] == group_[b + 1]) continue;
-    state[0] = m;
-    state[1] = m;
-    if (!state[1].feed(static_cast<char>(b))) continue;
-    size_t prev_ok = 1;  // bytes of the previous token that could be fed
-    for (uint32_t i = group_[b]; i < group_[b + 1]; ++i) {
-      const size_t len = begin_[i + 1] - begin_[i];
-      const char* tok = bytes + begin_[i];
-      const size_t shared = lcp_[i];
-      if (prev_ok < shared) continue;  // refused inside the prefix it shares with the previous one
-      size_t k = std::min(shared, kKeep);
-      JsonPrefixMachine cur = state[k];
-      while (k < shared) cur.feed(tok[k++]);  // past kKeep: known to succeed
-      while (k < len && cur.feed(tok[k])) {
-        ++k;
-        if (k <= kKeep) state[k] = cur;
-      }
-      prev_ok = k;
-      if (k == len) out[id_[i]] = 1;
-    }
-  }
-}
-
 }  // namespace hymoe::server

@@ -1,6 +1,7 @@
 #include "hymoe/server/openai_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -115,7 +116,8 @@ void read_logit_bias(const json& j, const RequestLimits& limits, SamplingParams&
   s.logit_bias = std::move(bias);
 }
 
-// response_format: {"type": "text" | "json_object"}; json_schema is recognised and refused.
+// response_format: {"type": "text" | "json_object" | "json_schema"}. A json_schema's schema is
+// compiled here (json_schema.h): anything outside the supported subset is a 400 naming it.
 ResponseFormat read_response_format(const json& j, const SamplingParams& s) {
   ResponseFormat f;
   auto rf = j.find("response_format");
@@ -129,23 +131,47 @@ ResponseFormat read_response_format(const json& j, const SamplingParams& s) {
   }
   const std::string t = type->get<std::string>();
   if (t == "text") return f;
-  if (t == "json_schema") {
-    auto schema = rf->find("json_schema");
-    if (schema == rf->end() || !schema->is_object()) {
-      fail("'response_format.json_schema' must be an object with a 'name' and a 'schema'", "response_format.json_schema");
-    }
-    fail("response_format type 'json_schema' is not supported yet; 'json_object' is (the output is then a JSON "
-         "object, without a schema)", "response_format", "unsupported");
-  }
-  if (t != "json_object") {
+  if (t != "json_object" && t != "json_schema") {
     fail(fmt::format("'response_format.type' must be 'text', 'json_object' or 'json_schema', got '{}'", t),
          "response_format.type");
   }
-  if (s.ignore_eos) {
-    fail("'ignore_eos' cannot be combined with response_format 'json_object' (the output ends when the object does)",
-         "ignore_eos");
+  if (t == "json_schema") {
+    auto js = rf->find("json_schema");
+    if (js == rf->end() || !js->is_object()) {
+      fail("'response_format.json_schema' must be an object with a 'name' and a 'schema'", "response_format.json_schema");
+    }
+    // name: as OpenAI has it, a-z, A-Z, 0-9, '_' and '-', at most 64.
+    auto name = js->find("name");
+    if (name == js->end() || !name->is_string() || name->get_ref<const std::string&>().empty() ||
+        name->get_ref<const std::string&>().size() > 64 ||
+        !std::all_of(name->get_ref<const std::string&>().begin(), name->get_ref<const std::string&>().end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; })) {
+      fail("'response_format.json_schema.name' must be 1 to 64 characters of a-z, A-Z, 0-9, '_' and '-'",
+           "response_format.json_schema.name");
+    }
+    f.schema_name = name->get<std::string>();
+    if (auto strict = js->find("strict"); strict != js->end() && !strict->is_null() && !strict->is_boolean()) {
+      fail("'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict");
+    }
+    auto schema = js->find("schema");
+    if (schema != js->end() && !schema->is_null()) {
+      if (!schema->is_object()) {
+        fail(fmt::format("'response_format.json_schema.schema' must be an object, got {}", type_name(*schema)),
+             "response_format.json_schema.schema");
+      }
+      try {
+        f.schema = compile_json_schema(*schema);
+      } catch (const JsonSchemaError& e) {
+        fail(fmt::format("response_format.json_schema.schema: {}", e.what()), "response_format.json_schema.schema",
+             e.unsupported() ? "unsupported" : nullptr);
+      }
+    }
   }
-  f.type = ResponseFormat::Type::kJsonObject;
+  if (s.ignore_eos) {
+    fail(fmt::format("'ignore_eos' cannot be combined with response_format '{}' (the output ends when the object "
+                     "does)", t), "ignore_eos");
+  }
+  f.type = t == "json_object" ? ResponseFormat::Type::kJsonObject : ResponseFormat::Type::kJsonSchema;
   return f;
 }
 
@@ -526,7 +552,8 @@ ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLim
   r.response_format = read_response_format(j, r.sampling);
   if (r.response_format.type != ResponseFormat::Type::kText && r.tool_choice.mode != ToolChoice::Mode::kNone) {
     // A call is not a JSON object text: the two would contradict each other.
-    fail("response_format 'json_object' cannot be combined with 'tools' unless 'tool_choice' is 'none'",
+    fail(fmt::format("response_format '{}' cannot be combined with 'tools' unless 'tool_choice' is 'none'",
+                     r.response_format.type == ResponseFormat::Type::kJsonObject ? "json_object" : "json_schema"),
          "response_format");
   }
   return r;

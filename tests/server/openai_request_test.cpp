@@ -310,6 +310,30 @@ TEST(ResponseFormat, TextAndJsonObjectOnBothEndpoints) {
   EXPECT_FALSE(r.sampling.constraint);  // the routes attach it, knowing the model
 }
 
+TEST(ResponseFormat, JsonSchemaCompiledOnBothEndpoints) {
+  const std::string c = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  const std::string p = R"("model":"m","prompt":"x")";
+  const std::string schema = R"(,"response_format":{"type":"json_schema","json_schema":{"name":"cat-1","strict":true,)"
+                             R"("schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],)"
+                             R"("additionalProperties":false}}}})";
+  for (const auto& f : {parse_chat_request("{" + c + schema).response_format,
+                        parse_completion_request("{" + p + schema).response_format}) {
+    EXPECT_EQ(f.type, ResponseFormat::Type::kJsonSchema);
+    EXPECT_EQ(f.schema_name, "cat-1");
+    ASSERT_TRUE(f.schema);
+    JsonSchemaMachine m(*f.schema);
+    EXPECT_TRUE(m.feed(std::string_view(R"({"name":"Tom"})")));
+    EXPECT_TRUE(m.complete());
+  }
+  // No schema: any JSON object, as json_object.
+  const auto any = parse_chat_request("{" + c + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})");
+  EXPECT_EQ(any.response_format.type, ResponseFormat::Type::kJsonSchema);
+  EXPECT_FALSE(any.response_format.schema);
+  // Beside tools the model may call: refused, as json_object.
+  const std::string tools = R"(,"tools":[{"type":"function","function":{"name":"f"}}])";
+  expect_param_error(chat, "{" + c + tools + schema, "response_format");
+}
+
 TEST(ResponseFormat, RejectsBadFormsNamingTheField) {
   const std::string c = R"("model":"m","messages":[{"role":"user","content":"x"}])";
   const std::string p = R"("model":"m","prompt":"x")";
@@ -322,11 +346,25 @@ TEST(ResponseFormat, RejectsBadFormsNamingTheField) {
     expect_param_error(parse, "{" + prefix + R"(,"response_format":{"type":"json"}})", "response_format.type");
     expect_param_error(parse, "{" + prefix + R"(,"response_format":{"type":"json_schema"}})",
                        "response_format.json_schema");
-    // A well-formed json_schema is recognised and refused as not supported yet.
-    const std::string schema =
-        R"(,"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}})";
-    expect_param_error(parse, "{" + prefix + schema, "response_format");
-    EXPECT_EQ(error_code(parse, "{" + prefix + schema), "unsupported");
+    // json_schema: a name as OpenAI has it, strict a boolean, a schema in the supported subset.
+    auto with = [&](const std::string& js) { return "{" + prefix + R"(,"response_format":{"type":"json_schema","json_schema":)" + js + "}}"; };
+    expect_param_error(parse, with(R"({"schema":{"type":"object"}})"), "response_format.json_schema.name");
+    expect_param_error(parse, with(R"({"name":"a b","schema":{"type":"object"}})"), "response_format.json_schema.name");
+    expect_param_error(parse, with(R"({"name":"n","strict":"yes"})"), "response_format.json_schema.strict");
+    expect_param_error(parse, with(R"({"name":"n","schema":[]})"), "response_format.json_schema.schema");
+    const std::string pattern = with(R"({"name":"n","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}})");
+    expect_param_error(parse, pattern, "response_format.json_schema.schema");
+    EXPECT_EQ(error_code(parse, pattern), "unsupported");
+    try {
+      parse(pattern);
+    } catch (const ApiException& e) {
+      EXPECT_NE(e.error().message.find("'pattern' at '/properties/a'"), std::string::npos) << e.error().message;
+    }
+    const std::string bad_type = with(R"({"name":"n","schema":{"type":"object","properties":{"a":{"type":"strng"}}}})");
+    expect_param_error(parse, bad_type, "response_format.json_schema.schema");
+    EXPECT_EQ(error_code(parse, bad_type), "");
+    expect_param_error(parse, "{" + prefix + R"(,"ignore_eos":true,"response_format":{"type":"json_schema","json_schema":{"name":"n"}}})",
+                       "ignore_eos");
     // The output ends when the object does.
     expect_param_error(parse, "{" + prefix + R"(,"ignore_eos":true,"response_format":{"type":"json_object"}})",
                        "ignore_eos");

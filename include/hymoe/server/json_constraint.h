@@ -1,10 +1,12 @@
-// JSON mode (response_format {"type":"json_object"}) as a TokenConstraint for the scheduler: the
-// generated text is always a prefix of a JSON object text (json_grammar.h), and it may end only
+// JSON mode (response_format {"type":"json_object"}) and structured outputs ({"type":"json_schema"})
+// as a TokenConstraint for the scheduler: the generated text is always a prefix of a JSON object
+// text (json_grammar.h) or of a text conforming to the schema (json_schema.h), and it may end only
 // once the object is whole.
 //
 // JsonModeVocab          one per served model, built at load: the token mask over the tokenizer's
 //                        vocabulary, the end-of-sequence id, the tokens that can close a thought.
-// JsonConstraintFactory  one per request; starts each sequence's JsonConstraint.
+// JsonConstraintFactory  one per request (with the request's compiled schema, if any); starts
+//                        each sequence's constraint.
 //
 // Per step the constraint sets -inf on every token whose bytes the grammar refuses (one pass of
 // JsonTokenMask over the vocabulary into a buffer the sequence keeps), and on end-of-sequence until
@@ -24,6 +26,7 @@
 
 #include "hymoe/engine/token_constraint.h"
 #include "hymoe/server/json_grammar.h"
+#include "hymoe/server/json_schema.h"
 
 namespace hymoe::server {
 
@@ -42,13 +45,16 @@ struct JsonModeVocab {
 class JsonConstraintFactory final : public TokenConstraintFactory {
  public:
   // in_reasoning: the output starts inside a thought; JSON begins after "</think>".
-  JsonConstraintFactory(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning)
-      : vocab_(std::move(vocab)), in_reasoning_(in_reasoning) {}
+  // schema: the output must conform to it (null: any JSON object).
+  JsonConstraintFactory(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning,
+                        std::shared_ptr<const JsonSchema> schema = nullptr)
+      : vocab_(std::move(vocab)), schema_(std::move(schema)), in_reasoning_(in_reasoning) {}
 
   std::unique_ptr<TokenConstraint> start() const override;
 
  private:
   std::shared_ptr<const JsonModeVocab> vocab_;
+  std::shared_ptr<const JsonSchema> schema_;
   bool in_reasoning_;
 };
 

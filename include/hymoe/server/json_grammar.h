@@ -19,10 +19,12 @@
 // Wired to decoding by json_constraint.h (a TokenConstraint the scheduler applies per step).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hymoe::server {
@@ -108,10 +110,13 @@ class JsonTokenMask {
                          const std::vector<int32_t>& special_ids = {});
 
   // out resized to the vocabulary; out[id] = 1 where every byte of token id can be fed from m,
-  // else 0. No allocation once out has the vocabulary's size.
-  void allowed(const JsonPrefixMachine& m, std::vector<uint8_t>& out) const;
+  // else 0. No allocation once out has the vocabulary's size. Machine: JsonPrefixMachine or
+  // JsonSchemaMachine (json_schema.h): a copyable value with bool feed(char).
+  template <class Machine>
+  void allowed(const Machine& m, std::vector<uint8_t>& out) const;
   // End-of-sequence may be sampled: the object is whole.
-  bool end_allowed(const JsonPrefixMachine& m) const { return m.complete(); }
+  template <class Machine>
+  bool end_allowed(const Machine& m) const { return m.complete(); }
 
   size_t vocab_size() const { return vocab_size_; }
   // The bytes of token id as given to the constructor; empty for special, empty or out-of-range
@@ -127,5 +132,39 @@ class JsonTokenMask {
   std::array<uint32_t, 257> group_{};  // tokens starting with byte b: [group_[b], group_[b + 1])
   std::vector<uint32_t> pos_;      // [vocab_size]: id's index in sorted order, or UINT32_MAX
 };
+
+template <class Machine>
+void JsonTokenMask::allowed(const Machine& m, std::vector<uint8_t>& out) const {
+  out.assign(vocab_size_, 0);
+  // state[k]: the machine after the first k bytes of the current token (k <= kKeep); a longer
+  // shared prefix is fed again from state[kKeep].
+  constexpr size_t kKeep = 64;
+  auto state = [&m]<size_t... I>(std::index_sequence<I...>) {  // Machine need not be default-constructible
+    return std::array<Machine, sizeof...(I)>{((void)I, m)...};
+  }(std::make_index_sequence<kKeep + 1>{});
+  const char* bytes = bytes_.data();
+  for (size_t b = 0; b < 256; ++b) {
+    if (group_[b] == group_[b + 1]) continue;
+    state[0] = m;
+    state[1] = m;
+    if (!state[1].feed(static_cast<char>(b))) continue;
+    size_t prev_ok = 1;  // bytes of the previous token that could be fed
+    for (uint32_t i = group_[b]; i < group_[b + 1]; ++i) {
+      const size_t len = begin_[i + 1] - begin_[i];
+      const char* tok = bytes + begin_[i];
+      const size_t shared = lcp_[i];
+      if (prev_ok < shared) continue;  // refused inside the prefix it shares with the previous one
+      size_t k = std::min(shared, kKeep);
+      Machine cur = state[k];
+      while (k < shared) cur.feed(tok[k++]);  // past kKeep: known to succeed
+      while (k < len && cur.feed(tok[k])) {
+        ++k;
+        if (k <= kKeep) state[k] = cur;
+      }
+      prev_ok = k;
+      if (k == len) out[static_cast<size_t>(id_[i])] = 1;
+    }
+  }
+}
 
 }  // namespace hymoe::server

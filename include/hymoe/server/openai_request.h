@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "hymoe/engine/sampling_params.h"
 #include "hymoe/server/api_error.h"
+#include "hymoe/server/json_schema.h"
 
 namespace hymoe::server {
 
@@ -35,11 +37,13 @@ struct ToolChoice {
   std::string function;  // kFunction: the function's name (one of `tools`)
 };
 
-// response_format. kJsonObject: the output is one JSON object (constrained decoding, applied by
-// the routes through a JsonConstraintFactory). json_schema is refused as unsupported for now.
+// response_format. kJsonObject: the output is one JSON object; kJsonSchema: one that conforms to
+// `schema` (constrained decoding, applied by the routes through a JsonConstraintFactory).
 struct ResponseFormat {
-  enum class Type { kText, kJsonObject };
+  enum class Type { kText, kJsonObject, kJsonSchema };
   Type type = Type::kText;
+  std::string schema_name;                   // kJsonSchema: json_schema.name
+  std::shared_ptr<const JsonSchema> schema;  // kJsonSchema: compiled; null when the request gave none (any object)
 };
 
 struct ChatCompletionRequest {
@@ -53,7 +57,7 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json tools;     // validated array of {"type":"function","function":{...}}, or null
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
-  ResponseFormat response_format;   // json_object only with tool_choice none (or no tools)
+  ResponseFormat response_format;   // json_object/json_schema only with tool_choice none (or no tools)
   SamplingParams sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -78,9 +82,11 @@ struct CompletionRequest {
 // ApiException (400); n != 1 and other unsupported options throw 400 with code "unsupported".
 // logit_bias becomes SamplingParams::logit_bias (sorted by id; keys must be decimal ids, values
 // numbers in [-100, 100], at most max_logit_bias entries, one entry per id).
-// response_format: {"type": "text"} or {"type": "json_object"}; "json_schema" is a 400 with code
-// "unsupported"; json_object is a 400 beside ignore_eos, and (chat) beside tools unless
-// tool_choice is "none".
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"}}; a schema outside the supported subset
+// (json_schema.h) is a 400 with param "response_format.json_schema.schema" naming the keyword and
+// path (code "unsupported" for valid JSON Schema the subset lacks). json_object and json_schema are
+// a 400 beside ignore_eos, and (chat) beside tools unless tool_choice is "none".
 ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLimits& limits = {});
 CompletionRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
 

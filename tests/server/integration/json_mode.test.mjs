@@ -1,8 +1,10 @@
-// response_format json_object (issue 45) against the real hymoe-server on the tiny checkpoint,
-// through the openai npm SDK: random weights write no JSON by themselves, so every answer that
-// ends on its own parsing as one object is the constraint's doing. Both endpoints, streamed and
-// not, greedy and sampled; max_tokens cuts with finish_reason "length"; bad response_format
-// values and conflicting options are 400s naming the parameter.
+// response_format json_object and json_schema (issue 45) against the real hymoe-server on the tiny
+// checkpoint, through the openai npm SDK: random weights write no JSON by themselves, so every
+// answer that ends on its own parsing as one object (conforming to the schema) is the
+// constraint's doing. Both endpoints, streamed and not, greedy and sampled; the SDK's
+// chat.completions.parse for json_schema; max_tokens cuts with finish_reason "length"; bad
+// response_format values, schemas outside the subset and conflicting options are 400s naming the
+// parameter.
 // Environment (set by ctest): HYMOE_SERVER, HYMOE_MAKE_MODEL, HYMOE_TOKENIZER_DIR, HYMOE_JS_DIR.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,6 +95,126 @@ test('max_tokens cuts a JSON answer with finish_reason length; logprobs stay fin
   }
 });
 
+// A weather report: required and optional properties, an enum, a nullable number, a bounded array
+// of objects, an integer.
+const weatherSchema = {
+  type: 'object',
+  properties: {
+    city: { type: 'string' },
+    unit: { enum: ['celsius', 'fahrenheit'] },
+    temperature: { type: ['number', 'null'] },
+    note: { type: 'string' },
+    days: {
+      type: 'array', maxItems: 2,
+      items: { type: 'object', properties: { day: { type: 'integer' }, rain: { type: 'boolean' } },
+               required: ['day', 'rain'], additionalProperties: false },
+    },
+  },
+  required: ['city', 'unit', 'temperature', 'days'],
+  additionalProperties: false,
+};
+const weather = { type: 'json_schema', json_schema: { name: 'weather', schema: weatherSchema, strict: true } };
+
+// What weatherSchema allows, checked by hand (keys in the schema's order, as the server writes them).
+function checkWeather(v, what) {
+  assert.equal(typeof v, 'object', what);
+  const keys = Object.keys(v);
+  const order = Object.keys(weatherSchema.properties);
+  assert.deepEqual(keys, order.filter((k) => keys.includes(k)), `${what}: key order ${keys}`);
+  for (const k of weatherSchema.required) assert.ok(k in v, `${what}: ${k} missing`);
+  assert.equal(typeof v.city, 'string', what);
+  assert.ok(['celsius', 'fahrenheit'].includes(v.unit), what);
+  assert.ok(v.temperature === null || typeof v.temperature === 'number', what);
+  if ('note' in v) assert.equal(typeof v.note, 'string', what);
+  assert.ok(Array.isArray(v.days) && v.days.length <= 2, what);
+  for (const d of v.days) {
+    assert.deepEqual(Object.keys(d), ['day', 'rain'], what);
+    assert.ok(Number.isInteger(d.day) && typeof d.rain === 'boolean', what);
+  }
+}
+
+// The ids of the bytes that end strings, values and containers: a bias towards them makes the
+// random model finish within a few dozen tokens.
+async function finishingBias() {
+  const bias = {};
+  for (const text of ['"', '}', ']', ',', '0']) {
+    const ids = (await (await post('/tokenize', { prompt: text, add_special_tokens: false })).json()).tokens;
+    assert.equal(ids.length, 1, `'${text}' is one token`);
+    bias[ids[0]] = 5;
+  }
+  return bias;
+}
+
+test('json_schema answers conform to the schema: chat (SDK parse) and completions, streamed and not', async () => {
+  const logit_bias = await finishingBias();
+  let stopped = 0;
+  for (const temperature of [0, 0.8, 1.5]) {
+    for (const seed of [3, 4]) {
+      const what = `temperature ${temperature} seed ${seed}`;
+      const params = { model: 'tiny', messages: ask, response_format: weather, max_tokens: 96, temperature, seed,
+                       logit_bias };
+      let content = null;
+      try {
+        // The SDK parses content for json_schema, and throws on finish_reason length.
+        const parsed = await client().chat.completions.parse(params);
+        const c = parsed.choices[0];
+        assert.equal(c.finish_reason, 'stop', what);
+        checkWeather(c.message.parsed, `chat ${what}`);
+        content = c.message.content;
+        ++stopped;
+      } catch (e) {
+        assert.equal(e.constructor.name, 'LengthFinishReasonError', `${what}: ${e}`);
+      }
+      const stream = await client().chat.completions.create({ ...params, stream: true });
+      let streamed = '';
+      let finish = null;
+      for await (const ch of stream) {
+        streamed += ch.choices[0]?.delta?.content ?? '';
+        finish = ch.choices[0]?.finish_reason ?? finish;
+      }
+      if (content !== null) {
+        assert.equal(finish, 'stop', what);
+        assert.equal(streamed, content, `streamed = non-streamed, ${what}`);
+      } else {
+        assert.equal(finish, 'length', what);
+      }
+
+      const text = await client().completions.create({
+        model: 'tiny', prompt: 'Weather as JSON:', response_format: weather, max_tokens: 96, temperature, seed,
+        logit_bias });
+      const tc = text.choices[0];
+      if (tc.finish_reason === 'stop') {
+        checkWeather(JSON.parse(tc.text), `completion ${what}`);
+        ++stopped;
+      } else {
+        assert.equal(tc.finish_reason, 'length', what);
+        assert.match(tc.text, /^\s*\{/, `completion ${what}: ${tc.text}`);
+      }
+    }
+  }
+  assert.ok(stopped >= 3, `most answers end as whole objects (${stopped} of 12 did)`);
+});
+
+test('json_schema outside the supported subset: 400 naming the keyword and its path', async () => {
+  const cases = [
+    [{ type: 'object', properties: { a: { type: 'string', pattern: '^x' } } }, /'pattern' at '\/properties\/a'/, 'unsupported'],
+    [{ type: 'object', properties: { n: { type: 'integer', minimum: 1 } } }, /'minimum'/, 'unsupported'],
+    [{ type: 'array' }, /root schema must be an object/, 'unsupported'],
+    [{ type: 'object', properties: { a: { type: 'strng' } } }, /unknown type 'strng'/, null],
+  ];
+  for (const [schema, message, code] of cases) {
+    for (const [path, body] of [['/v1/chat/completions', { messages: ask }], ['/v1/completions', { prompt: 'Hi' }]]) {
+      const r = await post(path, { model: 'tiny', max_tokens: 2, ...body,
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema, strict: true } } });
+      const j = await r.json();
+      assert.equal(r.status, 400, JSON.stringify(j));
+      assert.equal(j.error.param, 'response_format.json_schema.schema', JSON.stringify(j));
+      assert.match(j.error.message, message);
+      assert.equal(j.error.code, code, JSON.stringify(j));
+    }
+  }
+});
+
 test('bad response_format values and conflicting options get a 400 naming the parameter', async () => {
   const schema = { type: 'json_schema', json_schema: { name: 'cat', schema: { type: 'object' }, strict: true } };
   const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
@@ -102,11 +224,13 @@ test('bad response_format values and conflicting options get a 400 naming the pa
     ['/v1/chat/completions', { messages: ask, response_format: {} }, 'response_format.type'],
     ['/v1/chat/completions', { messages: ask, response_format: { type: 'json_schema' } },
      'response_format.json_schema'],
-    ['/v1/chat/completions', { messages: ask, response_format: schema }, 'response_format'],
+    ['/v1/chat/completions', { messages: ask, response_format: { type: 'json_schema', json_schema: { schema: {} } } },
+     'response_format.json_schema.name'],
+    ['/v1/chat/completions', { messages: ask, response_format: schema, tools }, 'response_format'],
     ['/v1/chat/completions', { messages: ask, response_format: json_object, tools }, 'response_format'],
     ['/v1/chat/completions', { messages: ask, response_format: json_object, ignore_eos: true }, 'ignore_eos'],
     ['/v1/completions', { prompt: 'Hi', response_format: { type: 'json' } }, 'response_format.type'],
-    ['/v1/completions', { prompt: 'Hi', response_format: schema }, 'response_format'],
+    ['/v1/completions', { prompt: 'Hi', response_format: schema, ignore_eos: true }, 'ignore_eos'],
   ];
   for (const [path, body, param] of cases) {
     const r = await post(path, { model: 'tiny', max_tokens: 2, ...body });
@@ -115,12 +239,9 @@ test('bad response_format values and conflicting options get a 400 naming the pa
     assert.equal(j.error.type, 'invalid_request_error');
     assert.equal(j.error.param, param, JSON.stringify(j));
   }
-  const r = await post('/v1/chat/completions', { model: 'tiny', messages: ask, response_format: schema });
-  const j = await r.json();
-  assert.equal(j.error.code, 'unsupported');
-  assert.match(j.error.message, /json_schema.*not supported/);
   // Tools the model may not call, and type text, are fine.
-  for (const extra of [{ tools, tool_choice: 'none', response_format: json_object }, { response_format: { type: 'text' } }]) {
+  for (const extra of [{ tools, tool_choice: 'none', response_format: json_object }, { response_format: { type: 'text' } },
+                       { tools, tool_choice: 'none', response_format: schema }]) {
     const ok = await post('/v1/chat/completions', { model: 'tiny', messages: ask, max_tokens: 2, ...extra });
     assert.equal(ok.status, 200, JSON.stringify(extra));
   }
