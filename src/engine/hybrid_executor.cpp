@@ -23,6 +23,7 @@
 #include "hymoe/gpu/mla_decode.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/stream.h"
+#include "hymoe/gpu/upload.h"
 #include "hymoe/kernels/isa.h"
 #include "hymoe/model/weight_store.h"
 
@@ -49,7 +50,9 @@ struct HybridExecutor::Impl {
   const int device;  // made current by every forward() (the scheduler's thread is not the loader's)
   Fp8SpecialIndex specials;
   cpu::ThreadPool& pool;
-  gpu::Stream stream;  // plan upload, embedding, head; the lanes' streams join it
+  // Plan upload, embedding, head; the lanes' streams join it. Decode's streams are the device's
+  // highest priority: a stream-loading prefill beside them gets the SMs they leave.
+  gpu::Stream stream{gpu::highest_stream_priority()};
   gpu::Event embedded{false};
   bool dual_microbatch = true;
   // Decode rows through the tuned mla_decode (HybridExecutorOptions::tuned_decode_attention):
@@ -130,7 +133,7 @@ struct HybridExecutor::Impl {
 struct HybridExecutor::Impl::Lane final : LayerOps {
   static constexpr int64_t kMoeGemvRows = 2048;  // rows per moe_gemv launch (grid y = rows * top_k <= 65535)
   Impl& x;
-  gpu::Stream stream;
+  gpu::Stream stream{gpu::highest_stream_priority()};
   gpu::Event moe_input_ready{false}, done{false};
   int64_t row0 = 0, rows = 0, decode_rows = 0;  // decode rows: [row0, row0 + decode_rows)
   int64_t cap = 0;
@@ -316,7 +319,8 @@ void HybridExecutor::Impl::upload_plan() {
     std::copy(table.blocks.begin(), table.blocks.end(), row);
     std::fill(row + table.blocks.size(), row + blocks, 0);
   }
-  d_plan.copy_from_host(ids, static_cast<size_t>(T * (4 + blocks)) * 4, stream);
+  // By a kernel, not the copy engine: behind SLP's expert copies it would wait (upload.h).
+  gpu::upload_mapped(d_plan.data(), ids, static_cast<size_t>(T * (4 + blocks)) * 4, stream);
   const int32_t* base = d_plan.as<int32_t>();
   p_ids = base;
   p_pos = base + T;
@@ -524,7 +528,7 @@ void HybridExecutor::Impl::Lane::routed_experts(int64_t li) {
   x.profile.cpu_moe_s += seconds_since(t0);
   ++x.profile.moe_layer_runs;
   t0 = Clock::now();
-  routed.copy_from_host(out, static_cast<size_t>(T * hidden) * 4, stream);
+  gpu::upload_mapped(routed.data(), out, static_cast<size_t>(T * hidden) * 4, stream);
   x.profile.handoff_s += seconds_since(t0);
 }
 

@@ -25,6 +25,7 @@
 #include "hymoe/gpu/mla_prefill_cudnn.h"
 #include "hymoe/gpu/rope.h"
 #include "hymoe/gpu/stream.h"
+#include "hymoe/gpu/upload.h"
 
 namespace hymoe {
 namespace {
@@ -361,7 +362,7 @@ void SlpExecutor::Impl::upload_plan() {
     std::copy(table.blocks.begin(), table.blocks.begin() + static_cast<std::ptrdiff_t>(blocks),
               tables + run_table[static_cast<size_t>(r)]);
   }
-  d_plan.copy_from_host(ids, static_cast<size_t>(ints) * 4, stream);
+  gpu::upload_mapped(d_plan.data(), ids, static_cast<size_t>(ints) * 4, stream);  // not behind expert copies
   const int32_t* base = d_plan.as<int32_t>();
   p_ids = base;
   p_pos = base + n;

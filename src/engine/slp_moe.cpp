@@ -8,6 +8,7 @@
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/upload.h"
 
 namespace hymoe {
 namespace {
@@ -170,7 +171,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
         slp_batch_offsets({off, n}, e0, e1, {abs, n}, {rel, n});
         int32_t* d_abs = d_batch.as<int32_t>() + static_cast<size_t>(batch) * 2 * n;
         int32_t* d_rel = d_abs + n;
-        HYMOE_CUDA_CHECK(cudaMemcpyAsync(d_abs, abs, 2 * n * 4, cudaMemcpyHostToDevice, stream));
+        gpu::upload_inline(d_abs, abs, 2 * n * 4, stream);  // not behind the expert copies (upload.h)
         const std::span<const int32_t> habs(abs, n), hrel(rel, n);
         // Gate and up write each row at its index in the layer's order (the grouped scales of
         // the permuted tokens are laid out by the absolute offsets): a base shifted back by the

@@ -77,7 +77,7 @@ void DeviceBuffer::fill_bytes(int value, cudaStream_t stream) {
 
 PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
-  const cudaError_t status = cudaHostAlloc(&data_, bytes, cudaHostAllocPortable);
+  const cudaError_t status = cudaHostAlloc(&data_, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
     data_ = nullptr;

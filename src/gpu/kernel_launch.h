@@ -4,6 +4,7 @@
 // cannot compile fmt's compile-time format strings (HYMOE_CHECK) in .cu files.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -37,6 +38,9 @@ cudaError_t dense_gemv_f32(const DenseGemvParams& p, cudaStream_t stream);
 cudaError_t silu_mul_f32(const SiluMulF32Params& p, cudaStream_t stream);
 cudaError_t mla_latent_rows(const MlaLatentRowsParams& p, cudaStream_t stream);
 cudaError_t widen_bf16(const WidenBf16Params& p, cudaStream_t stream);
+// upload.h: in launches of kInlineUploadBytes; from the device mapping of pinned memory.
+cudaError_t upload_inline(unsigned char* dst, const unsigned char* src, size_t bytes, cudaStream_t stream);
+cudaError_t upload_mapped(unsigned char* dst, const unsigned char* src, size_t bytes, cudaStream_t stream);
 cudaError_t dense_gemm_f32(const DenseGemmF32Params& p, cudaStream_t stream);
 cudaError_t mla_gather_latent(const MlaGatherLatentParams& p, cudaStream_t stream);
 cudaError_t mla_assemble_kv(const MlaAssembleKvParams& p, cudaStream_t stream);

@@ -5,6 +5,7 @@
 
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_block_gemm.h"
+#include "hymoe/gpu/upload.h"
 #include "kernel_launch.h"
 
 namespace hymoe::gpu {
@@ -139,9 +140,16 @@ void GroupedFp8Gemm::run_tma(std::span<const int32_t> host_offsets,
                 "grouped gemm: no tensor map for expert {} ({}; cuTensorMapEncodeTiled)", e,
                 cudaGetErrorString(err));
   }
-  // From pageable memory: the copy has read maps_host_ when it returns, so the next run may
-  // re-encode slots while this launch is still queued.
-  if (!stale.empty()) maps_dev_.copy_from_host(maps_host_.data(), bytes, stream);
+  // The stale maps' runs in the launches' parameters (read during the call, so the next run may
+  // re-encode slots while this launch is still queued; no copy engine: upload.h says why).
+  for (size_t i = 0; i < stale.size();) {
+    size_t j = i + 1;
+    while (j < stale.size() && stale[j] == stale[j - 1] + 1) ++j;
+    const auto first = static_cast<size_t>(stale[i]);
+    upload_inline(static_cast<char*>(maps_dev_.data()) + first * kTensorMapBytes, &maps_host_[first],
+                  (j - i) * kTensorMapBytes, stream);
+    i = j;
+  }
   HYMOE_CUDA_CHECK(launch::fp8_grouped_gemm_tma(gp, static_cast<const TensorMapBytes*>(maps_dev_.data()),
                                                 host_offsets.back(), tiles, variant, stream));
 }
@@ -193,7 +201,7 @@ void GroupedFp8Gemm::run(std::span<const int32_t> host_offsets, const int32_t* d
       weights_host_.assign(experts.begin(), experts.end());
       if (weights_dev_.bytes() < experts.size() * sizeof(ExpertWeight))
         weights_dev_ = DeviceBuffer(experts.size() * sizeof(ExpertWeight));
-      weights_dev_.copy_from_host(weights_host_.data(), experts.size() * sizeof(ExpertWeight), stream);
+      upload_inline(weights_dev_.data(), weights_host_.data(), experts.size() * sizeof(ExpertWeight), stream);
     }
     GroupedGemmParams gp;
     gp.a = a;

@@ -6,6 +6,12 @@
 
 namespace hymoe::gpu {
 
+int highest_stream_priority() {
+  int least = 0, greatest = 0;
+  HYMOE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
+
 Stream::Stream(int priority) {
   HYMOE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
 }

@@ -43,7 +43,8 @@ class DeviceBuffer {
   MemoryBudget* budget_ = nullptr;
 };
 
-// Page-locked host memory (cudaHostAlloc, portable): full-speed DMA to and from any device.
+// Page-locked host memory (cudaHostAlloc, portable and mapped): full-speed DMA to and from any device,
+// and readable by kernels (upload_mapped).
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;

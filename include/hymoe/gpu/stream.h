@@ -5,6 +5,10 @@
 
 namespace hymoe::gpu {
 
+// The highest priority a stream can have on the current device (the numerically lowest value):
+// decode steps' kernels get the SMs first while a long prefill runs beside them.
+int highest_stream_priority();
+
 class Stream {
  public:
   // A non-blocking stream on the current device; priority: lower number = higher priority.
