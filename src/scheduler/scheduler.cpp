@@ -31,12 +31,22 @@ struct Scheduler::Sequence {
   uint64_t order = 0;              // admission order, for preemption (youngest first)
   bool admitted = false;           // once admitted (preemption does not reset it)
   bool done = false;
+  bool in_long = false;            // in the long path's running step (its KV is written there)
+  bool cancel_after_long = false;  // cancelled while in_long: finished when the step returns
 
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - table.tokens; }
 };
 
-Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config)
+struct Scheduler::LongStep {
+  std::vector<StepItem> items;
+  std::vector<Sequence*> owners;
+  std::vector<float> logits;
+  std::string error;  // set when the step failed
+};
+
+Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config, Executor* long_path)
     : executor_(executor),
+      long_path_(long_path),
       kv_(executor.kv_cache()),
       eos_(eos_token),
       config_(config),
@@ -45,6 +55,14 @@ Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig conf
               kInvalidArgument, "scheduler: max_running and the prefill chunks must be positive");
   max_context_ = config.max_context > 0 ? config.max_context : executor.config().max_position_embeddings;
   logits_.resize(static_cast<size_t>(config.max_running + 1) * static_cast<size_t>(executor.config().vocab_size));
+  if (long_path_) {
+    HYMOE_CHECK(&long_path_->kv_cache() == &kv_ && long_path_->config().vocab_size == executor.config().vocab_size,
+                kInvalidArgument, "scheduler: the long-prompt path ({}) must share the KV cache and vocabulary of {}",
+                long_path_->name(), executor.name());
+    HYMOE_CHECK(config.long_prefill_threshold > 0, kInvalidArgument,
+                "scheduler: a long-prompt path needs long_prefill_threshold > 0");
+    long_thread_ = std::thread([this] { long_main(); });
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -182,9 +200,7 @@ void Scheduler::loop() {
     std::vector<std::string> cancelled;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] {
-        return stopping_ || !incoming_.empty() || !cancelled_.empty() || !waiting_.empty() || !running_.empty();
-      });
+      wake_.wait(lock, [this] { return stopping_ || !incoming_.empty() || !cancelled_.empty() || long_done_ || has_work_; });
       if (stopping_) break;
       while (!incoming_.empty()) {
         waiting_.push_back(std::move(incoming_.front()));
@@ -192,18 +208,32 @@ void Scheduler::loop() {
       }
       cancelled.swap(cancelled_);
     }
+    if (long_path_) {
+      bool done = false;
+      {
+        std::lock_guard lock(mutex_);
+        done = long_done_;
+      }
+      if (done) finish_long_step();
+    }
     for (const auto& id : cancelled) {
       for (auto& s : waiting_) {
         if (s->req.id == id) finish(*s, FinishReason::kAbort, "");
       }
       for (auto& s : running_) {
-        if (s->req.id == id) finish(*s, FinishReason::kAbort, "");
+        if (s->req.id != id) continue;
+        if (s->in_long) {
+          s->cancel_after_long = true;  // its blocks are being written: freed when the step returns
+        } else {
+          finish(*s, FinishReason::kAbort, "");
+        }
       }
     }
     std::erase_if(waiting_, [](const auto& s) { return s->done; });
     std::erase_if(running_, [](const auto& s) { return s->done; });
 
     // Admission: FIFO while slots and KV blocks for the whole pending prefill allow.
+    bool admission_blocked = false;  // KV full: retried once a step has run or freed blocks
     while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running) {
       Sequence& s = *waiting_.front();
       if (!admit(s)) {
@@ -212,6 +242,7 @@ void Scheduler::loop() {
           waiting_.pop_front();
           continue;
         }
+        admission_blocked = true;
         break;
       }
       s.order = order++;
@@ -219,26 +250,59 @@ void Scheduler::loop() {
       waiting_.pop_front();
     }
 
-    if (!running_.empty()) {
-      std::vector<Sequence*> batch;
-      for (auto& s : running_) batch.push_back(s.get());
+    start_long_step();
+    std::vector<Sequence*> batch;
+    for (auto& s : running_) {
+      if (!s->in_long && !on_long_path(*s)) batch.push_back(s.get());
+    }
+    if (!batch.empty()) {
       run_step(batch);
       std::erase_if(running_, [](const auto& s) { return s->done; });
     }
 
+    // Sleep until something arrives (a request, a cancel, the long step's end) unless the main
+    // path has work or a waiting request may now be admitted (preempted ones, freed slots).
+    bool work = !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running &&
+                (!admission_blocked || !batch.empty());
+    int64_t long_running = 0, long_waiting = 0;
+    for (const auto& s : running_) {
+      if (s->in_long) {
+        ++long_running;
+      } else if (on_long_path(*s)) {
+        ++long_waiting;  // the long path was busy (start_long_step ran above): its end wakes the loop
+      } else {
+        work = true;
+      }
+    }
     SchedulerStats snapshot;
     std::function<void(const SchedulerStats&)> listener;
     {
       std::lock_guard lock(mutex_);
+      has_work_ = work;
       stats_.running = static_cast<int64_t>(running_.size());
       stats_.waiting = static_cast<int64_t>(waiting_.size());
+      stats_.long_running = long_running;
+      stats_.long_waiting = long_waiting;
       stats_.kv_usage = kv_.usage();
       snapshot = stats_;
       listener = listener_;
     }
     if (listener) listener(snapshot);
   }
-  // Shutdown: everything still known finishes as aborted.
+  // Shutdown: the long path's step (if any) runs to its end first; then everything still known
+  // finishes as aborted.
+  if (long_thread_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      long_stop_ = true;
+    }
+    long_wake_.notify_all();
+    long_thread_.join();
+    if (long_step_) {
+      for (Sequence* s : long_step_->owners) s->in_long = false;
+      long_step_.reset();
+    }
+  }
   for (auto& s : running_) finish(*s, FinishReason::kAbort, "server shutting down");
   for (auto& s : waiting_) finish(*s, FinishReason::kAbort, "server shutting down");
   std::deque<std::unique_ptr<Sequence>> late;
@@ -301,7 +365,11 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
 
   const size_t vocab = static_cast<size_t>(executor_.config().vocab_size);
   size_t rows = 0;
-  for (const auto& it : items) rows += it.want_logits ? 1 : 0;
+  int64_t prompt_tokens = 0;
+  for (const auto& it : items) {
+    rows += it.want_logits ? 1 : 0;
+    prompt_tokens += it.decode ? 0 : static_cast<int64_t>(it.tokens.size());
+  }
   if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
   try {
     executor_.forward(items, std::span<float>(logits_.data(), rows * vocab));
@@ -310,17 +378,115 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     for (Sequence* s : owners) finish(*s, FinishReason::kError, e.what());
     return;
   }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.main_prompt_tokens += prompt_tokens;
+  }
+  complete(items, owners, std::span<float>(logits_.data(), rows * vocab));
+}
 
+bool Scheduler::on_long_path(const Sequence& s) const {
+  return long_path_ && !s.done && s.pending() >= config_.long_prefill_threshold;
+}
+
+void Scheduler::start_long_step() {
+  if (!long_path_ || long_busy_) return;
+  auto st = std::make_unique<LongStep>();
+  int64_t budget = config_.long_prefill_chunk > 0 ? config_.long_prefill_chunk : config_.max_prefill_chunk;
+  std::vector<Sequence*> order;
+  for (auto& s : running_) {
+    if (!s->in_long && on_long_path(*s)) order.push_back(s.get());
+  }
+  std::sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) { return a->order < b->order; });
+  for (Sequence* s : order) {
+    const int64_t pending = s->pending();
+    const int64_t n = std::min(pending, budget);
+    if (n < std::min(pending, config_.long_prefill_threshold)) break;  // too little room left this step
+    if (!kv_.reserve(s->table, s->table.tokens + n)) continue;  // (admission reserved the prompt)
+    StepItem item;
+    item.table = &s->table;
+    item.start = s->table.tokens;
+    item.tokens = std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(s->table.tokens), static_cast<size_t>(n));
+    item.want_logits = n == pending;
+    st->items.push_back(item);
+    st->owners.push_back(s);
+    s->in_long = true;
+    budget -= n;
+  }
+  if (st->items.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    long_step_ = std::move(st);
+    long_busy_ = true;
+    long_done_ = false;
+  }
+  long_wake_.notify_all();
+}
+
+void Scheduler::long_main() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    long_wake_.wait(lock, [this] { return long_stop_ || (long_busy_ && !long_done_); });
+    if (long_stop_) return;
+    LongStep& st = *long_step_;
+    lock.unlock();
+    size_t rows = 0;
+    for (const StepItem& it : st.items) rows += it.want_logits ? 1 : 0;
+    try {
+      st.logits.resize(rows * static_cast<size_t>(long_path_->config().vocab_size));
+      long_path_->forward(st.items, st.logits);
+    } catch (const std::exception& e) {
+      st.error = e.what()[0] ? e.what() : "the long-prompt step failed";
+    }
+    lock.lock();
+    long_done_ = true;
+    wake_.notify_all();
+  }
+}
+
+void Scheduler::finish_long_step() {
+  std::unique_ptr<LongStep> st;
+  {
+    std::lock_guard lock(mutex_);
+    st = std::move(long_step_);
+    long_busy_ = false;
+    long_done_ = false;
+  }
+  if (!st) return;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < st->items.size(); ++i) {
+    st->owners[i]->in_long = false;
+    tokens += static_cast<int64_t>(st->items[i].tokens.size());
+  }
+  if (!st->error.empty()) {
+    log::get("sched")->error("long-prompt step ({}) failed: {}", long_path_->name(), st->error);
+    for (Sequence* s : st->owners) finish(*s, FinishReason::kError, st->error);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.long_prompt_tokens += tokens;
+  }
+  for (Sequence* s : st->owners) {
+    if (s->cancel_after_long) finish(*s, FinishReason::kAbort, "");
+  }
+  complete(st->items, st->owners, st->logits);
+}
+
+void Scheduler::complete(std::span<const StepItem> items, std::span<Sequence* const> owners, std::span<float> logits) {
+  const size_t vocab = static_cast<size_t>(executor_.config().vocab_size);
   // Completed blocks become shareable before anything can finish and release them.
   if (config_.prefix_cache) {
-    for (Sequence* s : owners) kv_.publish(s->table, s->tokens);
+    for (Sequence* s : owners) {
+      if (!s->done) kv_.publish(s->table, s->tokens);
+    }
   }
 
   size_t row = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].want_logits) continue;
     Sequence& s = *owners[i];
-    float* row_data = logits_.data() + row * vocab;
+    float* row_data = logits.data() + row * vocab;
     ++row;
     if (config_.sample_vocab > 0 && static_cast<size_t>(config_.sample_vocab) < vocab) {
       std::fill(row_data + config_.sample_vocab, row_data + vocab, -std::numeric_limits<float>::infinity());

@@ -76,6 +76,14 @@ void Metrics::set_prefix_cache(int64_t queries, int64_t hits) {
   prefix_hits_ = hits;
 }
 
+void Metrics::set_paths(int64_t long_running, int64_t long_waiting, int64_t long_prompt_tokens,
+                        int64_t main_prompt_tokens) {
+  long_running_ = long_running;
+  long_waiting_ = long_waiting;
+  long_tokens_ = long_prompt_tokens;
+  main_tokens_ = main_prompt_tokens;
+}
+
 void Metrics::set_backend(const std::string& backend) {
   std::lock_guard lock(backend_mutex_);
   backend_ = backend;
@@ -117,6 +125,14 @@ std::string Metrics::render() const {
           static_cast<uint64_t>(prefix_queries_.load()));
   counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
           static_cast<uint64_t>(prefix_hits_.load()));
+  gauge("hymoe:long_path_requests_running", "Requests in the long-prompt path's running step (stream-loading prefill).",
+        static_cast<double>(long_running_.load()));
+  gauge("hymoe:long_path_requests_waiting", "Requests whose prompt waits for the long-prompt path.",
+        static_cast<double>(long_waiting_.load()));
+  out += "# HELP hymoe:prompt_tokens_computed_total Prompt tokens computed, by path (prefix-cache hits excluded).\n"
+         "# TYPE hymoe:prompt_tokens_computed_total counter\n";
+  out += fmt::format("hymoe:prompt_tokens_computed_total{{{},path=\"main\"}} {}\n", labels_, main_tokens_.load());
+  out += fmt::format("hymoe:prompt_tokens_computed_total{{{},path=\"long\"}} {}\n", labels_, long_tokens_.load());
   counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_.load());
   counter("vllm:generation_tokens_total", "Number of generation tokens processed.", generation_tokens_.load());
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"

@@ -12,7 +12,6 @@
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/slp_executor.h"
-#include "hymoe/engine/split_executor.h"
 #include "hymoe/gpu/device.h"
 #endif
 #include "hymoe/model/presets.h"
@@ -29,8 +28,17 @@ std::string served_model_name(const ServerConfig& config) {
 
 Runtime::~Runtime() {
   scheduler.reset();
+  long_executor.reset();
   executor.reset();
   pool.reset();
+}
+
+std::string Runtime::backend() const {
+  return long_executor ? std::string(executor->name()) + "+" + long_executor->name() : executor->name();
+}
+
+std::string Runtime::placement() const {
+  return long_executor ? long_executor->placement_summary() : executor->placement_summary();
 }
 
 namespace {
@@ -48,11 +56,11 @@ std::unique_ptr<Executor> make_cpu_executor(const ServerConfig& config, const We
 }
 
 #if HYMOE_HAVE_CUDA
-// The hybrid executor, with stream-loading prefill beside it over the same device model (one copy
-// of the weights, one KV pool) where slp_threshold > 0 and the model's shapes and the budget allow
-// it; otherwise the hybrid executor alone, with a warning saying why.
+// The hybrid executor and, where slp_threshold > 0 and the model's shapes and the budget allow it,
+// stream-loading prefill over the same device model (one copy of the weights, one KV pool) as
+// `long_path`; otherwise the hybrid executor alone, with a warning saying why.
 std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool,
-                                            const HybridExecutorOptions& ho) {
+                                            const HybridExecutorOptions& ho, std::unique_ptr<Executor>& long_path) {
   if (config.slp_threshold == 0) return std::make_unique<HybridExecutor>(store, pool, ho);
   auto model = std::make_shared<GpuModel>(
       store, GpuModelOptions{.device = ho.device, .gpu_memory_limit = ho.gpu_memory_limit, .kv_cache_bytes = ho.kv_cache_bytes,
@@ -74,14 +82,15 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
     log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
   }
   auto hybrid = std::make_unique<HybridExecutor>(model, pool, ho);
-  if (!slp) return hybrid;
-  return std::make_unique<SplitExecutor>(std::move(hybrid), std::move(slp), config.slp_threshold);
+  long_path = std::move(slp);
+  return hybrid;
 }
 #endif
 
 // The backend: cpu, hybrid, or auto (hybrid where this build has CUDA and a device is present,
 // falling back to cpu with a warning when the hybrid backend cannot start there).
-std::unique_ptr<Executor> make_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool) {
+std::unique_ptr<Executor> make_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool,
+                                        std::unique_ptr<Executor>& long_path) {
   auto log = log::get("load");
   if (config.backend == "cpu") return make_cpu_executor(config, store, pool);
 #if HYMOE_HAVE_CUDA
@@ -96,7 +105,7 @@ std::unique_ptr<Executor> make_executor(const ServerConfig& config, const Weight
     ho.tuned_decode_attention = config.tuned_decode_attention;
     ho.max_gpu_expert_layers = config.gpu_expert_layers;
     try {
-      return make_gpu_executor(config, store, pool, ho);
+      return make_gpu_executor(config, store, pool, ho, long_path);
     } catch (const Error& e) {
       if (config.backend == "hybrid") throw;
       log->warn("backend auto: the hybrid backend cannot start ({}); serving on the CPU", e.what());
@@ -171,28 +180,31 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   cpu::ThreadPoolOptions po;
   po.threads = config.threads;
   rt->pool = std::make_unique<cpu::ThreadPool>(cpu::Topology::detect(), po);
-  rt->executor = make_executor(config, *rt->store, *rt->pool);
+  rt->executor = make_executor(config, *rt->store, *rt->pool, rt->long_executor);
   SchedulerConfig sc;
   sc.max_running = config.max_running;
   sc.max_waiting = config.max_waiting;
   sc.max_prefill_chunk = config.max_prefill_chunk;
 #if HYMOE_HAVE_CUDA
-  // With stream-loading prefill, a long prompt goes to it whole (up to its step limit) while
-  // nothing decodes: every chunk streams all of the routed experts once.
-  if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) {
-    if (auto* slp = dynamic_cast<SlpExecutor*>(&split->long_path()))
-      sc.max_prefill_chunk = std::max(config.max_prefill_chunk, slp->max_tokens());
-    // Beside decodes too: an SLP step streams every routed expert whatever its length, so a long
-    // prompt cut into decode_prefill_chunk pieces would pay that once per piece.
-    sc.long_prefill_threshold = split->threshold();
+  // Stream-loading prefill takes every prompt with at least --slp-threshold tokens pending, in
+  // steps of up to its step limit (each streams all of the routed experts once), beside the
+  // decodes and short prompts of the hybrid path.
+  if (auto* slp = dynamic_cast<SlpExecutor*>(rt->long_executor.get())) {
+    sc.long_prefill_threshold = config.slp_threshold;
+    sc.long_prefill_chunk = slp->max_tokens();
   }
 #endif
   sc.decode_prefill_chunk = config.decode_prefill_chunk;
   sc.prefix_cache = config.prefix_cache;
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();
-  rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc);
-  log->info("backend: {}", rt->executor->name());
+  rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc, rt->long_executor.get());
+  if (rt->long_executor) {
+    log->info("backend: {}, prompts of {}+ tokens on {} beside it", rt->executor->name(), config.slp_threshold,
+              rt->long_executor->name());
+  } else {
+    log->info("backend: {}", rt->executor->name());
+  }
   return rt;
 }
 

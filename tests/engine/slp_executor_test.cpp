@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <random>
 
@@ -23,8 +24,8 @@
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/kv_cache.h"
-#include "hymoe/engine/split_executor.h"
 #include "hymoe/gpu/device.h"
+#include "hymoe/scheduler/scheduler.h"
 #include "engine_test_util.h"
 #include "tiny_model_fixture.h"
 
@@ -314,56 +315,77 @@ TEST_F(SlpExecutorTest, AttentionKernelsBlocksAndKeyWindowsAgree) {
   }
 }
 
-TEST_F(SlpExecutorTest, SplitExecutorRoutesByChunkLength) {
-  // One step of a decode token, a short prompt and a long one through SplitExecutor(hybrid, SLP,
-  // threshold 32): the long prompt's logits are SLP's, the others the hybrid path's, in item order,
-  // and every table advances.
+TEST_F(SlpExecutorTest, SchedulerRunsLongPromptsOnSlpBesideHybridDecodes) {
+  // The scheduler with SLP as its long-prompt path beside the hybrid executor (one device model,
+  // one KV pool): a long prompt prefilled by SLP continues decoding on the hybrid path from the
+  // latent KV SLP wrote, and every request's greedy tokens are the same alone as with the others
+  // running beside it (SLP's step on its own thread while the short requests decode).
   auto model = make_model();
-  auto hy = std::make_unique<HybridExecutor>(model, *model_->pool, hybrid_options());
-  auto slp = std::make_unique<SlpExecutor>(model, slp_options());
-  HybridExecutor& hy_ref = *hy;
-  SlpExecutor& slp_ref = *slp;
-  SplitExecutor split(std::move(hy), std::move(slp), 32);
-  auto& kv = model->kv_cache();
-  const auto decoding = random_tokens(9, 1), shorter = random_tokens(12, 2), longer = random_tokens(70, 3);
-  // The decoding sequence's prompt first (8 tokens), then its 9th token as a decode item.
-  BlockTable td, ts, tl;
-  ASSERT_TRUE(kv.reserve(td, 9));
-  ASSERT_TRUE(kv.reserve(ts, 12));
-  ASSERT_TRUE(kv.reserve(tl, 70));
-  std::vector<float> one(kVocab);
-  StepItem p0{&td, std::span<const int32_t>(decoding).first(8), 0, true};
-  split.forward({&p0, 1}, one);
-  std::vector<float> logits(3 * kVocab, NAN);
-  StepItem items[3] = {{&tl, longer, 0, true},
-                       {&td, std::span<const int32_t>(decoding).last(1), 8, true, true},
-                       {&ts, shorter, 0, true}};
-  split.forward(items, logits);
-  EXPECT_EQ(tl.tokens, 70);
-  EXPECT_EQ(td.tokens, 9);
-  EXPECT_EQ(ts.tokens, 12);
-  // The same prompts alone on each path.
-  auto alone = [&](Executor& ex, const std::vector<int32_t>& tokens) {
-    BlockTable t;
-    EXPECT_TRUE(kv.reserve(t, static_cast<int64_t>(tokens.size())));
-    auto l = prefill(ex, t, tokens, {tokens.size()});
-    kv.release(t);
-    return l;
+  HybridExecutor hy(model, *model_->pool, hybrid_options());
+  SlpExecutor slp(model, slp_options());
+  SchedulerConfig cfg;
+  cfg.max_prefill_chunk = 48;
+  cfg.decode_prefill_chunk = 16;
+  cfg.long_prefill_threshold = 32;
+  cfg.long_prefill_chunk = slp.max_tokens();
+  cfg.prefix_cache = false;
+  Scheduler sched(hy, /*eos_token=*/-1, cfg, &slp);
+  struct Out {
+    std::vector<int32_t> tokens;
+    FinishReason reason = FinishReason::kError;
+    std::string error;
   };
-  const auto long_slp = alone(slp_ref, longer), short_hy = alone(hy_ref, shorter);
-  const std::span<const float> got(logits);
-  EXPECT_LT(rel_error(std::vector<float>(got.begin(), got.begin() + kVocab), long_slp), 2e-3) << "long prompt: SLP";
-  EXPECT_LT(rel_error(std::vector<float>(got.begin() + 2 * kVocab, got.end()), short_hy), 2e-3) << "short prompt: hybrid";
-  EXPECT_LT(rel_error(std::vector<float>(got.begin() + kVocab, got.begin() + 2 * kVocab), reference_last(decoding)),
-            kFlipBound)
-      << "decode token: hybrid";
-  EXPECT_STREQ(split.name(), "hybrid+slp");
-  for (BlockTable* t : {&td, &ts, &tl}) kv.release(*t);
-  // Paths over different KV pools are refused.
+  auto submit = [&](const std::string& id, const std::vector<int32_t>& prompt, int max_tokens) {
+    auto out = std::make_shared<Out>();
+    auto done = std::make_shared<std::promise<Out>>();
+    GenerationRequest r;
+    r.id = id;
+    r.prompt = prompt;
+    r.sampling.temperature = 0.0;
+    r.sampling.max_tokens = max_tokens;
+    r.callbacks.on_token = [out](const TokenOutput& t) {
+      out->tokens.push_back(t.token);
+      return true;
+    };
+    r.callbacks.on_finish = [out, done](FinishReason reason, const std::string& error) {
+      out->reason = reason;
+      out->error = error;
+      done->set_value(*out);
+    };
+    sched.submit(std::move(r));
+    return done->get_future();
+  };
+  auto get = [](std::future<Out>& f) {
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+    Out o = f.get();
+    EXPECT_EQ(o.reason, FinishReason::kLength) << o.error;
+    return o.tokens;
+  };
+  const auto longer = random_tokens(150, 11);
+  const std::vector<std::vector<int32_t>> shorter = {random_tokens(9, 12), random_tokens(14, 13), random_tokens(5, 14)};
+  auto f = submit("long-alone", longer, 8);
+  const auto long_alone = get(f);
+  const int64_t slp_tokens = slp.profile().tokens;
+  EXPECT_EQ(slp_tokens, 150);  // the whole prompt on SLP, none of it on the hybrid path
+  std::vector<std::vector<int32_t>> short_alone;
+  for (size_t i = 0; i < shorter.size(); ++i) {
+    auto g = submit("short-alone" + std::to_string(i), shorter[i], 24);
+    short_alone.push_back(get(g));
+  }
+  EXPECT_EQ(slp.profile().tokens, slp_tokens);  // short prompts stay on the hybrid path
+  std::vector<std::future<Out>> fs;
+  for (size_t i = 0; i < shorter.size(); ++i) fs.push_back(submit("short" + std::to_string(i), shorter[i], 24));
+  auto fl = submit("long", longer, 8);
+  for (size_t i = 0; i < shorter.size(); ++i) EXPECT_EQ(get(fs[i]), short_alone[i]) << "short request " << i;
+  EXPECT_EQ(get(fl), long_alone);
+  EXPECT_EQ(slp.profile().tokens, 2 * slp_tokens);
+  EXPECT_TRUE(sched.wait_idle(10));
+  EXPECT_EQ(model->kv_cache().free_blocks(), model->kv_cache().total_blocks());
+  // A long path over another KV pool is refused.
   auto other = make_model();
+  SlpExecutor elsewhere(other, slp_options());
   try {
-    SplitExecutor bad(std::make_unique<HybridExecutor>(model, *model_->pool, hybrid_options()),
-                      std::make_unique<SlpExecutor>(other, slp_options()), 32);
+    Scheduler bad(hy, -1, cfg, &elsewhere);
     FAIL() << "two KV pools";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();

@@ -51,6 +51,12 @@ class ToyExecutor final : public Executor {
     ++steps;
     if (on_step) on_step(items);
     if (fail_next.exchange(false)) throw Error(ErrorKind::kInternal, "injected failure");
+    compute(items, logits, true);
+  }
+
+  // The model itself (KV rows written and checked, logits), with the step counters when `count`
+  // (LongToy calls it from the long path's thread without them).
+  void compute(std::span<const StepItem> items, std::span<float> logits, bool count) {
     size_t row = 0;
     for (const StepItem& it : items) {
       EXPECT_EQ(it.start, it.table->tokens);
@@ -66,13 +72,13 @@ class ToyExecutor final : public Executor {
         r[1] = static_cast<uint16_t>(it.start + static_cast<int64_t>(k));
       }
       it.table->tokens = end;
-      max_batch = std::max<int64_t>(max_batch, static_cast<int64_t>(items.size()));
-      if (it.tokens.size() > 1) {
+      if (count) max_batch = std::max<int64_t>(max_batch, static_cast<int64_t>(items.size()));
+      if (count && it.tokens.size() > 1) {
         const bool with_decode = std::any_of(items.begin(), items.end(), [](const StepItem& o) { return o.tokens.size() == 1; });
         int64_t& m = with_decode ? max_prefill_beside_decode : max_prefill_alone;
         m = std::max<int64_t>(m, static_cast<int64_t>(it.tokens.size()));
       }
-      if (!it.decode) prompt_rows += static_cast<int64_t>(it.tokens.size());
+      if (count && !it.decode) prompt_rows += static_cast<int64_t>(it.tokens.size());
       if (!it.want_logits) continue;
       float* out = logits.data() + row * kVocab;
       ++row;
@@ -713,6 +719,239 @@ TEST(SchedulerPrefixCache, SmallBudgetEvictsOnlyUnheldBlocks) {
   expect_all_released(ex.kv_cache());
   EXPECT_GT(s.stats().prefix_cache_hits, 0);
   EXPECT_GT(ex.kv_cache().evictions(), 0);
+}
+
+}  // namespace
+}  // namespace hymoe
+
+namespace hymoe {
+namespace {
+
+// The long-prompt path: the toy model on a thread of the scheduler's own, over the main toy's KV
+// cache. A test can hold its steps (gate) and sees when one has entered.
+class LongToy final : public Executor {
+ public:
+  explicit LongToy(ToyExecutor& inner) : inner_(inner) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  KvCache& kv_cache() override { return inner_.kv_cache(); }
+  const char* name() const override { return "toy-long"; }
+  void forward(std::span<const StepItem> items, std::span<float> logits) override {
+    int64_t n = 0;
+    for (const StepItem& it : items) {
+      EXPECT_FALSE(it.decode);
+      n += static_cast<int64_t>(it.tokens.size());
+    }
+    max_step_tokens = std::max<int64_t>(max_step_tokens, n);
+    tokens += n;
+    ++entered;
+    gate.wait();
+    if (fail_next.exchange(false)) throw Error(ErrorKind::kInternal, "injected long-path failure");
+    inner_.compute(items, logits, false);
+    ++steps;
+  }
+
+  std::shared_future<void> gate = [] {
+    std::promise<void> p;
+    p.set_value();
+    return p.get_future().share();
+  }();
+  std::atomic<int64_t> entered{0}, steps{0}, tokens{0}, max_step_tokens{0};
+  std::atomic<bool> fail_next{false};
+
+ private:
+  ToyExecutor& inner_;
+};
+
+// Polls `done` for up to 30 s (a bound for a hung scheduler, not a timing assertion).
+template <typename Pred>
+bool eventually(Pred done) {
+  for (int i = 0; i < 30000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+
+SchedulerConfig long_config() {
+  SchedulerConfig cfg;
+  cfg.max_prefill_chunk = 100;
+  cfg.decode_prefill_chunk = 16;
+  cfg.long_prefill_threshold = 40;
+  cfg.long_prefill_chunk = 100;
+  cfg.prefix_cache = false;
+  return cfg;
+}
+
+// While a long prompt's step is held on the long path, a running request keeps decoding on the
+// main path; the long prompt then finishes with the tokens the main path alone would give, and
+// the main executor never computed its prompt.
+TEST(SchedulerLongPath, DecodesKeepRunningWhileALongPromptIsOnTheLongPath) {
+  ToyExecutor ex(256, 4);
+  ex.kv_dependent = true;
+  LongToy lp(ex);
+  std::promise<void> open;
+  lp.gate = open.get_future().share();
+  Scheduler s(ex, kEos, long_config(), &lp);
+  std::atomic<int64_t> decoded{0};
+  auto d = run(s, "decoder", {3, 4}, 200, [&](const TokenOutput&) {
+    ++decoded;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;
+  });
+  ASSERT_TRUE(eventually([&] { return decoded > 0; }));
+  const std::vector<int32_t> long_prompt(150, 7);
+  auto p = run(s, "long", long_prompt, 3);
+  ASSERT_TRUE(eventually([&] { return lp.entered > 0; }));
+  const int64_t at_entry = decoded;
+  EXPECT_TRUE(eventually([&] { return decoded >= at_entry + 20; })) << "decodes stalled beside the long step";
+  EXPECT_EQ(s.stats().long_running, 1);
+  EXPECT_EQ(lp.steps, 0);  // still held
+  open.set_value();
+  auto r = p.get();
+  EXPECT_EQ(r.reason, FinishReason::kLength) << r.error;
+  EXPECT_EQ(r.tokens, expected_from_history(long_prompt, 3));
+  EXPECT_EQ(lp.steps, 2);  // 100 + 50 tokens
+  EXPECT_EQ(lp.tokens, 150);
+  EXPECT_EQ(lp.max_step_tokens, 100);
+  EXPECT_EQ(ex.prompt_rows, 2);  // only the decoder's prompt on the main path
+  EXPECT_EQ(s.stats().long_prompt_tokens, 150);
+  const auto dr = d.get();
+  EXPECT_EQ(dr.reason, FinishReason::kLength);
+  EXPECT_EQ(dr.tokens, expected_from_history({3, 4}, 200));
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+}
+
+// Same outputs with and without the long path, many prompts of both kinds at once.
+TEST(SchedulerLongPath, OutputsMatchTheMainPathAlone) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(i % 3 == 0 ? 45 + i * 7 : 3 + i), 0);
+    for (size_t k = 0; k < p.size(); ++k) p[k] = static_cast<int32_t>(2 + (i * 13 + k * 5) % 60);
+    prompts.push_back(p);
+  }
+  std::vector<std::vector<int32_t>> outputs[2];
+  for (int with_long = 0; with_long < 2; ++with_long) {
+    ToyExecutor ex(512, 4);
+    ex.kv_dependent = true;
+    LongToy lp(ex);
+    SchedulerConfig cfg = long_config();
+    cfg.max_running = 6;
+    cfg.long_prefill_chunk = 64;
+    Scheduler s(ex, kEos, cfg, with_long ? &lp : nullptr);
+    std::vector<std::future<Result>> f;
+    for (size_t i = 0; i < prompts.size(); ++i) f.push_back(run(s, "r" + std::to_string(i), prompts[i], 6));
+    for (size_t i = 0; i < f.size(); ++i) {
+      auto r = f[i].get();
+      EXPECT_EQ(r.reason, FinishReason::kLength) << i << " " << r.error;
+      EXPECT_EQ(r.tokens, expected_from_history(prompts[i], 6)) << i;
+      outputs[with_long].push_back(r.tokens);
+    }
+    if (with_long) {
+      EXPECT_GT(lp.steps, 0);
+      EXPECT_LE(lp.max_step_tokens, 64);
+    }
+    EXPECT_TRUE(s.wait_idle(5));
+    expect_all_released(ex.kv_cache());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+}
+
+// A request cancelled while its step runs on the long path finishes (aborted) when the step
+// returns, and its blocks are freed then - not while the long path may still write them.
+TEST(SchedulerLongPath, CancelDuringTheLongStepFreesItsBlocksAfterward) {
+  ToyExecutor ex(256, 4);
+  LongToy lp(ex);
+  std::promise<void> open;
+  lp.gate = open.get_future().share();
+  Scheduler s(ex, kEos, long_config(), &lp);
+  auto p = run(s, "long", std::vector<int32_t>(60, 9), 4);
+  ASSERT_TRUE(eventually([&] { return lp.entered > 0; }));
+  s.cancel("long");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(p.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  EXPECT_LT(ex.kv_cache().free_blocks(), ex.kv_cache().total_blocks());  // still held
+  open.set_value();
+  EXPECT_EQ(p.get().reason, FinishReason::kAbort);
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+  // The path is free again.
+  auto q = run(s, "after", std::vector<int32_t>(50, 5), 2).get();
+  EXPECT_EQ(q.tokens, expected(std::vector<int32_t>(50, 5), 2));
+}
+
+// A failed long step fails its own requests only; the main path and later long prompts go on.
+TEST(SchedulerLongPath, AFailedLongStepFailsOnlyItsRequests) {
+  ToyExecutor ex(256, 4);
+  LongToy lp(ex);
+  Scheduler s(ex, kEos, long_config(), &lp);
+  lp.fail_next = true;
+  auto bad = run(s, "bad", std::vector<int32_t>(70, 4), 3);
+  auto small = run(s, "small", {5, 6, 7}, 5);
+  auto b = bad.get();
+  EXPECT_EQ(b.reason, FinishReason::kError);
+  EXPECT_NE(b.error.find("injected long-path failure"), std::string::npos) << b.error;
+  EXPECT_EQ(small.get().tokens, expected({5, 6, 7}, 5));
+  auto good = run(s, "good", std::vector<int32_t>(70, 4), 3).get();
+  EXPECT_EQ(good.tokens, expected(std::vector<int32_t>(70, 4), 3));
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+}
+
+// Long prompts queued behind a held long step never hold back short requests; they run in order
+// once the path frees.
+TEST(SchedulerLongPath, ShortRequestsDoNotWaitForQueuedLongPrompts) {
+  ToyExecutor ex(512, 4);
+  LongToy lp(ex);
+  std::promise<void> open;
+  lp.gate = open.get_future().share();
+  SchedulerConfig cfg = long_config();
+  cfg.max_running = 8;
+  Scheduler s(ex, kEos, cfg, &lp);
+  std::vector<std::future<Result>> longs;
+  for (int i = 0; i < 3; ++i) longs.push_back(run(s, "long" + std::to_string(i), std::vector<int32_t>(90, 10 + i), 2));
+  ASSERT_TRUE(eventually([&] { return lp.entered > 0; }));
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<int32_t> prompt = {3, static_cast<int32_t>(4 + i), 5};
+    auto r = run(s, "short" + std::to_string(i), prompt, 4);
+    ASSERT_EQ(r.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "short request starved";
+    EXPECT_EQ(r.get().tokens, expected(prompt, 4));
+  }
+  EXPECT_GE(s.stats().long_waiting, 1);
+  open.set_value();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(longs[static_cast<size_t>(i)].get().tokens, expected(std::vector<int32_t>(90, 10 + i), 2));
+  EXPECT_TRUE(s.wait_idle(5));
+  expect_all_released(ex.kv_cache());
+}
+
+// Destroying the scheduler while a long step runs waits for the step, then aborts its request.
+TEST(SchedulerLongPath, ShutdownWaitsForTheLongStep) {
+  ToyExecutor ex(256, 4);
+  LongToy lp(ex);
+  std::promise<void> open;
+  lp.gate = open.get_future().share();
+  std::future<Result> p;
+  std::thread release;
+  {
+    Scheduler s(ex, kEos, long_config(), &lp);
+    p = run(s, "long", std::vector<int32_t>(60, 9), 4);
+    ASSERT_TRUE(eventually([&] { return lp.entered > 0; }));
+    release = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      open.set_value();
+    });
+  }
+  release.join();
+  EXPECT_EQ(lp.steps, 1);
+  EXPECT_EQ(p.get().reason, FinishReason::kAbort);
+  expect_all_released(ex.kv_cache());
+}
+
+TEST(SchedulerLongPath, RefusesALongPathOverAnotherKvCache) {
+  ToyExecutor ex(64, 4), other(64, 4);
+  LongToy lp(other);
+  EXPECT_THROW(Scheduler(ex, kEos, long_config(), &lp), Error);
+  LongToy same(ex);
+  SchedulerConfig cfg = long_config();
+  cfg.long_prefill_threshold = 0;
+  EXPECT_THROW(Scheduler(ex, kEos, cfg, &same), Error);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ TEST(Metrics, VllmNamesAndValues) {
   m.set_queue(3, 2);
   m.set_kv_usage(0.25);
   m.set_prefix_cache(120, 64);
+  m.set_paths(1, 2, 32768, 515);
   m.on_first_token(0.2);
   m.on_token(0.05);
   m.on_finished(FinishedReason::kLength, 10, 4, 0.5);
@@ -38,6 +39,11 @@ TEST(Metrics, VllmNamesAndValues) {
                            "vllm:prefix_cache_queries_total{model_name=\"tiny\\\"model\"} 120\n",
                            "vllm:prefix_cache_hits_total{model_name=\"tiny\\\"model\"} 64\n",
                            "vllm:generation_tokens_total{model_name=\"tiny\\\"model\"} 5\n",
+                           "hymoe:long_path_requests_running{model_name=\"tiny\\\"model\"} 1\n",
+                           "hymoe:long_path_requests_waiting{model_name=\"tiny\\\"model\"} 2\n",
+                           "# TYPE hymoe:prompt_tokens_computed_total counter\n",
+                           "hymoe:prompt_tokens_computed_total{model_name=\"tiny\\\"model\",path=\"main\"} 515\n",
+                           "hymoe:prompt_tokens_computed_total{model_name=\"tiny\\\"model\",path=\"long\"} 32768\n",
                            "finished_reason=\"length\"} 1\n", "finished_reason=\"abort\"} 1\n",
                            "vllm:time_to_first_token_seconds_count{model_name=\"tiny\\\"model\"} 1\n",
                            "vllm:inter_token_latency_seconds_count", "vllm:e2e_request_latency_seconds_sum"}) {

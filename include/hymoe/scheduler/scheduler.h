@@ -12,6 +12,11 @@
 // the rest; after every step its newly completed blocks (prompt and generated tokens alike) are
 // published for later requests (KvCache::publish). A preempted sequence takes its own blocks
 // back the same way if they were not evicted meanwhile.
+// A long-prompt path (the constructor's `long_path`, e.g. stream-loading prefill): prompt chunks
+// of at least long_prefill_threshold pending tokens run on it, on a thread of its own, while the
+// loop keeps stepping decodes and short prompts on the main executor. Both executors write the
+// same KvCache; the loop keeps all KV bookkeeping (a sequence on the long path holds its blocks
+// and is left out of the main steps, preemption and release until its step returns).
 #pragma once
 
 #include <condition_variable>
@@ -20,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -75,6 +81,10 @@ struct SchedulerConfig {
   // same per step at any length (stream-loading prefill streams every routed expert once a step),
   // cutting it finer only multiplies that cost. The runtime sets it to --slp-threshold.
   int64_t long_prefill_threshold = 0;
+  // With a long path: prompt tokens per step on it, over one or more sequences (0 =
+  // max_prefill_chunk). Stream-loading prefill streams every routed expert once a step, so the
+  // runtime sets its step limit here.
+  int64_t long_prefill_chunk = 0;
   int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
   // Ids at or past this are never sampled (the model's vocabulary is padded past the
   // tokenizer's: DeepSeek-V3 has 129280 rows for 128815 tokens). 0 = the whole vocabulary.
@@ -91,11 +101,19 @@ struct SchedulerStats {
   // prefix_cache_queries / prefix_cache_hits): prompt tokens looked up, and those found.
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
+  // The long-prompt path (zero without one): sequences in its running step, sequences waiting
+  // for it, prompt tokens it computed; the main path's prompt tokens beside.
+  int64_t long_running = 0;
+  int64_t long_waiting = 0;
+  int64_t long_prompt_tokens = 0;
+  int64_t main_prompt_tokens = 0;
 };
 
 class Scheduler {
  public:
-  Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config);
+  // long_path (optional) must share the executor's KvCache object and vocabulary
+  // (kInvalidArgument otherwise) and needs config.long_prefill_threshold > 0.
+  Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig config, Executor* long_path = nullptr);
   ~Scheduler();  // stops the loop; unfinished requests finish with kAbort
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -121,12 +139,21 @@ class Scheduler {
 
  private:
   struct Sequence;
+  struct LongStep;
   void loop();
   void run_step(std::vector<Sequence*>& running);
+  // Samples and reports the step's logits rows (items in order, rows for want_logits) after
+  // publishing the owners' completed blocks.
+  void complete(std::span<const StepItem> items, std::span<Sequence* const> owners, std::span<float> logits);
+  bool on_long_path(const Sequence& s) const;  // a prompt the long path takes (pending >= threshold)
+  void start_long_step();                      // the eligible chunks to the long thread, if idle
+  void finish_long_step();                     // its result sampled, its sequences back to the loop
+  void long_main();
   void finish(Sequence& s, FinishReason reason, const std::string& error);
   bool admit(Sequence& s);  // KV for the pending tokens (cached prefix first); false when full
 
   Executor& executor_;
+  Executor* long_path_;
   KvCache& kv_;
   const int32_t eos_;
   const SchedulerConfig config_;
@@ -141,6 +168,7 @@ class Scheduler {
   bool accepting_ = true;
   bool stopping_ = false;
   int64_t active_ = 0;  // submitted and not yet finished (what wait_idle waits for)
+  bool has_work_ = false;  // the loop's last pass left main-path work (else it waits for an event)
   SchedulerStats stats_;
   std::function<void(const SchedulerStats&)> listener_;
 
@@ -148,6 +176,12 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<float> logits_;
+  // The long path's step: filled by the loop, run by long_thread_, taken back by the loop once
+  // long_done_ (all under mutex_).
+  std::unique_ptr<LongStep> long_step_;
+  bool long_busy_ = false, long_done_ = false, long_stop_ = false;
+  std::condition_variable long_wake_;
+  std::thread long_thread_;
   std::thread thread_;
 };
 

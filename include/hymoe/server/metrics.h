@@ -39,6 +39,9 @@ class Metrics {
   // Prefix cache totals in tokens (the scheduler's cumulative counts): prompt tokens looked up,
   // and those found.
   void set_prefix_cache(int64_t queries, int64_t hits);
+  // The scheduler's two paths (its cumulative counts): requests in and waiting for the long-prompt
+  // path's step, and the prompt tokens each path computed (prefix-cache hits excluded).
+  void set_paths(int64_t long_running, int64_t long_waiting, int64_t long_prompt_tokens, int64_t main_prompt_tokens);
   // The executor serving the model (hymoe:backend_info{backend="..."} 1).
   void set_backend(const std::string& backend);
   void on_first_token(double ttft_seconds);
@@ -58,6 +61,7 @@ class Metrics {
   std::atomic<int64_t> running_{0}, waiting_{0};
   std::atomic<double> kv_usage_{0.0};
   std::atomic<int64_t> prefix_queries_{0}, prefix_hits_{0};
+  std::atomic<int64_t> long_running_{0}, long_waiting_{0}, long_tokens_{0}, main_tokens_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};
   std::atomic<uint64_t> finished_[4] = {};
   Histogram ttft_;

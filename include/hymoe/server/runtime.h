@@ -29,11 +29,19 @@ struct Runtime {
   std::unique_ptr<tokenizer::ChatTemplate> chat_template;  // null when the model has none
   std::unique_ptr<cpu::ThreadPool> pool;
   std::unique_ptr<Executor> executor;
+  // Stream-loading prefill beside the hybrid executor (same device model and KV pool): the
+  // scheduler's long-prompt path, on a thread of its own. Null without a GPU or with SLP off.
+  std::unique_ptr<Executor> long_executor;
   std::unique_ptr<Scheduler> scheduler;
   int32_t eos = -1;
   std::shared_ptr<const JsonModeVocab> json_mode;  // response_format json_object's token tables
 
   ~Runtime();  // scheduler first, then what it uses
+
+  // The executor's name, "+<long path's>" with one ("hybrid+slp"); where the model's bytes are,
+  // the long path's placement first when there is one (it knows both).
+  std::string backend() const;
+  std::string placement() const;
 
   // Loads per config (throws hymoe::Error naming the file or field on any problem).
   static std::unique_ptr<Runtime> load(const ServerConfig& config);

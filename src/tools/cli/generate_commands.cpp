@@ -14,7 +14,6 @@
 #if HYMOE_CLI_HAS_HYBRID
 #include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/slp_executor.h"
-#include "hymoe/engine/split_executor.h"
 #endif
 #include "hymoe/server/generation.h"
 #include "hymoe/server/runtime.h"
@@ -140,8 +139,6 @@ void register_generate_commands(CLI::App& app) {
     auto* cpu = dynamic_cast<CpuExecutor*>(rt->executor.get());
 #if HYMOE_CLI_HAS_HYBRID
     auto* hybrid = dynamic_cast<HybridExecutor*>(rt->executor.get());
-    // With stream-loading prefill the hybrid executor is the split executor's short path.
-    if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) hybrid = dynamic_cast<HybridExecutor*>(&split->short_path());
     HybridExecutor::Profile hybrid_prefill;
 #endif
     const auto t0 = std::chrono::steady_clock::now();
@@ -234,12 +231,12 @@ void register_generate_commands(CLI::App& app) {
       } else {
         show("prefill and decode (not separable)", hybrid->profile());
       }
-      if (auto* split = dynamic_cast<SplitExecutor*>(rt->executor.get())) {
-        const auto p = dynamic_cast<SlpExecutor&>(split->long_path()).profile();
+      if (auto* slp = dynamic_cast<SlpExecutor*>(rt->long_executor.get())) {
+        const auto p = slp->profile();
         std::fprintf(stderr,
                      "stream-loading prefill (prompt chunks of %lld+ tokens): %lld steps, %lld tokens, %.4f s, %.2f GB of "
                      "experts streamed, compute waited %.3f s for copies\n",
-                     static_cast<long long>(split->threshold()), static_cast<long long>(p.steps),
+                     static_cast<long long>(config.slp_threshold), static_cast<long long>(p.steps),
                      static_cast<long long>(p.tokens), p.step_s, static_cast<double>(p.streamed_bytes) / 1e9, p.model_wait_s);
       }
     }

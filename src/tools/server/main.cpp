@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
       metrics.set_queue(s.running, s.waiting);
       metrics.set_kv_usage(s.kv_usage);
       metrics.set_prefix_cache(s.prefix_cache_queries, s.prefix_cache_hits);
+      metrics.set_paths(s.long_running, s.long_waiting, s.long_prompt_tokens, s.main_prompt_tokens);
     });
     auto model = std::make_shared<server::ServedModel>();
     model->name = rt->name;
@@ -95,8 +96,8 @@ int main(int argc, char** argv) {
     model->scheduler = rt->scheduler.get();
     model->max_context = rt->scheduler->max_context();
     model->created = static_cast<int64_t>(std::time(nullptr));
-    model->backend = rt->executor->name();
-    model->placement = rt->executor->placement_summary();
+    model->backend = rt->backend();
+    model->placement = rt->placement();
     model->json_mode = rt->json_mode;
     metrics.set_backend(model->backend);
     http.set_model(model);
