@@ -85,8 +85,10 @@ void ExpertRing::load(int slot, const MlpWeights& e, cudaStream_t stream) {
 ExpertStreamer::ExpertStreamer(ExpertRing& ring, const ModelWeights& weights, int device)
     : ring_(ring), weights_(weights), device_(device) {
   for (int s = 0; s < ring.slots(); ++s) {
-    on_.emplace_back(false);
-    off_.emplace_back(false);
+    // Blocking: the unloader waits on these for most of a step; spinning would take a core from
+    // the decode's CPU experts running beside.
+    on_.emplace_back(false, true);
+    off_.emplace_back(false, true);
     free_slots_.push_back(s);
   }
   loader_ = std::thread([this] { loader_main(); });

@@ -8,6 +8,7 @@
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/fp8_quant.h"
 #include "hymoe/gpu/gemm.h"
+#include "hymoe/gpu/stream.h"
 #include "hymoe/gpu/upload.h"
 
 namespace hymoe {
@@ -41,6 +42,7 @@ struct SlpMoe::Impl {
   // copy is enqueued and not again this layer) and the device.
   gpu::PinnedBuffer h_offsets, h_batch;
   gpu::DeviceBuffer d_batch;
+  gpu::Event offsets_ready{false, true};  // blocking: the host waits here for the layer's attention
   bool timing = false;
   Times times;
   // With timing: waits for the stream and adds the time since `t` to `into`; restarts t.
@@ -123,7 +125,8 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
                         .out = xp.as<gpu::Fp8E4M3>(), .out_scales = xp_scales.as<float>(), .tokens = T,
                         .top_k = static_cast<int>(K), .cols = static_cast<int>(hidden), .x_scale_ld = scale_ld},
                        stream);
-  HYMOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  offsets_ready.record(stream);
+  offsets_ready.synchronize();  // sleeping through the layer's attention, not spinning
   const int32_t* off = h_offsets.as<int32_t>().data();
   HYMOE_CHECK(off[E] == rows, kInternal, "SLP MoE: expert offsets end at {}, {} rows routed", off[E], rows);
   lap(stream, t, times.prep_s);

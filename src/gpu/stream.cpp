@@ -30,9 +30,9 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 
 void Stream::synchronize() const { HYMOE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-Event::Event(bool timing) {
-  HYMOE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault
-                                                            : cudaEventDisableTiming));
+Event::Event(bool timing, bool blocking) {
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) | (blocking ? cudaEventBlockingSync : 0u);
+  HYMOE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
 }
 
 Event::~Event() {

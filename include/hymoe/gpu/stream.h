@@ -29,8 +29,10 @@ class Stream {
 
 class Event {
  public:
-  // timing = false gives a lighter event for ordering only (cudaEventDisableTiming).
-  explicit Event(bool timing = true);
+  // timing = false gives a lighter event for ordering only (cudaEventDisableTiming); blocking:
+  // synchronize() sleeps instead of spinning (cudaEventBlockingSync), for host threads that wait
+  // long beside CPU work, e.g. stream-loading prefill's beside the decode's CPU experts.
+  explicit Event(bool timing = true, bool blocking = false);
   ~Event();
   Event(Event&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
   Event& operator=(Event&& other) noexcept;
