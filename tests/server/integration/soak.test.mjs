@@ -117,12 +117,15 @@ async function client(id, deadline, tally) {
   }
 }
 
-test(`soak: ${CLIENTS} clients for ${SECONDS} s leave nothing running and memory bounded`, { timeout: (SECONDS + 120) * 1000 }, async () => {
+test(`soak: ${CLIENTS} clients for ${SECONDS} s leave nothing running and memory bounded`, { timeout: (SECONDS + 300) * 1000 }, async () => {
   console.log(`soak seed ${SEED} (HYMOE_TEST_SEED reproduces the clients' choices), ${SECONDS} s`);
   const counts = {};
   const tally = (k) => { counts[k] = (counts[k] ?? 0) + 1; };
   // Warm-up: every path once at full concurrency, so allocator pools and KV pages are touched.
+  const t0 = Date.now();
+  const since = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
   await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(1000 + i, Date.now() + 5000, tally)));
+  console.log(`soak: warm-up done at ${since()}`);
   // Settled: the warm-up's cancelled requests counted before the abort counter is read.
   assert.ok(await becomesIdle(), 'requests still running or waiting 15 s after the warm-up');
   await sleep(500);
@@ -132,8 +135,10 @@ test(`soak: ${CLIENTS} clients for ${SECONDS} s leave nothing running and memory
   const closedBefore = counts['closed early'] ?? 0;
   const deadline = Date.now() + SECONDS * 1000;
   await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i, deadline, tally)));
+  console.log(`soak: clients done at ${since()} (their last requests end after the deadline)`);
 
   const idle = await becomesIdle();
+  console.log(`soak: idle ${idle} at ${since()}`);
   const rssAfter = rssKiB(S.proc.pid);
   const aborts = (await metric(S.base, 'vllm:request_success_total', abort)) - abortsBefore;
   const closed = (counts['closed early'] ?? 0) - closedBefore;
