@@ -321,14 +321,11 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
   std::vector<Sequence*> owners;
   const bool decoding = std::any_of(batch.begin(), batch.end(), [](const Sequence* s) { return s->pending() == 1; });
   int64_t prefill_budget = decoding ? config_.decode_prefill_chunk : config_.max_prefill_chunk;
-  int64_t long_budget = config_.max_prefill_chunk;  // beside decodes, for long_prefill_threshold
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence* s = batch[i];
     if (s->done) continue;
     const int64_t pending = s->pending();
-    const bool long_beside_decodes =
-        decoding && config_.long_prefill_threshold > 0 && pending >= config_.long_prefill_threshold;
-    const int64_t n = pending == 1 ? 1 : std::min(pending, long_beside_decodes ? long_budget : prefill_budget);
+    const int64_t n = pending == 1 ? 1 : std::min(pending, prefill_budget);
     if (n <= 0) continue;  // prefill budget spent this step
     while (!kv_.reserve(s->table, s->table.tokens + n)) {
       // Preempt the youngest other running sequence; if s is the youngest, preempt s itself.
@@ -351,7 +348,7 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
       if (victim == s) break;
     }
     if (i >= batch.size() || batch[i] != s) break;  // s itself was preempted
-    if (pending > 1) (long_beside_decodes ? long_budget : prefill_budget) -= n;
+    if (pending > 1) prefill_budget -= n;
     StepItem item;
     item.table = &s->table;
     item.start = s->table.tokens;

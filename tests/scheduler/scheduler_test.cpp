@@ -424,34 +424,6 @@ TEST(Scheduler, PrefillIsCutFinerBesideDecodes) {
   (void)first;
 }
 
-TEST(Scheduler, LongPrefillsKeepWholeChunksBesideDecodes) {
-  // long_prefill_threshold: a prompt with at least that many tokens pending takes up to
-  // max_prefill_chunk beside decodes; a shorter one is still cut to decode_prefill_chunk.
-  ToyExecutor ex(256, 4);
-  SchedulerConfig cfg;
-  cfg.max_prefill_chunk = 100;
-  cfg.decode_prefill_chunk = 16;
-  cfg.long_prefill_threshold = 40;
-  Scheduler s(ex, kEos, cfg);
-  std::promise<void> decoding;
-  std::atomic<bool> once{false};
-  auto d = run(s, "decoder", {3, 4}, 150, [&](const TokenOutput&) {
-    if (!once.exchange(true)) decoding.set_value();
-    std::this_thread::sleep_for(std::chrono::milliseconds(4));  // decoding through both prompts
-    return true;
-  });
-  decoding.get_future().wait();
-  const std::vector<int32_t> long_prompt(150, 7), short_prompt(30, 5);
-  auto p = run(s, "long", long_prompt, 2).get();
-  EXPECT_EQ(p.tokens, expected(long_prompt, 2));
-  EXPECT_EQ(ex.max_prefill_beside_decode, 100);  // 100 then 50: both past the threshold
-  ex.max_prefill_beside_decode = 0;
-  auto q = run(s, "short", short_prompt, 2).get();
-  EXPECT_EQ(q.tokens, expected(short_prompt, 2));
-  EXPECT_LE(ex.max_prefill_beside_decode, 16);
-  EXPECT_EQ(d.get().reason, FinishReason::kLength);
-}
-
 }  // namespace
 }  // namespace hymoe
 

@@ -76,14 +76,11 @@ struct SchedulerConfig {
   // Prompt tokens per step while other sequences are decoding: a step's time is the decode
   // tokens' inter-token latency, so a long prefill is cut finer beside them.
   int64_t decode_prefill_chunk = 64;
-  // Beside decodes, a prompt with at least this many tokens pending still takes up to
-  // max_prefill_chunk of them (0 = off): for an executor whose long-prompt path costs about the
-  // same per step at any length (stream-loading prefill streams every routed expert once a step),
-  // cutting it finer only multiplies that cost. The runtime sets it to --slp-threshold.
+  // With a long path (the constructor's long_path): prompts with at least this many tokens
+  // pending go to it (the runtime: --slp-threshold), in steps of up to long_prefill_chunk tokens
+  // over one or more sequences (0 = max_prefill_chunk; the runtime: SLP's step limit, since each
+  // of its steps streams every routed expert once whatever its length). Unused without one.
   int64_t long_prefill_threshold = 0;
-  // With a long path: prompt tokens per step on it, over one or more sequences (0 =
-  // max_prefill_chunk). Stream-loading prefill streams every routed expert once a step, so the
-  // runtime sets its step limit here.
   int64_t long_prefill_chunk = 0;
   int64_t max_context = 0;           // prompt + generation; 0 = the model's max_position
   // Ids at or past this are never sampled (the model's vocabulary is padded past the
