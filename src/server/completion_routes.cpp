@@ -1,8 +1,11 @@
 // POST /v1/chat/completions and /v1/completions, streamed (SSE) and not.
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -58,34 +61,99 @@ ToolCallFormat tool_call_format(const ServerConfig& config, const tokenizer::Cha
   return tool_call_format_for_family(tokenizer::template_family_name(t.family()));
 }
 
+// The n choices of one request (issue 45), each its own sequence and Generation. Choice 0 goes
+// to the scheduler at once; the others wait until it has its first token, when its prompt's KV
+// blocks are in the prefix cache, so they take those blocks instead of computing the prompt
+// again. Choice i > 0 has the request id + "-i" and, when the request gives a seed, seed + i.
+struct Choices {
+  std::vector<std::shared_ptr<Generation>> gens;
+  std::vector<GenerationRequest> held;           // choices 1..n-1 until choice 0's prompt is cached
+  std::shared_ptr<std::atomic<bool>> prefilled;  // choice 0 had its first token (or ended)
+  Scheduler* scheduler = nullptr;
+
+  // Submits the held choices once choice 0's prompt is cached. True when none is held.
+  bool release() {
+    if (held.empty()) return true;
+    if (!prefilled->load()) return false;
+    for (auto& gr : held) scheduler->submit(std::move(gr));
+    held.clear();
+    return true;
+  }
+  // Cancels every submitted choice and drops the held ones.
+  void cancel() {
+    held.clear();
+    for (const auto& g : gens) scheduler->cancel(g->options().id);
+  }
+  // Usage as OpenAI counts it: the prompt once, the completions summed.
+  Usage usage() const {
+    Usage u = gens[0]->usage();
+    for (size_t i = 1; i < gens.size(); ++i) u.completion_tokens += gens[i]->usage().completion_tokens;
+    return u;
+  }
+};
+
+Choices start_choices(const ServedModel& m, Metrics& metrics, const GenerationOptions& options,
+                      std::vector<int32_t> ids, const SamplingParams& sampling, int32_t n) {
+  Choices c;
+  c.scheduler = m.scheduler;
+  c.prefilled = std::make_shared<std::atomic<bool>>(n == 1);
+  for (int32_t i = 0; i < n; ++i) {
+    GenerationOptions go = options;
+    if (i > 0) {
+      go.id = fmt::format("{}-{}", options.id, i);
+      if (!go.tool_calls.id_prefix.empty()) go.tool_calls.id_prefix += std::to_string(i) + "_";
+    }
+    auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
+    GenerationRequest gr;
+    gr.id = go.id;
+    if (i + 1 < n) gr.prompt = ids;
+    else gr.prompt = std::move(ids);
+    gr.sampling = sampling;
+    if (sampling.seed && i > 0) gr.sampling.seed = *sampling.seed + static_cast<uint64_t>(i);
+    gr.callbacks = gen->callbacks(gen);
+    if (i == 0 && n > 1) {
+      auto on_token = std::move(gr.callbacks.on_token);
+      auto on_finish = std::move(gr.callbacks.on_finish);
+      gr.callbacks.on_token = [flag = c.prefilled, on_token](const TokenOutput& t) {
+        flag->store(true);
+        return on_token(t);
+      };
+      gr.callbacks.on_finish = [flag = c.prefilled, on_finish](FinishReason r, const std::string& e) {
+        flag->store(true);
+        on_finish(r, e);
+      };
+    }
+    c.gens.push_back(std::move(gen));
+    if (i == 0) m.scheduler->submit(std::move(gr));
+    else c.held.push_back(std::move(gr));
+  }
+  return c;
+}
+
+// A chunk of choice i (the builders write index 0).
+json indexed(json chunk, size_t i) {
+  if (i > 0 && chunk.contains("choices") && !chunk["choices"].empty()) chunk["choices"][0]["index"] = i;
+  return chunk;
+}
+
 // State shared by one SSE stream's provider calls.
 struct Stream {
-  std::shared_ptr<Generation> gen;
+  Choices choices;
   ResponseHead head;
-  Scheduler* scheduler = nullptr;
   bool chat = true;
   bool include_usage = false;
   bool logprobs = false;
   bool started = false;
   std::string echo;  // completions with echo: the prompt, sent first
-  int64_t text_offset = 0;
+  std::vector<int64_t> text_offset;  // per choice
+  std::vector<uint8_t> done;         // per choice: its last chunk was sent
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 };
 
-// Runs one provider call: waits briefly for news and writes it. A keep-alive comment while
-// waiting makes a vanished client show up as a failed write, which cancels the request.
-bool stream_step(Stream& st, httplib::DataSink& sink) {
+// Writes what choice i's delta holds; its finish chunk when it finished. False on a failed write.
+bool stream_delta(Stream& st, size_t i, Generation::Delta& d, httplib::DataSink& sink) {
   auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
-  if (!st.started) {
-    st.started = true;
-    if (st.chat) {
-      if (!write(sse_event(chat_chunk(st.head, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)))) return false;
-    } else if (!st.echo.empty()) {
-      if (!write(sse_event(text_completion_chunk(st.head, st.echo, nullptr, nullptr, 0)))) return false;
-      st.text_offset = static_cast<int64_t>(st.echo.size());
-    }
-  }
-  Generation::Delta d;
-  if (!st.gen->wait(d, 500ms)) return write(": keep-alive\n\n");
+  const Generation& gen = *st.choices.gens[i];
   const std::vector<TokenLogprob>* lps = st.logprobs && !d.logprobs.empty() ? &d.logprobs : nullptr;
   if (st.chat) {
     // Content and calls in the order of the text: the content up to a call, the call, the rest.
@@ -97,38 +165,90 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
       if (first && !d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
       if (end > sent || !delta.contains("reasoning_content")) delta["content"] = d.content.substr(sent, end - sent);
       sent = end;
-      return write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, first ? lps : nullptr)));
+      return write(sse_event(indexed(chat_chunk(st.head, std::move(delta), nullptr, first ? lps : nullptr), i)));
     };
-    for (size_t i = 0; i < d.tool_calls.size(); ++i) {
-      if (!send_text(d.tool_call_at[i], i == 0)) return false;
+    for (size_t k = 0; k < d.tool_calls.size(); ++k) {
+      if (!send_text(d.tool_call_at[k], k == 0)) return false;
       // OpenAI's shape: id, type and name first, then the arguments.
-      for (auto& delta : tool_call_deltas(d.tool_calls[i])) {
-        if (!write(sse_event(chat_chunk(st.head, std::move(delta), nullptr, nullptr)))) return false;
+      for (auto& delta : tool_call_deltas(d.tool_calls[k])) {
+        if (!write(sse_event(indexed(chat_chunk(st.head, std::move(delta), nullptr, nullptr), i)))) return false;
       }
     }
     if (!send_text(d.content.size(), d.tool_calls.empty())) return false;
   }
   if (!st.chat && (!d.content.empty() || lps)) {
-    const std::string out = sse_event(text_completion_chunk(st.head, d.content, nullptr, lps, st.text_offset));
-    st.text_offset += static_cast<int64_t>(d.content.size());
+    const std::string out = sse_event(indexed(text_completion_chunk(st.head, d.content, nullptr, lps, st.text_offset[i]), i));
+    st.text_offset[i] += static_cast<int64_t>(d.content.size());
     if (!write(out)) return false;
   }
-  if (!d.finished) return true;
-  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
-    ApiError e;
-    e.status = d.reason == FinishReason::kError ? 500 : 503;
-    e.type = "server_error";
-    e.message = d.reason == FinishReason::kError ? "generation failed: " + d.error : "request aborted: " + d.error;
-    if (!write(sse_event(e.to_json()))) return false;
-  } else if (st.chat) {
-    if (!write(sse_event(chat_chunk(st.head, json::object(), chat_finish_name(d.reason, *st.gen), nullptr)))) {
-      return false;
+  if (!d.finished || d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) return true;
+  if (st.chat) return write(sse_event(indexed(chat_chunk(st.head, json::object(), chat_finish_name(d.reason, gen), nullptr), i)));
+  return write(sse_event(indexed(text_completion_chunk(st.head, "", finish_name(d.reason), nullptr, st.text_offset[i]), i)));
+}
+
+// Runs one provider call: waits briefly for news of any choice and writes it. A keep-alive
+// comment after 500 ms without news makes a vanished client show up as a failed write, which
+// cancels the request.
+bool stream_step(Stream& st, httplib::DataSink& sink) {
+  auto write = [&sink, &st](const std::string& s) {
+    st.last_write = std::chrono::steady_clock::now();
+    return sink.write(s.data(), s.size());
+  };
+  const size_t n = st.choices.gens.size();
+  if (!st.started) {
+    st.started = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (st.chat) {
+        if (!write(sse_event(indexed(chat_chunk(st.head, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr), i)))) {
+          return false;
+        }
+      } else if (!st.echo.empty()) {
+        if (!write(sse_event(indexed(text_completion_chunk(st.head, st.echo, nullptr, nullptr, 0), i)))) return false;
+        st.text_offset[i] = static_cast<int64_t>(st.echo.size());
+      }
     }
-  } else {
-    if (!write(sse_event(text_completion_chunk(st.head, "", finish_name(d.reason), nullptr, st.text_offset)))) return false;
   }
+  try {
+    st.choices.release();
+  } catch (const Error& e) {  // the scheduler refused them (e.g. shutting down): the request fails
+    st.choices.cancel();
+    if (!write(sse_event(ApiError::from(e).to_json()))) return false;
+    if (!write(kSseDone)) return false;
+    sink.done();
+    return true;
+  }
+  // One choice waits up to 500 ms; several take turns in short slices.
+  const auto slice = n == 1 ? 500ms : 20ms;
+  bool news = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (st.done[i]) continue;
+    Generation::Delta d;
+    if (!st.choices.gens[i]->wait(d, news ? 0ms : slice)) continue;
+    news = true;
+    if (!stream_delta(st, i, d, sink)) return false;
+    st.last_write = std::chrono::steady_clock::now();
+    if (!d.finished) continue;
+    st.done[i] = 1;
+    if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
+      // One failed choice fails the request: the others stop, the stream ends with the error.
+      st.choices.cancel();
+      ApiError e;
+      e.status = d.reason == FinishReason::kError ? 500 : 503;
+      e.type = "server_error";
+      e.message = d.reason == FinishReason::kError ? "generation failed: " + d.error : "request aborted: " + d.error;
+      if (!write(sse_event(e.to_json()))) return false;
+      if (!write(kSseDone)) return false;
+      sink.done();
+      return true;
+    }
+  }
+  if (!news) {
+    if (std::chrono::steady_clock::now() - st.last_write < 500ms) return true;
+    return write(": keep-alive\n\n");
+  }
+  if (std::find(st.done.begin(), st.done.end(), 0) != st.done.end()) return true;
   if (st.include_usage) {
-    const Usage u = st.gen->usage();
+    const Usage u = st.choices.usage();
     if (!write(sse_event(st.chat ? chat_usage_chunk(st.head, u) : text_usage_chunk(st.head, u)))) return false;
   }
   if (!write(kSseDone)) return false;
@@ -136,24 +256,26 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
   return true;
 }
 
-// Answers with an SSE stream fed by `gen`.
-void start_stream(httplib::Response& res, const ServedModel& m, std::shared_ptr<Generation> gen,
-                  const ResponseHead& head, bool chat, bool include_usage, bool logprobs, std::string echo) {
+// Answers with an SSE stream fed by the choices.
+void start_stream(httplib::Response& res, Choices choices, const ResponseHead& head, bool chat, bool include_usage,
+                  bool logprobs, std::string echo) {
   auto st = std::make_shared<Stream>();
-  st->gen = std::move(gen);
+  const size_t n = choices.gens.size();
+  st->choices = std::move(choices);
   st->head = head;
-  st->scheduler = m.scheduler;
   st->chat = chat;
   st->include_usage = include_usage;
   st->logprobs = logprobs;
   st->echo = std::move(echo);
+  st->text_offset.assign(n, 0);
+  st->done.assign(n, 0);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream", [st](size_t, httplib::DataSink& sink) { return stream_step(*st, sink); },
       [st](bool success) {
         // The client went away (or the write failed): stop generating and free the KV blocks.
-        if (!success) st->scheduler->cancel(st->head.id);
+        if (!success) st->choices.cancel();
       });
 }
 
@@ -222,14 +344,36 @@ void apply_response_format(const ServedModel& m, const ResponseFormat& format, b
   sampling.constraint = std::make_shared<JsonConstraintFactory>(m.json_mode, in_reasoning, format.schema);
 }
 
-void submit(const ServedModel& m, const std::shared_ptr<Generation>& gen, std::vector<int32_t> ids,
-            const SamplingParams& sampling) {
-  GenerationRequest gr;
-  gr.id = gen->options().id;
-  gr.prompt = std::move(ids);
-  gr.sampling = sampling;
-  gr.callbacks = gen->callbacks(gen);
-  m.scheduler->submit(std::move(gr));
+// Collects every choice (non-streamed responses): held choices are released as soon as choice
+// 0's prompt is cached, then each is read to its end. A failed choice cancels the others and
+// fails the request.
+std::vector<Generation::Delta> collect_all(const ServedModel& m, Choices& c, const httplib::Request& req) {
+  try {
+    while (!c.release()) std::this_thread::sleep_for(2ms);  // choice 0's prefill: it ends, so this does
+  } catch (...) {
+    c.cancel();
+    throw;
+  }
+  std::vector<Generation::Delta> out;
+  for (const auto& gen : c.gens) {
+    out.push_back(collect(m, *gen, req));
+    const auto& d = out.back();
+    if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) {
+      c.cancel();
+      throw_failed(d);
+    }
+  }
+  return out;
+}
+
+// The choices of a non-streamed response: choice 0's body with every choice, indexed.
+json with_choices(json body, std::vector<json> more) {
+  for (size_t i = 0; i < more.size(); ++i) {
+    json choice = std::move(more[i]["choices"][0]);
+    choice["index"] = i + 1;
+    body["choices"].push_back(std::move(choice));
+  }
+  return body;
 }
 
 }  // namespace
@@ -271,21 +415,26 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   }
   go.prompt_tokens = static_cast<int64_t>(ids.size());
   apply_response_format(m, r.response_format, go.starts_in_reasoning, r.sampling);
-  auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
-  submit(m, gen, std::move(ids), r.sampling);
+  Choices choices = start_choices(m, metrics, go, std::move(ids), r.sampling, r.n);
 
   if (r.stream) {
-    start_stream(res, m, gen, head, /*chat=*/true, r.include_usage, r.sampling.logprobs, "");
+    start_stream(res, std::move(choices), head, /*chat=*/true, r.include_usage, r.sampling.logprobs, "");
     return;
   }
-  Generation::Delta d = collect(m, *gen, req);
-  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
-  std::optional<std::string> reasoning;
-  if (gen->saw_reasoning() || !d.reasoning.empty()) reasoning = d.reasoning;
-  res.set_content(chat_completion(head, d.content, reasoning, chat_finish_name(d.reason, *gen), gen->usage(),
-                                  r.sampling.logprobs ? &d.logprobs : nullptr, d.tool_calls)
-                      .dump(-1, ' ', false, json::error_handler_t::replace),
+  std::vector<Generation::Delta> ds = collect_all(m, choices, req);
+  const Usage usage = choices.usage();
+  std::vector<json> bodies;
+  for (size_t i = 0; i < ds.size(); ++i) {
+    const Generation& gen = *choices.gens[i];
+    std::optional<std::string> reasoning;
+    if (gen.saw_reasoning() || !ds[i].reasoning.empty()) reasoning = ds[i].reasoning;
+    bodies.push_back(chat_completion(head, ds[i].content, reasoning, chat_finish_name(ds[i].reason, gen), usage,
+                                     r.sampling.logprobs ? &ds[i].logprobs : nullptr, ds[i].tool_calls));
+  }
+  json body = std::move(bodies[0]);
+  bodies.erase(bodies.begin());
+  res.set_content(with_choices(std::move(body), std::move(bodies)).dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
 
@@ -317,22 +466,25 @@ void handle_completion(const ServedModel& m, const ServerConfig& config, Metrics
   go.logprobs = r.sampling.logprobs;
   go.prompt_tokens = static_cast<int64_t>(ids.size());
   apply_response_format(m, r.response_format, /*in_reasoning=*/false, r.sampling);
-  auto gen = std::make_shared<Generation>(*m.tokenizer, go, &metrics);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
-  submit(m, gen, std::move(ids), r.sampling);
+  Choices choices = start_choices(m, metrics, go, std::move(ids), r.sampling, r.n);
 
   if (r.stream) {
-    start_stream(res, m, gen, head, /*chat=*/false, r.include_usage, r.sampling.logprobs,
+    start_stream(res, std::move(choices), head, /*chat=*/false, r.include_usage, r.sampling.logprobs,
                  r.echo ? prompt_text : std::string());
     return;
   }
-  Generation::Delta d = collect(m, *gen, req);
-  if (d.reason == FinishReason::kError || d.reason == FinishReason::kAbort) throw_failed(d);
-  const std::string text = r.echo ? prompt_text + d.content : d.content;
-  res.set_content(text_completion(head, text, finish_name(d.reason), gen->usage(),
-                                  r.sampling.logprobs ? &d.logprobs : nullptr,
-                                  r.echo ? static_cast<int64_t>(prompt_text.size()) : 0)
-                      .dump(-1, ' ', false, json::error_handler_t::replace),
+  std::vector<Generation::Delta> ds = collect_all(m, choices, req);
+  const Usage usage = choices.usage();
+  std::vector<json> bodies;
+  for (const auto& d : ds) {
+    const std::string text = r.echo ? prompt_text + d.content : d.content;
+    bodies.push_back(text_completion(head, text, finish_name(d.reason), usage, r.sampling.logprobs ? &d.logprobs : nullptr,
+                                     r.echo ? static_cast<int64_t>(prompt_text.size()) : 0));
+  }
+  json body = std::move(bodies[0]);
+  bodies.erase(bodies.begin());
+  res.set_content(with_choices(std::move(body), std::move(bodies)).dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
 

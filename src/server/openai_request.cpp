@@ -177,7 +177,7 @@ ResponseFormat read_response_format(const json& j, const SamplingParams& s) {
 
 // Options shared by both endpoints.
 void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, bool& stream,
-                 bool& include_usage, std::string& user) {
+                 bool& include_usage, std::string& user, int32_t& n) {
   read_number(j, "temperature", 0.0, 2.0, s.temperature);
   read_number(j, "top_p", 0.0, 1.0, s.top_p);
   if (j.contains("top_p") && !j["top_p"].is_null() && s.top_p <= 0.0) {
@@ -193,8 +193,8 @@ void read_common(const json& j, const RequestLimits& limits, SamplingParams& s, 
   read_int(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v,
            present);
   if (present) s.seed = static_cast<uint64_t>(v);
-  read_int(j, "n", 1, 128, v, present);
-  if (present && v != 1) fail("only n=1 is supported", "n", "unsupported");
+  read_int(j, "n", 1, limits.max_n, v, present);
+  if (present) n = static_cast<int32_t>(v);
   s.ignore_eos = read_bool(j, "ignore_eos", false);
   read_logit_bias(j, limits, s);
 
@@ -539,7 +539,7 @@ ChatCompletionRequest parse_chat_request(std::string_view body, const RequestLim
     r.messages.push_back(std::move(out));
   }
   read_tools(j, r);
-  read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user);
+  read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user, r.n);
   read_max_tokens(j, limits, r.sampling, "max_completion_tokens");
   r.sampling.logprobs = read_bool(j, "logprobs", false);
   int64_t v = 0;
@@ -588,7 +588,7 @@ CompletionRequest parse_completion_request(std::string_view body, const RequestL
     fail(fmt::format("'prompt' must be a string or an array, got {}", type_name(*it)), "prompt");
   }
   if (!r.prompt_is_tokens && r.prompt.empty()) fail("'prompt' must not be empty", "prompt");
-  read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user);
+  read_common(j, limits, r.sampling, r.stream, r.include_usage, r.user, r.n);
   r.sampling.max_tokens = 16;  // the OpenAI default for completions
   r.max_tokens_given = read_max_tokens(j, limits, r.sampling, nullptr);
   r.echo = read_bool(j, "echo", false);

@@ -76,7 +76,9 @@ TEST(ChatRequest, RejectsBadInputNamingTheField) {
   expect_param_error(chat, "{" + ok + R"(,"max_completion_tokens":"9"})", "max_completion_tokens");
   expect_param_error(chat, "{" + ok + R"(,"stop":[1]})", "stop");
   expect_param_error(chat, "{" + ok + R"(,"stop":["a","b","c","d","e"]})", "stop");
-  expect_param_error(chat, "{" + ok + R"(,"n":2})", "n");
+  expect_param_error(chat, "{" + ok + R"(,"n":0})", "n");
+  expect_param_error(chat, "{" + ok + R"(,"n":129})", "n");
+  expect_param_error(chat, "{" + ok + R"(,"n":1.5})", "n");
   expect_param_error(chat, "{" + ok + R"(,"stream":"yes"})", "stream");
   expect_param_error(chat, "{" + ok + R"(,"stream_options":{"include_usage":true}})", "stream_options");
   expect_param_error(chat, "{" + ok + R"(,"top_logprobs":2})", "top_logprobs");
@@ -308,6 +310,18 @@ TEST(ResponseFormat, TextAndJsonObjectOnBothEndpoints) {
   EXPECT_EQ(r.sampling.top_logprobs, 2);
   EXPECT_EQ(r.sampling.max_tokens, 7);
   EXPECT_FALSE(r.sampling.constraint);  // the routes attach it, knowing the model
+}
+
+TEST(ChatRequest, NChoicesOnBothEndpoints) {
+  const std::string c = R"({"model":"m","messages":[{"role":"user","content":"x"}])";
+  const std::string p = R"({"model":"m","prompt":"x")";
+  EXPECT_EQ(parse_chat_request(c + "}").n, 1);
+  EXPECT_EQ(parse_chat_request(c + R"(,"n":null})").n, 1);
+  EXPECT_EQ(parse_chat_request(c + R"(,"n":3})").n, 3);
+  EXPECT_EQ(parse_completion_request(p + R"(,"n":128})").n, 128);
+  RequestLimits few;
+  few.max_n = 4;
+  expect_param_error([&](const std::string& b) { return parse_completion_request(b, few); }, p + R"(,"n":5})", "n");
 }
 
 TEST(ResponseFormat, JsonSchemaCompiledOnBothEndpoints) {

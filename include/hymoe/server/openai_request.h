@@ -23,6 +23,7 @@ struct RequestLimits {
   int32_t max_top_logprobs = 20;
   int32_t max_tokens_limit = 1 << 20; // upper bound on max_tokens
   int32_t max_logit_bias = 300;       // logit_bias entries (OpenAI's documented limit)
+  int32_t max_n = 128;                // choices per request (OpenAI's limit)
   // Deepest nesting of arrays and objects a body may have (the body's own object is level 1).
   // Checked on the bytes before parsing: everything that walks a parsed document recursively
   // (copies, the chat template's values, dump) then stays far from the stack's end.
@@ -59,6 +60,7 @@ struct ChatCompletionRequest {
   bool parallel_tool_calls = true;
   ResponseFormat response_format;   // json_object/json_schema only with tool_choice none (or no tools)
   SamplingParams sampling;
+  int32_t n = 1;               // choices, each its own sequence (seed + i when a seed is given)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
@@ -73,13 +75,15 @@ struct CompletionRequest {
   ResponseFormat response_format;   // a vLLM extension on this endpoint
   SamplingParams sampling;          // max_tokens 16 (OpenAI's default) unless the body gives it
   bool max_tokens_given = false;    // whether it did (the server's configured default applies otherwise)
+  int32_t n = 1;                    // choices, as in chat
   bool stream = false;
   bool include_usage = false;
   std::string user;
 };
 
 // Parses a request body (raw bytes). Malformed JSON, wrong types and out-of-range values throw
-// ApiException (400); n != 1 and other unsupported options throw 400 with code "unsupported".
+// ApiException (400; n outside [1, max_n] included); unsupported options throw 400 with code
+// "unsupported".
 // logit_bias becomes SamplingParams::logit_bias (sorted by id; keys must be decimal ids, values
 // numbers in [-100, 100], at most max_logit_bias entries, one entry per id).
 // response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
