@@ -90,7 +90,7 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
 // The backend: cpu, hybrid, or auto (hybrid where this build has CUDA and a device is present,
 // falling back to cpu with a warning when the hybrid backend cannot start there).
 std::unique_ptr<Executor> make_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool,
-                                        std::unique_ptr<Executor>& long_path) {
+                                        [[maybe_unused]] std::unique_ptr<Executor>& long_path) {
   auto log = log::get("load");
   if (config.backend == "cpu") return make_cpu_executor(config, store, pool);
 #if HYMOE_HAVE_CUDA

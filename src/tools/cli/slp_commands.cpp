@@ -114,8 +114,12 @@ void register_slp_commands(CLI::App& app) {
     std::vector<int> layers = {5};
     std::vector<int64_t> tokens = {2048, 8192};
     int64_t chunk = 2048;
+#if HYMOE_CLI_HAS_HYBRID
     int64_t attention_tokens = SlpExecutorOptions{}.attention_tokens;
     int64_t attention_window = SlpExecutorOptions{}.attention_window;
+#else
+    int64_t attention_tokens = 0, attention_window = 0;  // (the command needs CUDA)
+#endif
     std::string attention = "auto";
     int ring_slots = 0;
     double gpu_memory_limit_gb = 0;
