@@ -15,6 +15,15 @@ namespace {
 using Clock = SteadyClock;
 size_t aligned(size_t b) { return (b + 255) / 256 * 256; }
 
+// An expert's bytes as copied: its three FP8 matrices and their FP32 scales.
+size_t expert_bytes(const ModelWeights& weights, const ExpertStreamer::Item& item) {
+  const MlpWeights& e = weights.layers[static_cast<size_t>(item.layer)].moe->experts[static_cast<size_t>(item.expert)];
+  return e.gate.bytes() + e.up.bytes() + e.down.bytes() +
+         static_cast<size_t>(e.gate.scale_rows() * e.gate.scale_cols() + e.up.scale_rows() * e.up.scale_cols() +
+                             e.down.scale_rows() * e.down.scale_cols()) *
+             sizeof(float);
+}
+
 }  // namespace
 
 ExpertSlotLayout ExpertSlotLayout::of(const ModelConfig& c) {
@@ -153,6 +162,21 @@ void ExpertStreamer::loader_main() {
     });
     if (stopping_) return;
     if (had_work) stats_.slot_wait_s += seconds_since(t_wait);
+    if (pacer_) {
+      // Paced (decodes run beside): wait out the bucket's delay before taking the slot; a cancel
+      // or a stop cuts the wait short.
+      const double delay = pacer_->delay_for(expert_bytes(weights_, schedule_[next_load_]));
+      if (delay > 0) {
+        const size_t gen = generation_;
+        const auto t_pace = Clock::now();
+        cv_.wait_for(lock, std::chrono::duration<double>(delay),
+                     [&] { return stopping_ || cancelled_ || gen != generation_; });
+        const double waited = seconds_since(t_pace);
+        stats_.paced_s += waited;
+        pacer_->on_waited(waited);
+        if (stopping_ || cancelled_ || gen != generation_) continue;
+      }
+    }
     const int slot = free_slots_.front();
     free_slots_.pop_front();
     const size_t i = next_load_++;
@@ -180,10 +204,7 @@ void ExpertStreamer::loader_main() {
     if (ok && gen == generation_ && !cancelled_) {
       slot_of_[i] = slot;
       loaded_[i] = 1;
-      stats_.bytes += e.gate.bytes() + e.up.bytes() + e.down.bytes() +
-                      static_cast<size_t>(e.gate.scale_rows() * e.gate.scale_cols() + e.up.scale_rows() * e.up.scale_cols() +
-                                          e.down.scale_rows() * e.down.scale_cols()) *
-                          sizeof(float);
+      stats_.bytes += expert_bytes(weights_, item);
       ++stats_.items;
     } else {
       if (!ok) cancelled_ = true;
@@ -277,6 +298,11 @@ std::vector<ExpertStreamer::LayerCopy> ExpertStreamer::layer_copies(const gpu::E
   for (const Mark& m : marks_)
     out.push_back({m.layer, gpu::Event::elapsed_ms(ref, m.begin), gpu::Event::elapsed_ms(ref, m.end)});
   return out;
+}
+
+void ExpertStreamer::set_pacer(CopyPacer* pacer) {
+  std::lock_guard lock(mu_);
+  pacer_ = pacer;
 }
 
 ExpertStreamer::Stats ExpertStreamer::stats() const {

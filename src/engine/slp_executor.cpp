@@ -644,6 +644,7 @@ SlpExecutor::Profile SlpExecutor::profile() const {
     p.streamed_bytes = st.bytes - b.bytes;
     p.model_wait_s = st.model_wait_s - b.model_wait_s;
     p.slot_wait_s = st.slot_wait_s - b.slot_wait_s;
+    p.paced_s = st.paced_s - b.paced_s;
   }
   if (impl_->moe) {
     const SlpMoe::Times& t = impl_->moe->times();
@@ -653,6 +654,10 @@ SlpExecutor::Profile SlpExecutor::profile() const {
     p.routed_combine_s = t.combine_s;
   }
   return p;
+}
+
+void SlpExecutor::set_copy_pacer(CopyPacer* pacer) {
+  if (impl_->streamer) impl_->streamer->set_pacer(pacer);
 }
 
 void SlpExecutor::set_profile_stages(bool on) {

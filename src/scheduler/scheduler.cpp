@@ -7,6 +7,7 @@
 
 #include "hymoe/common/error.h"
 #include "hymoe/common/log.h"
+#include "hymoe/common/stopwatch.h"
 
 namespace hymoe {
 
@@ -153,6 +154,11 @@ SchedulerStats Scheduler::stats() const {
 void Scheduler::set_stats_listener(std::function<void(const SchedulerStats&)> listener) {
   std::lock_guard lock(mutex_);
   listener_ = std::move(listener);
+}
+
+void Scheduler::set_step_observer(std::function<void(const MainStepInfo&)> observer) {
+  std::lock_guard lock(mutex_);
+  step_observer_ = std::move(observer);
 }
 
 void Scheduler::finish(Sequence& s, FinishReason reason, const std::string& error) {
@@ -368,6 +374,7 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     prompt_tokens += it.decode ? 0 : static_cast<int64_t>(it.tokens.size());
   }
   if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
+  const auto t_step = SteadyClock::now();
   try {
     executor_.forward(items, std::span<float>(logits_.data(), rows * vocab));
   } catch (const std::exception& e) {
@@ -380,6 +387,20 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     stats_.main_prompt_tokens += prompt_tokens;
   }
   complete(items, owners, std::span<float>(logits_.data(), rows * vocab));
+  std::function<void(const MainStepInfo&)> observer;
+  {
+    std::lock_guard lock(mutex_);
+    observer = step_observer_;
+  }
+  if (observer) {
+    MainStepInfo info;
+    info.seconds = seconds_since(t_step);
+    info.decode_tokens = static_cast<int64_t>(items.size()) - std::count_if(items.begin(), items.end(),
+                                                                             [](const StepItem& it) { return !it.decode; });
+    info.prompt_tokens = prompt_tokens;
+    info.long_running = long_busy_;  // set and cleared by this thread: a long step ran during this one
+    observer(info);
+  }
 }
 
 bool Scheduler::on_long_path(const Sequence& s) const {

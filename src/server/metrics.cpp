@@ -84,6 +84,13 @@ void Metrics::set_paths(int64_t long_running, int64_t long_waiting, int64_t long
   main_tokens_ = main_prompt_tokens;
 }
 
+void Metrics::set_pacing(double waited_seconds, double rate_bytes_per_s, double objective_seconds) {
+  paced_s_ = waited_seconds;
+  pace_rate_ = rate_bytes_per_s;
+  tpot_objective_ = objective_seconds;
+  pacing_set_ = true;
+}
+
 void Metrics::set_backend(const std::string& backend) {
   std::lock_guard lock(backend_mutex_);
   backend_ = backend;
@@ -129,6 +136,15 @@ std::string Metrics::render() const {
         static_cast<double>(long_running_.load()));
   gauge("hymoe:long_path_requests_waiting", "Requests whose prompt waits for the long-prompt path.",
         static_cast<double>(long_waiting_.load()));
+  if (pacing_set_.load()) {
+    out += fmt::format("# HELP hymoe:long_path_copy_pacing_seconds_total Time the long path's expert copies were held "
+                       "back to keep decodes within the TPOT objective.\n# TYPE hymoe:long_path_copy_pacing_seconds_total "
+                       "counter\nhymoe:long_path_copy_pacing_seconds_total{{{}}} {}\n", labels_, paced_s_.load());
+    gauge("hymoe:long_path_copy_rate_limit_bytes_per_second",
+          "The long path's expert copy rate limit while requests decode (0 = unpaced).", pace_rate_.load());
+    gauge("hymoe:tpot_objective_seconds", "The decode time per token the long path's copies are paced to (0 = not yet known).",
+          tpot_objective_.load());
+  }
   out += "# HELP hymoe:prompt_tokens_computed_total Prompt tokens computed, by path (prefix-cache hits excluded).\n"
          "# TYPE hymoe:prompt_tokens_computed_total counter\n";
   out += fmt::format("hymoe:prompt_tokens_computed_total{{{},path=\"main\"}} {}\n", labels_, main_tokens_.load());

@@ -179,6 +179,17 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
 
   cpu::ThreadPoolOptions po;
   po.threads = config.threads;
+#if HYMOE_HAVE_CUDA
+  // Stream-loading prefill's host threads (loader, unloader, the long path's model thread) and the
+  // engine loop must not queue behind the CPU experts' pinned workers: leave them cores.
+  const unsigned hw = std::thread::hardware_concurrency();
+  if (config.threads == 0 && config.slp_threshold > 0 && config.slp_host_cores > 0 && config.backend != "cpu" &&
+      gpu::device_count() > config.gpu_device && hw > static_cast<unsigned>(config.slp_host_cores) + 1) {
+    po.threads = static_cast<int>(hw) - config.slp_host_cores;
+    log->info("CPU experts' pool: {} of {} threads ({} left for stream-loading prefill's host threads)", po.threads, hw,
+              config.slp_host_cores);
+  }
+#endif
   rt->pool = std::make_unique<cpu::ThreadPool>(cpu::Topology::detect(), po);
   rt->executor = make_executor(config, *rt->store, *rt->pool, rt->long_executor);
   SchedulerConfig sc;
@@ -199,6 +210,23 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   sc.max_context = config.max_context;
   sc.sample_vocab = rt->tokenizer->vocab_size();
   rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc, rt->long_executor.get());
+#if HYMOE_HAVE_CUDA
+  if (auto* slp = dynamic_cast<SlpExecutor*>(rt->long_executor.get()); slp && config.slp_pacing && slp->ring_slots() > 0) {
+    CopyPacerOptions pa;
+    pa.tpot_objective_s = config.tpot_slo_ms / 1000.0;
+    rt->pacer = std::make_unique<CopyPacer>(pa);
+    slp->set_copy_pacer(rt->pacer.get());
+    rt->scheduler->set_step_observer([pacer = rt->pacer.get()](const MainStepInfo& i) {
+      pacer->on_decode_step(i.seconds, i.decode_tokens, i.prompt_tokens, i.long_running);
+    });
+    if (config.tpot_slo_ms > 0) {
+      log->info("stream-loading prefill's copies paced while requests decode: TPOT objective {} ms", config.tpot_slo_ms);
+    } else {
+      log->info("stream-loading prefill's copies paced while requests decode: TPOT objective {}x the decode step "
+                "measured alone", pa.auto_factor);
+    }
+  }
+#endif
   if (rt->long_executor) {
     log->info("backend: {}, prompts of {}+ tokens on {} beside it", rt->executor->name(), config.slp_threshold,
               rt->long_executor->name());

@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "hymoe/common/error.h"
@@ -789,6 +790,55 @@ TEST(SchedulerLongPath, DecodesKeepRunningWhileALongPromptIsOnTheLongPath) {
   EXPECT_EQ(dr.tokens, expected_from_history({3, 4}, 200));
   EXPECT_TRUE(s.wait_idle(5));
   expect_all_released(ex.kv_cache());
+}
+
+// The step observer sees every main-path step: its decode rows, the prompt tokens beside them, and
+// whether the long path was running a step meanwhile (what CopyPacer judges TPOT by).
+TEST(SchedulerLongPath, StepObserverReportsDecodeStepsBesideTheLongStep) {
+  ToyExecutor ex(256, 4);
+  LongToy lp(ex);
+  std::promise<void> open;
+  lp.gate = open.get_future().share();
+  Scheduler s(ex, kEos, long_config(), &lp);
+  std::mutex mu;
+  std::vector<MainStepInfo> seen;
+  s.set_step_observer([&](const MainStepInfo& info) {
+    std::lock_guard lock(mu);
+    seen.push_back(info);
+  });
+  auto count = [&](auto pred) {
+    std::lock_guard lock(mu);
+    return std::count_if(seen.begin(), seen.end(), pred);
+  };
+  auto d = run(s, "decoder", {3, 4, 5}, 200, [&](const TokenOutput&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;
+  });
+  ASSERT_TRUE(eventually([&] { return count([](const MainStepInfo& i) { return i.decode_tokens == 1; }) > 3; }));
+  auto p = run(s, "long", std::vector<int32_t>(150, 7), 2);
+  ASSERT_TRUE(eventually([&] { return lp.entered > 0; }));
+  const auto beside = [](const MainStepInfo& i) {
+    return i.long_running && i.decode_tokens == 1 && i.prompt_tokens == 0 && i.seconds > 0;
+  };
+  EXPECT_TRUE(eventually([&] { return count(beside) >= 10; }));
+  open.set_value();
+  EXPECT_EQ(p.get().reason, FinishReason::kLength);
+  EXPECT_EQ(d.get().reason, FinishReason::kLength);
+  // The observer runs after a step's tokens are reported: the last one may still be on its way.
+  const auto decodes = [&] {
+    std::lock_guard lock(mu);
+    int64_t n = 0;
+    for (const MainStepInfo& i : seen) n += i.decode_tokens;
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return decodes() == 199 + 1; }))  // the decoder's after its first, the long one's second
+      << decodes();
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().prompt_tokens, 3);  // the decoder's prompt, alone
+  EXPECT_EQ(seen.front().decode_tokens, 0);
+  EXPECT_FALSE(seen.front().long_running);
+  EXPECT_FALSE(seen.back().long_running);  // the long prompt's second token decodes on the main path  // the decoder's tokens after the first, the long prompt's second
 }
 
 // Same outputs with and without the long path, many prompts of both kinds at once.

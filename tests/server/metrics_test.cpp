@@ -26,6 +26,8 @@ TEST(Metrics, VllmNamesAndValues) {
   m.set_kv_usage(0.25);
   m.set_prefix_cache(120, 64);
   m.set_paths(1, 2, 32768, 515);
+  EXPECT_EQ(m.render().find("pacing"), std::string::npos);  // no pacer: no pacing series
+  m.set_pacing(1.5, 2.5e10, 0.075);
   m.on_first_token(0.2);
   m.on_token(0.05);
   m.on_finished(FinishedReason::kLength, 10, 4, 0.5);
@@ -42,6 +44,10 @@ TEST(Metrics, VllmNamesAndValues) {
                            "hymoe:long_path_requests_running{model_name=\"tiny\\\"model\"} 1\n",
                            "hymoe:long_path_requests_waiting{model_name=\"tiny\\\"model\"} 2\n",
                            "# TYPE hymoe:prompt_tokens_computed_total counter\n",
+                           "# TYPE hymoe:long_path_copy_pacing_seconds_total counter\n",
+                           "hymoe:long_path_copy_pacing_seconds_total{model_name=\"tiny\\\"model\"} 1.5\n",
+                           "hymoe:long_path_copy_rate_limit_bytes_per_second{model_name=\"tiny\\\"model\"} 25000000000\n",
+                           "hymoe:tpot_objective_seconds{model_name=\"tiny\\\"model\"} 0.075\n",
                            "hymoe:prompt_tokens_computed_total{model_name=\"tiny\\\"model\",path=\"main\"} 515\n",
                            "hymoe:prompt_tokens_computed_total{model_name=\"tiny\\\"model\",path=\"long\"} 32768\n",
                            "finished_reason=\"length\"} 1\n", "finished_reason=\"abort\"} 1\n",

@@ -5,8 +5,9 @@
 // them: the three threads and streams of the design's SLP, with each CUDA event paired with a
 // host-side flag so that host and device agree on the order.
 //
-//   loader     for each item of the schedule in order: wait for a free slot, copy the expert into
-//              it on the copy stream, record the slot's ON event, mark the item loaded.
+//   loader     for each item of the schedule in order: wait for a free slot (and, with a pacer,
+//              the pacer's delay: decodes beside), copy the expert into it on the copy stream,
+//              record the slot's ON event, mark the item loaded.
 //   model      acquire(i): wait until item i is loaded, make the compute stream wait for ON; run
 //              the GEMMs; release(i): record the slot's OFF event on the compute stream.
 //   unloader   for each released item in order: wait for OFF on the host, free the slot.
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "hymoe/engine/copy_pacer.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/moe.h"
 #include "hymoe/gpu/stream.h"
@@ -74,6 +76,7 @@ class ExpertStreamer {
     double loader_busy_s = 0;  // host time the loader spent issuing copies (not waiting for slots)
     double slot_wait_s = 0;    // the loader waiting for a free slot (compute is behind)
     double model_wait_s = 0;   // acquire() waiting for a copy to be issued (loading is behind)
+    double paced_s = 0;        // the loader holding copies back for the pacer (decodes beside)
     int64_t items = 0;
   };
 
@@ -99,6 +102,9 @@ class ExpertStreamer {
   // Blocks until every item of the schedule was released and its slot freed.
   void finish();
   Stats stats() const;
+  // Paces the loader's copies (nullptr: none, the default): before each copy it waits the delay
+  // the pacer asks for. The pacer must outlive the streamer or be reset first.
+  void set_pacer(CopyPacer* pacer);
 
   // Benchmarks: with marks on, each layer's copies are bracketed by timing events on the copy
   // stream (before its first item's copy, after its last); after finish(), the milliseconds of
@@ -132,6 +138,7 @@ class ExpertStreamer {
   bool cancelled_ = false, stopping_ = false;
   size_t in_flight_ = 0;               // loader items between taking a slot and marking loaded
   Stats stats_;
+  CopyPacer* pacer_ = nullptr;
   bool marks_on_ = false;
   struct Mark {
     int64_t layer = 0;

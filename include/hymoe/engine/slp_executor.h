@@ -35,6 +35,7 @@
 
 namespace hymoe {
 
+class CopyPacer;
 class GpuModel;
 
 struct SlpExecutorOptions {
@@ -108,11 +109,16 @@ class SlpExecutor final : public Executor {
     size_t streamed_bytes = 0;
     double model_wait_s = 0;  // compute waiting for an expert's copy (loading is behind)
     double slot_wait_s = 0;   // the loader waiting for a free slot (compute is behind)
+    double paced_s = 0;       // the loader holding copies back for the pacer (decodes beside)
     int64_t steps = 0, tokens = 0;
   };
   Profile profile() const;
   void reset_profile();
   void set_profile_stages(bool on);  // SlpExecutorOptions::profile_stages, between steps
+  // Paces the expert copies while decodes run beside (the runtime's --tpot-slo-ms; nullptr: none).
+  // The pacer must outlive the executor or be reset first. Without a ring (every expert resident)
+  // nothing streams and nothing is paced.
+  void set_copy_pacer(CopyPacer* pacer);
   // Between steps (benchmarks): the tensor-core kernel, or back to cuDNN where it was set up.
   void set_attention_tensor_cores(bool on);
 

@@ -106,6 +106,14 @@ struct SchedulerStats {
   int64_t main_prompt_tokens = 0;
 };
 
+// What the loop reports after each main-path step (Scheduler::set_step_observer).
+struct MainStepInfo {
+  double seconds = 0;          // the step's wall time: forward, sampling, token callbacks
+  int64_t decode_tokens = 0;   // decode rows in it (its TPOT is `seconds` for each of them)
+  int64_t prompt_tokens = 0;   // prompt tokens beside them
+  bool long_running = false;   // the long path was running a step meanwhile
+};
+
 class Scheduler {
  public:
   // long_path (optional) must share the executor's KvCache object and vocabulary
@@ -133,6 +141,9 @@ class Scheduler {
   int64_t max_context() const { return max_context_; }
   // Called after each step with fresh stats (for metrics); set before submitting.
   void set_stats_listener(std::function<void(const SchedulerStats&)> listener);
+  // Called on the loop thread after each main-path step (e.g. to pace the long path's copies
+  // from the decodes' step times: CopyPacer); set before submitting.
+  void set_step_observer(std::function<void(const MainStepInfo&)> observer);
 
  private:
   struct Sequence;
@@ -168,6 +179,7 @@ class Scheduler {
   bool has_work_ = false;  // the loop's last pass left main-path work (else it waits for an event)
   SchedulerStats stats_;
   std::function<void(const SchedulerStats&)> listener_;
+  std::function<void(const MainStepInfo&)> step_observer_;
 
   // Owned by the loop thread.
   std::deque<std::unique_ptr<Sequence>> waiting_;

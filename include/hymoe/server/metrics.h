@@ -42,6 +42,9 @@ class Metrics {
   // The scheduler's two paths (its cumulative counts): requests in and waiting for the long-prompt
   // path's step, and the prompt tokens each path computed (prefix-cache hits excluded).
   void set_paths(int64_t long_running, int64_t long_waiting, int64_t long_prompt_tokens, int64_t main_prompt_tokens);
+  // The long path's copy pacing (CopyPacer; shown once set): the loader's total wait, the copy
+  // rate in force (bytes/s, 0 = unpaced) and the TPOT objective (0 = none known yet).
+  void set_pacing(double waited_seconds, double rate_bytes_per_s, double objective_seconds);
   // The executor serving the model (hymoe:backend_info{backend="..."} 1).
   void set_backend(const std::string& backend);
   void on_first_token(double ttft_seconds);
@@ -62,6 +65,8 @@ class Metrics {
   std::atomic<double> kv_usage_{0.0};
   std::atomic<int64_t> prefix_queries_{0}, prefix_hits_{0};
   std::atomic<int64_t> long_running_{0}, long_waiting_{0}, long_tokens_{0}, main_tokens_{0};
+  std::atomic<bool> pacing_set_{false};
+  std::atomic<double> paced_s_{0.0}, pace_rate_{0.0}, tpot_objective_{0.0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};
   std::atomic<uint64_t> finished_[4] = {};
   Histogram ttft_;

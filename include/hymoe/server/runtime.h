@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hymoe/cpu/thread_pool.h"
+#include "hymoe/engine/copy_pacer.h"
 #include "hymoe/engine/executor.h"
 #include "hymoe/model/weight_store.h"
 #include "hymoe/scheduler/scheduler.h"
@@ -32,6 +33,9 @@ struct Runtime {
   // Stream-loading prefill beside the hybrid executor (same device model and KV pool): the
   // scheduler's long-prompt path, on a thread of its own. Null without a GPU or with SLP off.
   std::unique_ptr<Executor> long_executor;
+  // Paces the long path's expert copies from the main path's decode steps (--tpot-slo-ms); null
+  // without a long path that streams, or with --no-slp-pacing.
+  std::unique_ptr<CopyPacer> pacer;
   std::unique_ptr<Scheduler> scheduler;
   int32_t eos = -1;
   std::shared_ptr<const JsonModeVocab> json_mode;  // response_format json_object's token tables

@@ -46,6 +46,15 @@ struct ServerConfig {
   // the GPU budget cannot hold the buffers.
   int64_t slp_threshold = 64;
   int64_t slp_max_tokens = 32768;
+  // While decodes run beside a stream-loading prefill, its expert copies (which read host DRAM
+  // beside the CPU experts' reads) are paced to hold the decode steps' time per token under
+  // tpot_slo_ms (CopyPacer); 0 = 1.5x the decode step measured with no prefill beside it.
+  // slp_pacing false: never paced.
+  double tpot_slo_ms = 0;
+  bool slp_pacing = true;
+  // With stream-loading prefill on and threads = 0: cores left out of the CPU experts' pool for
+  // SLP's host threads (loader, unloader, the long path's model thread) and the engine loop.
+  int32_t slp_host_cores = 2;
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads

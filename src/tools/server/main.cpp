@@ -83,11 +83,15 @@ int main(int argc, char** argv) {
       notify("STOPPING=1");
       std::_Exit(1);
     }
-    rt->scheduler->set_stats_listener([&metrics](const SchedulerStats& s) {
+    rt->scheduler->set_stats_listener([&metrics, pacer = rt->pacer.get()](const SchedulerStats& s) {
       metrics.set_queue(s.running, s.waiting);
       metrics.set_kv_usage(s.kv_usage);
       metrics.set_prefix_cache(s.prefix_cache_queries, s.prefix_cache_hits);
       metrics.set_paths(s.long_running, s.long_waiting, s.long_prompt_tokens, s.main_prompt_tokens);
+      if (pacer) {
+        const CopyPacer::Stats p = pacer->stats();
+        metrics.set_pacing(p.waited_s, p.rate, p.objective_s);
+      }
     });
     auto model = std::make_shared<server::ServedModel>();
     model->name = rt->name;
