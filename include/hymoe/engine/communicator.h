@@ -3,10 +3,11 @@
 // all-gather of the tokens, a reduce-scatter of the partial sums) need, and the dispatch/combine
 // all-to-all of standard expert parallelism, the baseline.
 //
-// Every rank calls the same collectives in the same order; a call returns when this rank's part
-// is done (its receive buffer filled, its send buffer free again). Buffers live in the rank's
-// memory: host memory for InProcessGroup's ranks (threads of one process; the algorithms' tests
-// and CI), device memory for the NCCL implementation.
+// Every rank calls the same collectives in the same order. Buffers live in the rank's memory:
+// host memory for InProcessGroup's ranks (threads of one process; the algorithms' tests and CI),
+// whose calls return when this rank's part is done (its receive buffer filled, its send buffer
+// free again); device memory for NcclGroup's (nccl_communicator.h), whose calls enqueue on the
+// rank's stream() and are done at synchronize().
 //
 // A failed rank must not hang the others: InProcessGroup bounds every wait (timeout_s) and
 // abort(why) wakes every rank waiting in a collective; both make the calls throw hymoe::Error
@@ -26,12 +27,17 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // The CUDA stream (a cudaStream_t) the calls are ordered on; nullptr for host communicators.
+  virtual void* stream() const { return nullptr; }
+  // Waits until every call so far is done (bounded by the group's timeout; throws kUnavailable
+  // when the group failed). Host communicators: nothing to wait for.
+  virtual void synchronize() {}
 
   // recv[r * bytes, (r + 1) * bytes) = rank r's `send` (bytes each), for every rank r.
   virtual void all_gather(const void* send, void* recv, size_t bytes) = 0;
   // Elementwise sum over ranks of `send` (size() * count floats); this rank receives slice
-  // [rank * count, (rank + 1) * count). Summed in rank order (0, 1, ...): every rank's result is
-  // bitwise what one process adding them in that order gets.
+  // [rank * count, (rank + 1) * count). InProcessGroup sums in rank order (0, 1, ...): bitwise
+  // what one process adding them in that order gets.
   virtual void reduce_scatter_sum(const float* send, float* recv, size_t count) = 0;
   // One ring step: `send` (send_bytes) to rank `to`, `recv` (recv_bytes) from rank `from`; the
   // sender's size must equal the receiver's (kInvalidArgument otherwise, on both).
