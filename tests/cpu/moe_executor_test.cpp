@@ -10,6 +10,7 @@
 
 #include "hymoe/common/error.h"
 #include "hymoe/common/numeric.h"
+#include "../test_seed.h"
 
 namespace hymoe::cpu {
 namespace {
@@ -120,25 +121,25 @@ void check_against_reference(ThreadPool& pool, const MoeTuning& tuning, uint64_t
 
 TEST(MoeExecutor, MatchesReferenceOnTwoSyntheticNodes) {
   ThreadPool pool(Topology::synthetic("pack:2 [numa] core:2 pu:1"));
-  check_against_reference(pool, {}, std::random_device{}());
-  check_against_reference(pool, {.task_bytes = 8 << 10, .steal = false}, std::random_device{}());
+  check_against_reference(pool, {}, test::test_seed());
+  check_against_reference(pool, {.task_bytes = 8 << 10, .steal = false}, test::test_seed());
 }
 
 TEST(MoeExecutor, MatchesReferenceOnFourSyntheticNodes) {
   ThreadPool pool(Topology::synthetic("pack:4 [numa] core:1 pu:1"));
-  check_against_reference(pool, {.task_bytes = 16 << 10, .steal = true}, std::random_device{}());
-  check_against_reference(pool, {.task_bytes = 16 << 10, .steal = false}, std::random_device{}());
+  check_against_reference(pool, {.task_bytes = 16 << 10, .steal = true}, test::test_seed());
+  check_against_reference(pool, {.task_bytes = 16 << 10, .steal = false}, test::test_seed());
 }
 
 TEST(MoeExecutor, MatchesReferenceOnThisMachine) {
   ThreadPool pool(Topology::detect());
-  check_against_reference(pool, {}, std::random_device{}());
+  check_against_reference(pool, {}, test::test_seed());
 }
 
 // Bitwise the same output whatever the pool size and NUMA grouping: the tasks (rows per task) do
 // not depend on the threads, and each output row is computed by one task.
 TEST(MoeExecutor, ResultDoesNotDependOnThePoolSize) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t E = 16, H = 512, I = 384;
   Experts ex(E, H, I, rng);
   const MoeShape shape{.num_experts = E, .hidden = H, .intermediate = I, .max_tokens = kMaxMoeTokens, .max_top_k = 6};
@@ -169,7 +170,7 @@ TEST(MoeExecutor, ResultDoesNotDependOnThePoolSize) {
 // experts' gate/up tasks) changes when rows are computed, not how: bitwise the same output, on one
 // node and on two (each node's queue lagged on its own experts), with stealing.
 TEST(MoeExecutor, ResultDoesNotDependOnTheQueueOrder) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t E = 16, H = 512, I = 384;
   Experts ex(E, H, I, rng);
   const MoeShape shape{.num_experts = E, .hidden = H, .intermediate = I, .max_tokens = kMaxMoeTokens, .max_top_k = 6};

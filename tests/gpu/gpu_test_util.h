@@ -15,6 +15,7 @@
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/dtypes.h"
 #include "hymoe/gpu/stream.h"
+#include "../test_seed.h"
 
 namespace hymoe::gpu::test {
 
@@ -23,13 +24,9 @@ namespace hymoe::gpu::test {
     if (::hymoe::gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device";  \
   } while (0)
 
-// A fresh seed per test run (never a fixed input), printed so a failure can be replayed.
-inline std::mt19937_64 make_rng() {
-  const uint64_t seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  std::printf("[ seed     ] %llu\n", static_cast<unsigned long long>(seed));
-  return std::mt19937_64(seed);
-}
+// A fresh seed per test run (never a fixed input), printed so a failure can be replayed
+// (HYMOE_TEST_SEED: ../test_seed.h).
+using ::hymoe::test::make_rng;
 
 inline std::vector<Bf16> random_bf16(size_t n, std::mt19937_64& rng, float stddev = 1.0f) {
   std::normal_distribution<float> dist(0.0f, stddev);

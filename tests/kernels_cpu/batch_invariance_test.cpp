@@ -30,7 +30,7 @@ using test::GemvVariant;
 using test::gemv_variants;
 
 TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (const GemvVariant& v : gemv_variants()) {
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{200, 7168}, {96, 2048}, {130, 384}, {72, 1000}}) {
       test::RandomFp8Matrix w(n, k, rng);
@@ -55,7 +55,7 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheBatch) {
 // boundary, as the MoE executor's tasks may): a row's result must not depend on the split, so
 // the output is the same at every thread count. The parts pass the next part as prefetch_next.
 TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (const GemvVariant& v : gemv_variants()) {
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{448, 2048}, {256, 7168}, {200, 384}}) {
       test::RandomFp8Matrix w(n, k, rng);
@@ -96,7 +96,7 @@ TEST(BatchInvariance, Fp8GemvRowDoesNotDependOnTheRowSplit) {
 
 // The software-prefetch settings (GemvPrefetch) only move data: bitwise the same results.
 TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const GemvPrefetch saved = gemv_prefetch();
   for (const Isa isa : supported_isas()) {
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{136, 2048}, {40, 7168}}) {
@@ -137,7 +137,7 @@ TEST(BatchInvariance, Fp8GemvDoesNotDependOnThePrefetchSetting) {
 // partial last group (the prefetch distance is cut to the call's last group).
 TEST(BatchInvariance, Fp8GemvAmxDoesNotDependOnThePrefetchSetting) {
   if (!fp8_gemv_amx_supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const AmxGemvPrefetch saved = amx_gemv_prefetch();
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{136, 2048}, {40, 7168}}) {
     test::RandomFp8Matrix w(n, k, rng);
@@ -162,7 +162,7 @@ TEST(BatchInvariance, Fp8GemvAmxDoesNotDependOnThePrefetchSetting) {
 }
 
 TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (const GemmImpl impl : {GemmImpl::kAvx512Bf16, GemmImpl::kAmxBf16}) {
     if (!gemm_impl_supported(impl)) continue;
     const int64_t n = 256, k = 1024, rows = 45;
@@ -182,7 +182,7 @@ TEST(BatchInvariance, Fp8GemmRowDoesNotDependOnM) {
 }
 
 TEST(BatchInvariance, Bf16GemvRowDoesNotDependOnTheTokens) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t rows = 300, cols = 7168;
   const auto w = test::random_bf16(static_cast<size_t>(rows * cols), rng);
   std::vector<float> x(static_cast<size_t>(8 * cols));

@@ -22,7 +22,7 @@ using test::random_f32;
 // is held to 1e-5 of sum_j |w_j x_j|, which cancellation in the result cannot defeat (a
 // normalised error over a few rows can: their exact sums may be near zero).
 TEST(Bf16Gemv, EveryVariantMatchesReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   // kAvx512Bf16 runs the kAvx512 body.
   const Isa variants[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
   for (Isa isa : variants) {

@@ -22,7 +22,7 @@ struct Case {
 };
 
 TEST_P(PerGemmImpl, MatchesReferenceOnRandomInputs) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const Case cases[] = {
       {1, 64, 128, 0, 64},       {7, 96, 256, 32, 96},      {33, 256, 384, 0, 256},
       {70, 200, 1000, 0, 200},   {300, 160, 512, 64, 160},  {64, 576, 7168, 0, 576},

@@ -60,7 +60,7 @@ struct Shape {
 };
 
 TEST_P(PerGemvVariant, GemvMatchesReferenceOnRandomInputs) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   // 40 x 9000 at batch 8 is past the AVX512-BF16 variant's lane-order copy of x (8 x 9024 words >
   // kGemvLaneOrderWords), so its natural-order path runs too; batch <= 7 takes the copy.
   const Shape shapes[] = {{256, 512}, {300, 1000}, {128, 7168}, {7168 / 8, 2048}, {37, 96}, {5, 33}, {40, 9000}};
@@ -90,7 +90,7 @@ TEST_P(PerGemvVariant, GemvMatchesReferenceOnRandomInputs) {
 }
 
 TEST_P(PerGemvVariant, GemvComputesOnlyItsRowRange) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   RandomFp8Matrix w(512, 384, rng);
   auto x = test::random_bf16(2 * 384, rng);
   auto y = test::nan_vector(2 * 512);
@@ -114,7 +114,7 @@ TEST_P(PerGemvVariant, GemvComputesOnlyItsRowRange) {
 
 TEST_P(PerGemvVariant, GemvHandlesSubnormalWeights) {
   // A BF16 dot product that flushed the subnormal FP8 codes would give zeros here.
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   RandomFp8Matrix w(128, 1024, rng, /*subnormal_only=*/true);
   auto x = test::random_bf16(1024, rng);
   auto y = test::nan_vector(128), ref = test::nan_vector(128);
@@ -128,7 +128,7 @@ TEST_P(PerGemvVariant, GemvHandlesSubnormalWeights) {
 // NaN codes (0x7F, 0xFF) give NaN rows in every variant (the shift decode by its correction),
 // and only those rows.
 TEST_P(PerGemvVariant, GemvPropagatesNanCodes) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   RandomFp8Matrix w(64, 700, rng);
   w.data[5 * 700 + 3] = 0x7F;
   w.data[40 * 700 + 699] = 0xFF;

@@ -35,7 +35,7 @@ TEST(Fp8SpecialCodes, ShiftDecodeIsTheValueTimes256ExceptForTheSpecialCodes) {
 }
 
 TEST(Fp8SpecialCodes, FinderMatchesTheByteByByteReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   // Ragged widths (tails of 1..7 bytes past whole words), rows of every kind.
   for (const int64_t cols : {1, 7, 8, 9, 100, 1000, 2051}) {
     test::RandomFp8Matrix w(13, cols, rng);

@@ -1,5 +1,5 @@
-// Test helpers for the CPU kernels: random FP8 matrices with block scales, random BF16 inputs,
-// NaN poisoning and normalised error.
+// Test helpers for the CPU kernels: random FP8 matrices with block scales, random BF16 inputs
+// from a printed seed (make_rng: ../test_seed.h), NaN poisoning and normalised error.
 #pragma once
 
 #include <cmath>
@@ -10,6 +10,7 @@
 
 #include "hymoe/common/numeric.h"
 #include "hymoe/model/model_weights.h"
+#include "../test_seed.h"
 
 namespace hymoe::test {
 

@@ -105,7 +105,7 @@ void expect_matches(const Case& cs, const MlaAttentionParams& p, const std::vect
 // inside the block), contexts not multiples of the key block, pages of 16..100 tokens (page and
 // key block boundaries apart), sub-ranges of tokens and heads, flat and peaked softmax.
 TEST(MlaAttention, EveryVariantMatchesReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (int iter = 0; iter < 40; ++iter) {
     const int64_t lora = iter % 4 == 0 ? 512 : 64 * (1 + static_cast<int64_t>(rng() % 6));
     const int64_t rope = iter % 4 == 0 ? 64 : 32 * (1 + static_cast<int64_t>(rng() % 2));
@@ -140,7 +140,7 @@ TEST(MlaAttention, EveryVariantMatchesReference) {
 // The real DeepSeek-V3 widths, a long context crossing many key blocks and pages: one decode
 // query of 16 heads at position 1000, and a chunk of 9 queries ending there.
 TEST(MlaAttention, LongContextAtModelWidths) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (const int64_t tokens : {1, 9}) {
     Case cs(512, 64, 16, tokens, 1001 - tokens, 64, rng, 2.0f);
     std::vector<float> ref = nan_vector(cs.out_size()), err = nan_vector(cs.out_size());
@@ -160,7 +160,7 @@ TEST(MlaAttention, LongContextAtModelWidths) {
 // A token's output is bitwise the same whether its prompt is processed in chunks of 1, 7 or 64
 // queries, and whatever heads share its call (per variant; one scratch reused across calls).
 TEST(MlaAttention, ChunkingDoesNotChangeBits) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t first = 5 + static_cast<int64_t>(rng() % 60), tokens = 150;
   Case cs(512, 64, 6, tokens, first, 48, rng, 2.0f);
   for (Isa isa : kVariants) {
@@ -208,7 +208,7 @@ TEST(MlaAttention, ChunkingDoesNotChangeBits) {
 // 4, 2, 1), widths of 16..640 columns (tiles of 256/128/64/16), strided rows with NaN padding.
 // FP32 accumulation of k products: each output within 1e-5 of the sum of its products' magnitudes.
 TEST(MlaAbsorb, EveryVariantMatchesReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const Isa variants[] = {Isa::kScalar, Isa::kAvx512};
   for (int iter = 0; iter < 40; ++iter) {
     MlaAbsorbParams p;
@@ -254,7 +254,7 @@ TEST(MlaAbsorb, EveryVariantMatchesReference) {
 // double references chained per sequence. Only this call's heads' columns are written; a wrong
 // head, stride, sequence or chunk offset gives O(1).
 TEST(MlaAttentionHeads, MatchesChainedReferences) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t heads = 5, nope = 64, rope = 32, vd = 48, lora = 128, qk = nope + rope;
   const std::vector<std::vector<int64_t>> steps = {{1}, {40}, {5, 30, 12}, {1, 1, 1}, {33, 1}};
   for (const auto& lengths : steps) {

@@ -16,7 +16,7 @@ namespace hymoe::kernels {
 namespace {
 
 TEST(RmsNorm, MatchesReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (int64_t n : {7168, 1536, 512, 13}) {
     auto x = test::random_f32(n, rng, -3.0f, 3.0f);
     auto w = test::random_f32(n, rng, 0.5f, 1.5f);
@@ -31,7 +31,7 @@ TEST(RmsNorm, MatchesReference) {
 }
 
 TEST(SiluMul, MatchesReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   const int64_t n = 2048 + 3;
   auto g = test::random_f32(n, rng, -8.0f, 8.0f), u = test::random_f32(n, rng);
   auto out = test::nan_vector(n), ref = test::nan_vector(n);
@@ -59,7 +59,7 @@ TEST(Rope, YarnTableMatchesHfFormula) {
 }
 
 TEST(Rope, MatchesReferenceAndPreservesNorm) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   RopeTable t = RopeTable::make(64, 10000.0, YarnScaling{});
   const int64_t heads = 5, stride = 192;
   for (int64_t pos : {0L, 1L, 77L, 4095L, 32767L}) {
@@ -89,7 +89,7 @@ TEST(Rope, MatchesReferenceAndPreservesNorm) {
 }
 
 TEST(Router, MatchesReferenceDeepSeekAndKimi) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   struct Cfg { int experts, groups, topk_group; float scaling; };
   for (Cfg cfg : {Cfg{256, 8, 4, 2.5f}, Cfg{384, 1, 1, 2.827f}, Cfg{64, 4, 2, 1.0f}}) {
     auto bias = test::random_f32(cfg.experts, rng, -0.2f, 0.2f);
