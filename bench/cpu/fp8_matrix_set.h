@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "bench_context.h"
-#include "hymoe/model/model_weights.h"
+#include "hymoe/kernels/fp8_matrix.h"
 
 namespace hymoe::bench {
 
 class Fp8MatrixSet {
  public:
   Fp8MatrixSet(int64_t rows, int64_t cols, size_t count, cpu::ThreadPool& pool);
-  const std::vector<Fp8Matrix>& matrices() const { return mats_; }
+  const std::vector<kernels::Fp8MatrixView>& matrices() const { return mats_; }
   // Rows [first, second) of worker `worker` of `workers` (multiples of 16).
   std::pair<int64_t, int64_t> row_range(int worker, int workers) const;
 
@@ -22,7 +22,7 @@ class Fp8MatrixSet {
   int64_t rows_, cols_;
   HugeBuffer buf_;
   std::vector<float> scales_;
-  std::vector<Fp8Matrix> mats_;
+  std::vector<kernels::Fp8MatrixView> mats_;
 };
 
 }  // namespace hymoe::bench

@@ -21,9 +21,11 @@
 
 namespace hymoe::bench {
 
+using kernels::Fp8MatrixView;
+
 Fp8MatrixSet::Fp8MatrixSet(int64_t rows, int64_t cols, size_t count, cpu::ThreadPool& pool)
     : rows_(rows), cols_(cols), buf_(static_cast<size_t>(rows * cols) * count) {
-  Fp8Matrix proto;
+  Fp8MatrixView proto;
   proto.rows = rows;
   proto.cols = cols;
   scales_.resize(static_cast<size_t>(proto.scale_rows() * proto.scale_cols()) * count);
@@ -31,7 +33,7 @@ Fp8MatrixSet::Fp8MatrixSet(int64_t rows, int64_t cols, size_t count, cpu::Thread
   std::uniform_real_distribution<float> d(1e-3f, 4e-3f);
   for (float& s : scales_) s = d(rng);
   for (size_t i = 0; i < count; ++i) {
-    Fp8Matrix m = proto;
+    Fp8MatrixView m = proto;
     m.data = reinterpret_cast<const uint8_t*>(buf_.data()) + i * rows * cols;
     m.scale_inv = scales_.data() + i * proto.scale_rows() * proto.scale_cols();
     mats_.push_back(m);
@@ -73,15 +75,15 @@ Fp8MatrixSet& matrices(BenchContext* ctx, Shape s) {
 // The same matrices with their special codes attached (the GEMV's shift decode), found once.
 struct ShiftMatrices {
   std::vector<Fp8SpecialCodes> specials;
-  std::vector<Fp8Matrix> mats;
+  std::vector<Fp8MatrixView> mats;
 };
-const std::vector<Fp8Matrix>& shift_matrices(BenchContext* ctx, Shape s) {
+const std::vector<Fp8MatrixView>& shift_matrices(BenchContext* ctx, Shape s) {
   Fp8MatrixSet& set = matrices(ctx, s);
   const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
   return ctx->cached<ShiftMatrices>("gemv_shifts", key, [&] {
     auto* m = new ShiftMatrices;
     m->mats = set.matrices();
-    for (const Fp8Matrix& w : m->mats) m->specials.push_back(kernels::find_fp8_special_codes(w));
+    for (const Fp8MatrixView& w : m->mats) m->specials.push_back(kernels::find_fp8_special_codes(w));
     for (size_t i = 0; i < m->mats.size(); ++i) m->mats[i].specials = &m->specials[i];
     return m;
   }).mats;
@@ -164,7 +166,7 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
   if (variant) kernels::set_gemv_prefetch(variant->setting);
   if (amx_variant) kernels::set_amx_gemv_prefetch(amx_variant->setting);
   Fp8MatrixSet& set = matrices(ctx, s);
-  const std::vector<Fp8Matrix>& mats = shifts ? shift_matrices(ctx, s) : set.matrices();
+  const std::vector<Fp8MatrixView>& mats = shifts ? shift_matrices(ctx, s) : set.matrices();
   cpu::ThreadPool& pool = ctx->pool(threads, wait);
   const size_t gemv_bytes = set.matrices().size() * static_cast<size_t>(s.rows * s.cols);
   PairedProbe& probe = PairedProbe::get(*ctx, gemv_bytes, threads);
@@ -175,7 +177,7 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
   std::vector<float> y(static_cast<size_t>(batch * s.rows));
   // (shared_tail: the probe rounds split their bytes the same way, PairedProbe::read_split_seconds)
   auto probe_round = [&] { return shared_tail ? probe.read_split_seconds(pool) : probe.read_seconds(pool); };
-  auto gemv = [&](const Fp8Matrix& m, int64_t r0, int64_t r1) {
+  auto gemv = [&](const Fp8MatrixView& m, int64_t r0, int64_t r1) {
     auto p = kernels::Fp8GemvParams::strided(m, batch, x.data(), s.cols, y.data(), s.rows);
     p.row_begin = r0;
     p.row_end = r1;
@@ -191,12 +193,12 @@ void bm_gemv(benchmark::State& state, BenchContext* ctx, GemvCase c) {
     pool.run([&](const cpu::WorkerInfo& w) {
       if (!shared_tail) {
         const auto [r0, r1] = set.row_range(w.index, pool.size());
-        for (const Fp8Matrix& m : mats) gemv(m, r0, r1);
+        for (const Fp8MatrixView& m : mats) gemv(m, r0, r1);
         return;
       }
       const cpu::RowRange h = split.head(w.index);
       if (!h.empty())
-        for (const Fp8Matrix& m : mats) gemv(m, h.begin, h.end);
+        for (const Fp8MatrixView& m : mats) gemv(m, h.begin, h.end);
       for (int p = next_piece.fetch_add(1, std::memory_order_relaxed); p < tail_pieces;
            p = next_piece.fetch_add(1, std::memory_order_relaxed)) {
         const cpu::RowRange r = split.piece(p % split.pieces());
@@ -259,7 +261,7 @@ void bm_gemv_fine(benchmark::State& state, BenchContext* ctx, Shape s, int threa
   std::vector<uint16_t> x(static_cast<size_t>(s.cols));
   for (auto& v : x) v = float_to_bf16(d(rng));
   std::vector<float> y(static_cast<size_t>(s.rows));
-  auto gemv_seconds = [&](const Fp8Matrix& m) {
+  auto gemv_seconds = [&](const Fp8MatrixView& m) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](const cpu::WorkerInfo& w) {
       const auto [r0, r1] = set.row_range(w.index, pool.size());

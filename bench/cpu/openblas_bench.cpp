@@ -24,6 +24,9 @@
 #endif
 
 namespace hymoe::bench {
+
+using kernels::Fp8MatrixView;
+
 namespace {
 
 struct Shape {
@@ -40,7 +43,7 @@ Fp8MatrixSet& fp8_set(BenchContext* ctx, Shape s) {
 }
 
 // One FP8 GEMV call (batch 1) on one matrix over the whole pool; returns its seconds.
-double fp8_call(cpu::ThreadPool& pool, const Fp8MatrixSet& set, const Fp8Matrix& m, Shape s, const uint16_t* x,
+double fp8_call(cpu::ThreadPool& pool, const Fp8MatrixSet& set, const Fp8MatrixView& m, Shape s, const uint16_t* x,
                 float* y) {
   const auto t0 = std::chrono::steady_clock::now();
   pool.run([&](const cpu::WorkerInfo& w) {
@@ -88,7 +91,7 @@ void bm_fp8_latency(benchmark::State& state, BenchContext* ctx, Shape s) {
 // The same call with the rows cut by cpu::parallel_rows: each worker's static head, the rest of
 // its share in pieces shared out as the workers finish (a slowed core's tail is run by the
 // others).
-double fp8_call_split(cpu::ThreadPool& pool, const Fp8Matrix& m, Shape s, const uint16_t* x, float* y,
+double fp8_call_split(cpu::ThreadPool& pool, const Fp8MatrixView& m, Shape s, const uint16_t* x, float* y,
                       cpu::RowSplitShape shape) {
   const auto t0 = std::chrono::steady_clock::now();
   cpu::parallel_rows(

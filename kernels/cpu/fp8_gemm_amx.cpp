@@ -26,7 +26,7 @@ namespace {
 
 inline constexpr int64_t kAmxChunkN = 128;  // C columns per accumulator chunk: 4 panels
 inline constexpr int kAmxPanels = static_cast<int>(kAmxChunkN / kGemmPanelN);
-inline constexpr int64_t kSlabPitch = Fp8Matrix::kBlock;  // BF16 per slab row: one K block
+inline constexpr int64_t kSlabPitch = Fp8MatrixView::kBlock;  // BF16 per slab row: one K block
 
 // Every tile 16 rows x 64 bytes: C 16 x 16 FP32, X 16 x 32 BF16, panels 16 K pairs x 16 columns.
 TileConfig gemm_tile_config() {
@@ -140,8 +140,8 @@ void fp8_gemm_amx(const Fp8GemmParams& p) {
       const int64_t ncols = std::min(kAmxChunkN, p.n_end - nc);
       const int panels = static_cast<int>((ncols + kGemmPanelN - 1) / kGemmPanelN);
       for (int64_t kb = 0; kb < p.w.scale_cols(); ++kb) {
-        const int64_t k0 = kb * Fp8Matrix::kBlock;
-        const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
+        const int64_t k0 = kb * Fp8MatrixView::kBlock;
+        const int64_t k1 = std::min(k_total, k0 + Fp8MatrixView::kBlock);
         const int64_t steps = (k1 - k0 + 31) / 32;  // zero-filled past k1 in slab and panels
         pack_slab(p, mc, rows, rows_padded, k0, k1, s.slab);
         for (int j = 0; j < panels; ++j) pack_panel(p.w, nc + j * kGemmPanelN, k0, k1, dec, s.panels[j]);

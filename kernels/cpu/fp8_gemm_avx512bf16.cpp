@@ -17,8 +17,8 @@ void fp8_gemm_avx512bf16(const Fp8GemmParams& p) {
     for (int64_t n0 = p.n_begin; n0 < p.n_end; n0 += kGemmPanelN) {
       const int64_t ncols = std::min<int64_t>(kGemmPanelN, p.n_end - n0);
       for (int64_t kb = 0; kb < p.w.scale_cols(); ++kb) {
-        const int64_t k0 = kb * Fp8Matrix::kBlock;
-        const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
+        const int64_t k0 = kb * Fp8MatrixView::kBlock;
+        const int64_t k1 = std::min(k_total, k0 + Fp8MatrixView::kBlock);
         pack_panel(p.w, n0, k0, k1, dec, panel);
         panel_rows_avx512bf16(p, panel, mc, mc_end, n0, k0, k1, ncols, p.w.scale(n0, k0),
                               kb == 0);

@@ -100,7 +100,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
     for (int r = 0; r < kRows; ++r) {
       const int64_t i = r0 + std::min(r, rows - 1);
       wr[r] = p.w.data + i * k_total;
-      sr[r] = p.w.scale_inv + (i / Fp8Matrix::kBlock) * p.w.scale_cols();
+      sr[r] = p.w.scale_inv + (i / Fp8MatrixView::kBlock) * p.w.scale_cols();
       live[r] = r < rows ? ~uint64_t{0} : 0;
     }
     // pf.groups_ahead groups ahead, but not past the call's last group (another thread's rows,
@@ -111,7 +111,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
     // Block kb's codes of the group, decoded into a[kb % 2].
     auto decode = [&](int64_t kb) {
       for (int h = 0; h < 2; ++h) {
-        const int64_t k = kb * Fp8Matrix::kBlock + 64 * h;
+        const int64_t k = kb * Fp8MatrixView::kBlock + 64 * h;
         if (k >= k_total) break;
         const int64_t left = k_total - k;
         const uint64_t mk = left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1;
@@ -179,7 +179,7 @@ void fp8_gemv_amx(const Fp8GemvParams& p) {
   }
     decode(0);
     for (int64_t kb = 0; kb < kblocks; ++kb) {
-      const int64_t k0 = kb * Fp8Matrix::kBlock;
+      const int64_t k0 = kb * Fp8MatrixView::kBlock;
       if (kb + 1 < kblocks) decode(kb + 1);
       if (kb % 2) HYMOE_AMX_BLOCK(1) else HYMOE_AMX_BLOCK(0)
       if (kb > 0) post_scale(kb - 1);

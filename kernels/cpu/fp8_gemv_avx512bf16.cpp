@@ -3,7 +3,7 @@
 // 128-wide K block's partial sums are scaled into totals with one FMA (in registers while
 // R * B <= 8, else in L1).
 // Decode: by table lookup (Fp8Bf16Decoder), or, when the matrix comes with its special codes
-// (Fp8Matrix::specials), by shifts (Fp8ShiftDecoder: 5 instructions, no byte permute), each row
+// (Fp8MatrixView::specials), by shifts (Fp8ShiftDecoder: 5 instructions, no byte permute), each row
 // then corrected for its special codes. The activations are copied once per call into the order
 // the weights decode to: lane order (table; natural order when B * K exceeds
 // kGemvLaneOrderWords) or pair order (shifts; a per-thread buffer, so every batch size takes the
@@ -49,13 +49,13 @@ inline const std::array<float, 256> kShiftCorrection = [] {
   for (int c = 0; c < 256; ++c) t[c] = fp8_shift_correction(static_cast<uint8_t>(c));
   return t;
 }();
-float special_code_sum(const Fp8Matrix& w, int64_t i, const uint16_t* x) {
+float special_code_sum(const Fp8MatrixView& w, int64_t i, const uint16_t* x) {
   const Fp8SpecialCodes& s = *w.specials;
-  const float* scale = w.scale_inv + (i / Fp8Matrix::kBlock) * w.scale_cols();
+  const float* scale = w.scale_inv + (i / Fp8MatrixView::kBlock) * w.scale_cols();
   float sum = 0.0f;
   for (int64_t j = s.row_start[i]; j < s.row_start[i + 1]; ++j) {
     const uint32_t col = s.col[j];
-    sum += kShiftCorrection[s.code[j]] * scale[col / Fp8Matrix::kBlock] * bf16_to_float(x[col]);
+    sum += kShiftCorrection[s.code[j]] * scale[col / Fp8MatrixView::kBlock] * bf16_to_float(x[col]);
   }
   return sum;
 }
@@ -104,8 +104,8 @@ void gemv_rows(const Pass<B>& a, int64_t i0) {
     }
 
   for (int64_t kb = 0; kb < scale_cols; ++kb) {
-    const int64_t k0 = kb * Fp8Matrix::kBlock;
-    const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
+    const int64_t k0 = kb * Fp8MatrixView::kBlock;
+    const int64_t k1 = std::min(k_total, k0 + Fp8MatrixView::kBlock);
     __m512 acc[R][B];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -252,13 +252,13 @@ void gemv_row_streams(const Pass<1>& a, const int64_t (&row)[S]) {
 #pragma GCC unroll 4
   for (int s = 0; s < S; ++s) {
     w[s] = p.w.data + row[s] * k_total;
-    srow[s] = p.w.scale_inv + (row[s] / Fp8Matrix::kBlock) * scale_cols;
+    srow[s] = p.w.scale_inv + (row[s] / Fp8MatrixView::kBlock) * scale_cols;
     // As gemv_rows: past the call's rows, the caller's next rows or this row again.
     pf[s] = w[s] + a.ahead;
     if (pf[s] + k_total > p.w.data + p.row_end * k_total) pf[s] = p.prefetch_next ? p.prefetch_next : w[s];
     tot[s] = _mm512_setzero_ps();
   }
-  constexpr int64_t kBlk = Fp8Matrix::kBlock;
+  constexpr int64_t kBlk = Fp8MatrixView::kBlock;
   int64_t kb = 0;
   for (; kb + G <= k_total / kBlk; kb += G) {
     __m512 acc[S][G];

@@ -41,8 +41,8 @@ void fp8_gemv_f32_rows(const Fp8GemvParams& p, const Ops& ops, int64_t i0) {
     for (int b = 0; b < B; ++b) tot[r][b] = Ops::zero();
 
   for (int64_t kb = 0; kb < scale_cols; ++kb) {
-    const int64_t k0 = kb * Fp8Matrix::kBlock;
-    const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
+    const int64_t k0 = kb * Fp8MatrixView::kBlock;
+    const int64_t k1 = std::min(k_total, k0 + Fp8MatrixView::kBlock);
     V acc[R][B];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)

@@ -13,11 +13,11 @@ void fp8_gemv_scalar(const Fp8GemvParams& p) {
   const int64_t scale_cols = p.w.scale_cols();
   for (int64_t i = p.row_begin; i < p.row_end; ++i) {
     const uint8_t* wrow = p.w.data + i * k_total;
-    const float* srow = p.w.scale_inv + (i / Fp8Matrix::kBlock) * scale_cols;
+    const float* srow = p.w.scale_inv + (i / Fp8MatrixView::kBlock) * scale_cols;
     float tot[kMaxGemvBatch] = {};
     for (int64_t kb = 0; kb < scale_cols; ++kb) {
-      const int64_t k0 = kb * Fp8Matrix::kBlock;
-      const int64_t k1 = std::min(k_total, k0 + Fp8Matrix::kBlock);
+      const int64_t k0 = kb * Fp8MatrixView::kBlock;
+      const int64_t k1 = std::min(k_total, k0 + Fp8MatrixView::kBlock);
       float acc[kMaxGemvBatch] = {};
       for (int64_t k = k0; k < k1; ++k) {
         const float w = kFp8E4M3Table[wrow[k]];

@@ -20,7 +20,7 @@ constexpr uint64_t maybe_special(uint64_t v) {
 }
 
 template <bool kWide>
-Fp8SpecialCodes find(const Fp8Matrix& w) {
+Fp8SpecialCodes find(const Fp8MatrixView& w) {
   HYMOE_CHECK(w.rows >= 0 && w.cols >= 0 && w.rows * w.cols <= int64_t{UINT32_MAX}, kInvalidArgument,
               "fp8 special codes: a {}x{} matrix has 2^32 codes or more", w.rows, w.cols);
   Fp8SpecialCodes s;
@@ -53,7 +53,7 @@ Fp8SpecialCodes find(const Fp8Matrix& w) {
 
 }  // namespace
 
-Fp8SpecialCodes find_fp8_special_codes(const Fp8Matrix& w) { return find<true>(w); }
-Fp8SpecialCodes find_fp8_special_codes_reference(const Fp8Matrix& w) { return find<false>(w); }
+Fp8SpecialCodes find_fp8_special_codes(const Fp8MatrixView& w) { return find<true>(w); }
+Fp8SpecialCodes find_fp8_special_codes_reference(const Fp8MatrixView& w) { return find<false>(w); }
 
 }  // namespace hymoe::kernels

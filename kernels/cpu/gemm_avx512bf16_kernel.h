@@ -56,7 +56,7 @@ inline void transpose16x16_epi32(__m512i r[16]) {
 // Decodes W[n0 .. n0+32) x [k0, k1) into `panel`; rows past N and pairs past k1 are zero.
 // Each row decodes to 64 BF16 pairs; the 32 x 64 pairs are transposed into the panel 16 x 16 at a
 // time in registers (a scalar transpose was ~10% of the AVX512-BF16 GEMM's time).
-inline void pack_panel(const Fp8Matrix& w, int64_t n0, int64_t k0, int64_t k1,
+inline void pack_panel(const Fp8MatrixView& w, int64_t n0, int64_t k0, int64_t k1,
                        const Fp8Bf16Decoder& dec, uint32_t* panel) {
   const int64_t rows = std::min<int64_t>(kGemmPanelN, w.rows - n0);
   const int64_t len = k1 - k0;
@@ -85,6 +85,9 @@ inline void pack_panel(const Fp8Matrix& w, int64_t n0, int64_t k0, int64_t k1,
 
 // C[m0 .. m0+MR)[n0 .. n0+32) (+)= scale * X[m][k0..k1) . panel, for `ncols` <= 32 valid columns.
 // first: store instead of accumulate (the first K block). Requires (k1 - k0) even.
+// On Zen 5 it is bound by its one broadcast of an X pair per two dot products (broadcasts, like
+// in-lane shuffles, issue about every other cycle) and by vdpbf16ps at about one per cycle once
+// its operands vary.
 template <int MR>
 inline void microkernel(const Fp8GemmParams& p, const uint32_t* panel, int64_t m0, int64_t n0,
                         int64_t k0, int64_t k1, int64_t ncols, float scale, bool first) {

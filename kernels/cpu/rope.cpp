@@ -19,7 +19,7 @@ double yarn_mscale(double scale, double mscale) {
 
 }  // namespace
 
-RopeTable RopeTable::make(int dim, double theta, const std::optional<YarnScaling>& yarn) {
+RopeTable RopeTable::make(int dim, double theta, const std::optional<YarnParams>& yarn) {
   HYMOE_CHECK(dim > 0 && dim % 2 == 0 && dim <= 512, kInvalidArgument,
               "rope: dim {} must be even and at most 512", dim);
   RopeTable t;

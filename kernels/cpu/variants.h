@@ -95,11 +95,11 @@ template <int R>
 struct GemvPassRows {
   const uint8_t* w[R];
   const float* scale[R];
-  GemvPassRows(const Fp8Matrix& m, int64_t i0) {
+  GemvPassRows(const Fp8MatrixView& m, int64_t i0) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       w[r] = m.data + (i0 + r) * m.cols;
-      scale[r] = m.scale_inv + ((i0 + r) / Fp8Matrix::kBlock) * m.scale_cols();
+      scale[r] = m.scale_inv + ((i0 + r) / Fp8MatrixView::kBlock) * m.scale_cols();
     }
   }
 };

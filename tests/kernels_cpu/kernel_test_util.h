@@ -9,16 +9,16 @@
 #include <vector>
 
 #include "hymoe/common/numeric.h"
-#include "hymoe/model/model_weights.h"
+#include "hymoe/kernels/fp8_matrix.h"
 #include "../test_seed.h"
 
 namespace hymoe::test {
 
-// Owns the bytes behind an Fp8Matrix view.
+// Owns the bytes behind an Fp8MatrixView.
 struct RandomFp8Matrix {
   std::vector<uint8_t> data;
   std::vector<float> scale;
-  Fp8Matrix view;
+  kernels::Fp8MatrixView view;
 
   // Codes uniform over every finite code (subnormals and negative zero included), scales in
   // [2^-10, 2^-6) like a quantised checkpoint. subnormal_only: exponent-0 codes alone.

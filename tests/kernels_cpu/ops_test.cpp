@@ -46,7 +46,7 @@ TEST(SiluMul, MatchesReference) {
 TEST(Rope, YarnTableMatchesHfFormula) {
   // DeepSeek-V3: dim 64, theta 1e4, factor 40, original 4096, beta 32/1. HF's correction range
   // for these is [10, 23]: below it the plain frequency, above it divided by the factor.
-  RopeTable t = RopeTable::make(64, 10000.0, YarnScaling{});
+  RopeTable t = RopeTable::make(64, 10000.0, YarnParams{});
   ASSERT_EQ(t.inv_freq.size(), 32u);
   EXPECT_FLOAT_EQ(t.inv_freq[0], 1.0f);
   EXPECT_FLOAT_EQ(t.inv_freq[5], 1.0f / std::pow(10000.0f, 10.0f / 64.0f));
@@ -60,7 +60,7 @@ TEST(Rope, YarnTableMatchesHfFormula) {
 
 TEST(Rope, MatchesReferenceAndPreservesNorm) {
   std::mt19937_64 rng = test::make_rng();
-  RopeTable t = RopeTable::make(64, 10000.0, YarnScaling{});
+  RopeTable t = RopeTable::make(64, 10000.0, YarnParams{});
   const int64_t heads = 5, stride = 192;
   for (int64_t pos : {0L, 1L, 77L, 4095L, 32767L}) {
     auto x = test::random_f32(heads * stride, rng);

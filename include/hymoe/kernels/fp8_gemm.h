@@ -1,5 +1,5 @@
 // FP8 block-scaled GEMM for CPU prefill (tens to thousands of tokens):
-//   C[m][n] = sum_k X[m][k] * W[n][k]   (X BF16 [M, K] row-major, W an Fp8Matrix [N, K], C FP32)
+//   C[m][n] = sum_k X[m][k] * W[n][k]   (X BF16 [M, K] row-major, W an Fp8MatrixView [N, K], C FP32)
 // W is decoded per 128x128 block into a small per-call BF16 panel (L1/L2 sized, never a copy of
 // the matrix) and multiplied with AVX512-BF16 dot products or AMX-BF16 tiles; each block's product
 // is post-scaled by its scale_inv.
@@ -8,13 +8,13 @@
 #include <cstdint>
 
 #include "hymoe/kernels/isa.h"
-#include "hymoe/model/model_weights.h"
+#include "hymoe/kernels/fp8_matrix.h"
 
 namespace hymoe::kernels {
 
 // Computes output columns [n_begin, n_end) of C for all M rows (callers split N across threads).
 struct Fp8GemmParams {
-  Fp8Matrix w;                  // [N, K]
+  Fp8MatrixView w;                  // [N, K]
   const uint16_t* x = nullptr;  // BF16 [M, x_stride], x_stride >= K
   int64_t x_stride = 0;
   int64_t m = 0;                // tokens

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "hymoe/kernels/isa.h"
-#include "hymoe/model/model_weights.h"
+#include "hymoe/kernels/fp8_matrix.h"
 
 namespace hymoe::kernels {
 
@@ -19,7 +19,7 @@ inline constexpr int kMaxGemvBatch = 8;
 // Batch rows are given by pointer, so callers gather tokens without copying them. Callers split
 // rows across threads; any split works, 128-row multiples keep scale rows whole.
 struct Fp8GemvParams {
-  Fp8Matrix w;                             // [rows, cols] FP8 with scale_inv [rows/128, cols/128]
+  Fp8MatrixView w;                             // [rows, cols] FP8 with scale_inv [rows/128, cols/128]
   int batch = 1;                           // 1..kMaxGemvBatch
   const uint16_t* x[kMaxGemvBatch] = {};   // BF16 activations, row b has w.cols values
   float* y[kMaxGemvBatch] = {};            // FP32 outputs, indexed by absolute row i
@@ -33,7 +33,7 @@ struct Fp8GemvParams {
   const uint8_t* prefetch_next = nullptr;
 
   // Rows of x every x_stride elements, of y every y_stride, all rows of w, scales 1.
-  static Fp8GemvParams strided(const Fp8Matrix& w, int batch, const uint16_t* x, int64_t x_stride,
+  static Fp8GemvParams strided(const Fp8MatrixView& w, int batch, const uint16_t* x, int64_t x_stride,
                                float* y, int64_t y_stride) {
     Fp8GemvParams p;
     p.w = w;

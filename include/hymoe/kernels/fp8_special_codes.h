@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "hymoe/common/numeric.h"
-#include "hymoe/model/model_weights.h"
+#include "hymoe/kernels/fp8_matrix.h"
 
 namespace hymoe {
 
-// Special codes of one Fp8Matrix by row (CSR): row i's are [row_start[i], row_start[i + 1]),
+// Special codes of one Fp8MatrixView by row (CSR): row i's are [row_start[i], row_start[i + 1]),
 // columns ascending. 4 bytes per row and 5 per code (a matrix of < 2^32 codes).
 struct Fp8SpecialCodes {
   std::vector<uint32_t> row_start;  // rows + 1 entries
@@ -47,9 +47,9 @@ constexpr float fp8_shift_correction(uint8_t c) {
 
 // Every special code of w (all rows): a word test per 8 bytes, a byte loop only over words that
 // may hold one (so a checkpoint's rare special codes cost about one pass over the bytes).
-Fp8SpecialCodes find_fp8_special_codes(const Fp8Matrix& w);
+Fp8SpecialCodes find_fp8_special_codes(const Fp8MatrixView& w);
 // The same by one byte at a time (the reference of the tests).
-Fp8SpecialCodes find_fp8_special_codes_reference(const Fp8Matrix& w);
+Fp8SpecialCodes find_fp8_special_codes_reference(const Fp8MatrixView& w);
 
 }  // namespace kernels
 }  // namespace hymoe

@@ -9,9 +9,18 @@
 #include <optional>
 #include <vector>
 
-#include "hymoe/model/config.h"
-
 namespace hymoe::kernels {
+
+// YaRN's parameters, as HF's rope_scaling of type "yarn" gives them (config.json). The defaults
+// are DeepSeek-V3's.
+struct YarnParams {
+  double factor = 40.0;
+  int64_t original_max_position_embeddings = 4096;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 1.0;
+  double mscale_all_dim = 1.0;
+};
 
 struct RopeTable {
   int dim = 0;                  // rotary dims (qk_rope_head_dim, 64)
@@ -19,7 +28,7 @@ struct RopeTable {
   float cos_sin_scale = 1.0f;   // YaRN's mscale(factor, mscale) / mscale(factor, mscale_all_dim)
 
   // inv_freq as HF DeepseekV3YarnRotaryEmbedding computes it (plain RoPE without yarn).
-  static RopeTable make(int dim, double theta, const std::optional<YarnScaling>& yarn);
+  static RopeTable make(int dim, double theta, const std::optional<YarnParams>& yarn);
 };
 
 // Rotates `heads` vectors of table.dim values (head h at x + h * stride) for position pos,

@@ -6,33 +6,19 @@
 #include <optional>
 #include <vector>
 
+#include "hymoe/kernels/fp8_matrix.h"
 #include "hymoe/model/config.h"
 #include "hymoe/model/dtype.h"
 
 namespace hymoe {
 
 class WeightStore;
-struct Fp8SpecialCodes;  // hymoe/kernels/fp8_special_codes.h
 
-// A linear layer's weight in the checkpoint's FP8 form: W[i][j] = fp8(data[i*cols + j]) *
-// scale_inv[(i/128) * scale_cols() + j/128]. Shape [rows=out, cols=in], row-major.
-struct Fp8Matrix {
-  static constexpr int64_t kBlock = 128;
-  const uint8_t* data = nullptr;
-  const float* scale_inv = nullptr;  // [scale_rows(), scale_cols()] row-major
-  int64_t rows = 0;
-  int64_t cols = 0;
-  // Optional: the matrix's special codes (kernels::find_fp8_special_codes), owned elsewhere. With
-  // them the AVX512-BF16 GEMV decodes by shifts and corrects those codes; without, by table.
-  const Fp8SpecialCodes* specials = nullptr;
-
-  int64_t scale_rows() const { return (rows + kBlock - 1) / kBlock; }
-  int64_t scale_cols() const { return (cols + kBlock - 1) / kBlock; }
-  float scale(int64_t row, int64_t col) const {
-    return scale_inv[(row / kBlock) * scale_cols() + col / kBlock];
-  }
-  size_t bytes() const { return static_cast<size_t>(rows * cols); }
-};
+// A linear layer's weight in the checkpoint's FP8 form: the CPU kernels' view type
+// (hymoe/kernels/fp8_matrix.h), W[i][j] = fp8(data[i*cols + j]) * scale_inv[(i/128) *
+// scale_cols() + j/128], shape [rows=out, cols=in], row-major. `specials` is set by
+// Fp8SpecialIndex (engine) where the CPU GEMV decodes by shifts.
+using Fp8Matrix = kernels::Fp8MatrixView;
 
 // A dense (not quantised) tensor of 1 or 2 dims: embeddings, lm_head, router, norms, biases.
 // dtype is BF16, F16 or F32; a vector has rows == 1.
