@@ -89,8 +89,17 @@ GpuModel::GpuModel(const WeightStore& store, const GpuModelOptions& o)
                               .kv_lora_rank = c.kv_lora_rank,
                               .rope_dim = c.qk_rope_head_dim,
                               .block_tokens = o.kv_block_tokens};
-  const int64_t kv_blocks = KvCache::blocks_in(kv_shape, o.kv_cache_bytes);
-  placement_.kv_bytes = static_cast<size_t>(kv_blocks) * kv_shape.bytes_per_block();
+  if (o.mirror_kv) {
+    const KvCacheShape& m = o.mirror_kv->shape();
+    HYMOE_CHECK(m.layers == kv_shape.layers && m.kv_lora_rank == kv_shape.kv_lora_rank &&
+                    m.rope_dim == kv_shape.rope_dim,
+                kInvalidArgument, "GPU model: the KV pool to mirror has {} layers of {} + {}, the model {} of {} + {}",
+                m.layers, m.kv_lora_rank, m.rope_dim, kv_shape.layers, kv_shape.kv_lora_rank, kv_shape.rope_dim);
+  }
+  const int64_t kv_blocks =
+      o.mirror_kv ? o.mirror_kv->total_blocks() : KvCache::blocks_in(kv_shape, o.kv_cache_bytes);
+  placement_.kv_bytes =
+      static_cast<size_t>(kv_blocks) * (o.mirror_kv ? o.mirror_kv->shape() : kv_shape).bytes_per_block();
   placement_.resident_bytes = resident_bytes();
   for (const LayerWeights& w : weights_.layers)
     if (w.moe)
@@ -136,8 +145,12 @@ GpuModel::GpuModel(const WeightStore& store, const GpuModelOptions& o)
     layers_.push_back(std::move(l));
   }
   kv_memory_ = gpu::DeviceBuffer(placement_.kv_bytes, &budget_);
-  kv_ = std::make_unique<KvCache>(kv_shape, o.kv_cache_bytes, kv_memory_.as<uint16_t>());
-  placement_.kv_tokens = kv_->capacity_tokens();
+  if (o.mirror_kv) {
+    kv_mirrored_ = o.mirror_kv;  // its blocks, this device's rows
+  } else {
+    kv_ = std::make_unique<KvCache>(kv_shape, o.kv_cache_bytes, kv_memory_.as<uint16_t>());
+  }
+  placement_.kv_tokens = kv_cache().capacity_tokens();
   log::get("engine")->info("GPU model on {}: {:.2f} GB resident, KV pool {:.2f} GB, uploaded in {:.1f} s", info_.name,
                            gb(placement_.resident_bytes), gb(placement_.kv_bytes), seconds_since(t0));
 }
@@ -188,7 +201,29 @@ void GpuModel::route(int64_t li, const float* logits, int32_t* topk_ids, float* 
 }
 
 gpu::Bf16* GpuModel::cache_layer(int64_t li) const {
-  return reinterpret_cast<gpu::Bf16*>(kv_->base()) + li * kv_->capacity_tokens() * kv_->shape().width();
+  const KvCache& kv = kv_mirrored_ ? *kv_mirrored_ : *kv_;
+  return kv_memory_.as<gpu::Bf16>() + li * kv.capacity_tokens() * kv.shape().width();
+}
+
+size_t GpuModel::copy_kv_rows(const GpuModel& to, std::span<const KvRowRun> runs, cudaStream_t stream) const {
+  const KvCache& kv = kv_mirrored_ ? *kv_mirrored_ : *kv_;
+  const KvCache& other = to.kv_mirrored_ ? *to.kv_mirrored_ : *to.kv_;
+  HYMOE_CHECK(&kv == &other && to.config_.num_hidden_layers == config_.num_hidden_layers, kInvalidArgument,
+              "GPU model: copying KV rows to a model over another pool");
+  const int64_t width = kv.shape().width();
+  size_t bytes = 0;
+  for (int64_t li = 0; li < config_.num_hidden_layers; ++li) {
+    for (const KvRowRun& r : runs) {
+      HYMOE_CHECK(r.row >= 0 && r.count >= 0 && r.row + r.count <= kv.capacity_tokens(), kInvalidArgument,
+                  "GPU model: KV rows [{}, {}) past the pool's {}", r.row, r.row + r.count, kv.capacity_tokens());
+      const size_t n = static_cast<size_t>(r.count * width) * sizeof(gpu::Bf16);
+      if (n == 0) continue;
+      HYMOE_CUDA_CHECK(cudaMemcpyPeerAsync(to.cache_layer(li) + r.row * width, to.device_,
+                                           cache_layer(li) + r.row * width, device_, n, stream));
+      bytes += n;
+    }
+  }
+  return bytes;
 }
 
 gpu::DeviceBuffer GpuModel::upload(const void* src, size_t bytes) {

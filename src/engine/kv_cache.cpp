@@ -221,4 +221,24 @@ const uint16_t* KvCache::row(const BlockTable& table, int64_t layer, int64_t pos
   return const_cast<KvCache*>(this)->row(table, layer, position);
 }
 
+std::vector<KvRowRun> kv_row_runs(const BlockTable& table, int64_t begin, int64_t end, int64_t block_tokens) {
+  HYMOE_CHECK(block_tokens > 0 && begin >= 0 && begin <= end &&
+                  end <= static_cast<int64_t>(table.blocks.size()) * block_tokens,
+              kInvalidArgument, "kv_row_runs: tokens [{}, {}) of a table of {} blocks of {}", begin, end,
+              table.blocks.size(), block_tokens);
+  std::vector<KvRowRun> runs;
+  for (int64_t t = begin; t < end;) {
+    const int64_t b = t / block_tokens, offset = t % block_tokens;
+    const int64_t n = std::min(end - t, block_tokens - offset);
+    const int64_t row = static_cast<int64_t>(table.blocks[static_cast<size_t>(b)]) * block_tokens + offset;
+    if (!runs.empty() && runs.back().row + runs.back().count == row) {
+      runs.back().count += n;
+    } else {
+      runs.push_back({row, n});
+    }
+    t += n;
+  }
+  return runs;
+}
+
 }  // namespace hymoe

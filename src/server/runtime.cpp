@@ -11,6 +11,7 @@
 #if HYMOE_HAVE_CUDA
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
+#include "hymoe/engine/peer_kv_executor.h"
 #include "hymoe/engine/slp_executor.h"
 #include "hymoe/gpu/device.h"
 #endif
@@ -62,9 +63,22 @@ std::unique_ptr<Executor> make_cpu_executor(const ServerConfig& config, const We
 std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const WeightStore& store, cpu::ThreadPool& pool,
                                             const HybridExecutorOptions& ho, std::unique_ptr<Executor>& long_path) {
   if (config.slp_threshold == 0) return std::make_unique<HybridExecutor>(store, pool, ho);
+  const bool two_gpus = config.slp_device >= 0 && config.slp_device != ho.device;
+  if (two_gpus) {
+    HYMOE_CHECK(config.slp_device < gpu::device_count(), kInvalidArgument,
+                "--slp-device {}: no such CUDA device ({} present)", config.slp_device, gpu::device_count());
+  }
   auto model = std::make_shared<GpuModel>(
       store, GpuModelOptions{.device = ho.device, .gpu_memory_limit = ho.gpu_memory_limit, .kv_cache_bytes = ho.kv_cache_bytes,
-                             .kv_block_tokens = ho.kv_block_tokens, .prefill_weights = true});
+                             .kv_block_tokens = ho.kv_block_tokens, .prefill_weights = !two_gpus});
+  // Two GPUs: SLP on its own device over a mirror of the decode device's KV pool.
+  std::shared_ptr<GpuModel> slp_model = model;
+  if (two_gpus) {
+    slp_model = std::make_shared<GpuModel>(
+        store, GpuModelOptions{.device = config.slp_device, .gpu_memory_limit = ho.gpu_memory_limit,
+                               .kv_block_tokens = ho.kv_block_tokens, .prefill_weights = true,
+                               .mirror_kv = &model->kv_cache()});
+  }
   // SLP first: its buffers and ring come out of the budget before the hybrid executor places
   // whole layers of routed experts in what is left (leaving room for its own step buffers).
   // A step limit the budget cannot hold is halved (down to the threshold) rather than losing SLP.
@@ -74,7 +88,7 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
   for (const MemoryRegion& r : store.regions()) so.pin.push_back({r.data, r.bytes});
   so.max_tokens = config.slp_max_tokens;
   try {
-    slp = SlpExecutor::create_fitting(model, so, config.slp_threshold);
+    slp = SlpExecutor::create_fitting(slp_model, so, config.slp_threshold);
     if (slp->max_tokens() < config.slp_max_tokens)
       log::get("load")->warn("stream-loading prefill: {} tokens a step (--slp-max-tokens {} does not fit the GPU budget)",
                              slp->max_tokens(), config.slp_max_tokens);
@@ -82,8 +96,18 @@ std::unique_ptr<Executor> make_gpu_executor(const ServerConfig& config, const We
     log::get("load")->warn("stream-loading prefill unavailable ({}); long prompts prefill on the hybrid path", e.what());
   }
   auto hybrid = std::make_unique<HybridExecutor>(model, pool, ho);
-  long_path = std::move(slp);
+  if (two_gpus && slp) {
+    long_path = std::make_unique<PeerKvExecutor>(std::move(slp), slp_model, model);
+  } else {
+    long_path = std::move(slp);
+  }
   return hybrid;
+}
+
+// The stream-loading prefill executor of a long path (itself, or inside a two-GPU wrapper).
+SlpExecutor* slp_of(Executor* long_path) {
+  if (auto* peer = dynamic_cast<PeerKvExecutor*>(long_path)) return dynamic_cast<SlpExecutor*>(&peer->inner());
+  return dynamic_cast<SlpExecutor*>(long_path);
 }
 #endif
 
@@ -200,7 +224,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   // Stream-loading prefill takes every prompt with at least --slp-threshold tokens pending, in
   // steps of up to its step limit (each streams all of the routed experts once), beside the
   // decodes and short prompts of the hybrid path.
-  if (auto* slp = dynamic_cast<SlpExecutor*>(rt->long_executor.get())) {
+  if (auto* slp = slp_of(rt->long_executor.get())) {
     sc.long_prefill_threshold = config.slp_threshold;
     sc.long_prefill_chunk = slp->max_tokens();
   }
@@ -211,7 +235,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   sc.sample_vocab = rt->tokenizer->vocab_size();
   rt->scheduler = std::make_unique<Scheduler>(*rt->executor, rt->eos, sc, rt->long_executor.get());
 #if HYMOE_HAVE_CUDA
-  if (auto* slp = dynamic_cast<SlpExecutor*>(rt->long_executor.get()); slp && config.slp_pacing && slp->ring_slots() > 0) {
+  if (auto* slp = slp_of(rt->long_executor.get()); slp && config.slp_pacing && slp->ring_slots() > 0) {
     CopyPacerOptions pa;
     pa.tpot_objective_s = config.tpot_slo_ms / 1000.0;
     rt->pacer = std::make_unique<CopyPacer>(pa);

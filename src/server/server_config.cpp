@@ -48,6 +48,7 @@ json ServerConfig::to_json() const {
           {"tuned_decode_attention", tuned_decode_attention},
           {"slp_threshold", slp_threshold},
           {"slp_max_tokens", slp_max_tokens},
+          {"slp_device", slp_device},
           {"tpot_slo_ms", tpot_slo_ms},
           {"slp_pacing", slp_pacing},
           {"slp_host_cores", slp_host_cores},
@@ -72,7 +73,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   HYMOE_CHECK(j.is_object(), kInvalidArgument, "{}: the configuration must be a JSON object", source);
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
-                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "slp_threshold", "slp_max_tokens", "tpot_slo_ms", "slp_pacing", "slp_host_cores", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
+                                "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "slp_threshold", "slp_max_tokens", "slp_device", "tpot_slo_ms", "slp_pacing", "slp_host_cores", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
                                 "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "prefix_cache", "max_context",
                                 "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
@@ -100,6 +101,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "tuned_decode_attention", tuned_decode_attention, source);
   take(j, "slp_threshold", slp_threshold, source);
   take(j, "slp_max_tokens", slp_max_tokens, source);
+  take(j, "slp_device", slp_device, source);
   take(j, "tpot_slo_ms", tpot_slo_ms, source);
   take(j, "slp_pacing", slp_pacing, source);
   take(j, "slp_host_cores", slp_host_cores, source);
@@ -142,6 +144,7 @@ void ServerConfig::validate() const {
   check(max_prefill_chunk >= 1, "max_prefill_chunk", "must be >= 1");
   check(slp_threshold >= 0, "slp_threshold", "must be >= 0 (0 = no stream-loading prefill)");
   check(slp_threshold == 0 || slp_max_tokens >= slp_threshold, "slp_max_tokens", "must be >= slp_threshold");
+  check(slp_device >= -1, "slp_device", "must be -1 (the decode GPU) or a CUDA device");
   check(tpot_slo_ms >= 0, "tpot_slo_ms", "must be >= 0 (0 = 1.5x the decode step measured alone)");
   check(slp_host_cores >= 0, "slp_host_cores", "must be >= 0");
   check(decode_prefill_chunk >= 1, "decode_prefill_chunk", "must be >= 1");
@@ -206,6 +209,10 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
       "Hybrid backend: the most prompt tokens one stream-loading prefill step takes (sizes its GPU buffers; longer "
       "prompts go in several steps)",
       "HYMOE_SLP_MAX_TOKENS");
+  opt("--slp-device", c.slp_device,
+      "Hybrid backend: the CUDA device stream-loading prefill runs on (-1 = --gpu-device; another device: decode "
+      "stays on --gpu-device, long prompts prefill on this one and their KV is copied over)",
+      "HYMOE_SLP_DEVICE");
   opt("--tpot-slo-ms", c.tpot_slo_ms,
       "Hybrid backend: while requests decode beside a stream-loading prefill, pace its expert copies to hold the "
       "decode time per token under this (0 = 1.5x the decode step measured with no prefill beside it)",

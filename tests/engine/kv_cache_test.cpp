@@ -269,5 +269,42 @@ void stress(int key_bits, uint32_t seed) {
 TEST(KvCachePrefix, EvictionNeverTakesAHeldBlock) { stress(64, 11); }
 TEST(KvCachePrefix, KeyCollisionsNeverGiveAWrongHit) { stress(2, 12); }
 
+// The pool rows of a token range: each token lands on its block's row, consecutive blocks merge.
+TEST(KvRowRuns, MapTokensToPoolRowsMergingConsecutiveBlocks) {
+  BlockTable t;
+  t.blocks = {4, 5, 9, 2, 3};
+  const int64_t bt = 8;
+  auto runs = kv_row_runs(t, 0, 40, bt);
+  ASSERT_EQ(runs.size(), 3u);  // 4-5, 9, 2-3
+  EXPECT_EQ(runs[0].row, 32);
+  EXPECT_EQ(runs[0].count, 16);
+  EXPECT_EQ(runs[1].row, 72);
+  EXPECT_EQ(runs[1].count, 8);
+  EXPECT_EQ(runs[2].row, 16);
+  EXPECT_EQ(runs[2].count, 16);
+  // Partial blocks at both ends.
+  runs = kv_row_runs(t, 3, 19, bt);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].row, 35);  // block 4, offset 3 .. block 5's end
+  EXPECT_EQ(runs[0].count, 13);
+  EXPECT_EQ(runs[1].row, 72);  // block 9, offsets 0..2
+  EXPECT_EQ(runs[1].count, 3);
+  EXPECT_TRUE(kv_row_runs(t, 7, 7, bt).empty());
+  // Every token of every range maps to exactly its row.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    const int64_t a = std::uniform_int_distribution<int64_t>(0, 40)(rng);
+    const int64_t b = std::uniform_int_distribution<int64_t>(a, 40)(rng);
+    std::vector<int64_t> rows;
+    for (const KvRowRun& r : kv_row_runs(t, a, b, bt))
+      for (int64_t k = 0; k < r.count; ++k) rows.push_back(r.row + k);
+    ASSERT_EQ(static_cast<int64_t>(rows.size()), b - a);
+    for (int64_t tok = a; tok < b; ++tok)
+      ASSERT_EQ(rows[static_cast<size_t>(tok - a)], t.blocks[static_cast<size_t>(tok / bt)] * bt + tok % bt);
+  }
+  EXPECT_THROW(kv_row_runs(t, 0, 41, bt), Error);
+  EXPECT_THROW(kv_row_runs(t, 5, 4, bt), Error);
+}
+
 }  // namespace
 }  // namespace hymoe

@@ -24,6 +24,7 @@
 #include "hymoe/engine/gpu_model.h"
 #include "hymoe/engine/hybrid_executor.h"
 #include "hymoe/engine/kv_cache.h"
+#include "hymoe/engine/peer_kv_executor.h"
 #include "hymoe/gpu/device.h"
 #include "hymoe/scheduler/scheduler.h"
 #include "engine_test_util.h"
@@ -387,6 +388,97 @@ TEST_F(SlpExecutorTest, SchedulerRunsLongPromptsOnSlpBesideHybridDecodes) {
   try {
     Scheduler bad(hy, -1, cfg, &elsewhere);
     FAIL() << "two KV pools";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+  }
+}
+
+// Two-GPU P/D: SLP on device 1 over a mirror of device 0's KV pool (PeerKvExecutor), decode on
+// device 0. A long prompt in several SLP steps (each step's earlier rows come over to device 1,
+// its new rows go back) gives the same greedy tokens as SLP on device 0, alone and with short
+// requests decoding beside it; every block is free afterwards.
+TEST_F(SlpExecutorTest, TwoGpusPrefillOnOneAndDecodeOnTheOther) {
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices";
+  struct Out {
+    std::vector<int32_t> tokens;
+    FinishReason reason = FinishReason::kError;
+    std::string error;
+  };
+  auto run_all = [&](Executor& main_path, Executor& long_path, const std::vector<std::vector<int32_t>>& prompts,
+                     const std::vector<int>& max_tokens) {
+    SchedulerConfig cfg;
+    cfg.max_prefill_chunk = 48;
+    cfg.decode_prefill_chunk = 16;
+    cfg.long_prefill_threshold = 32;
+    cfg.long_prefill_chunk = 64;  // a 150-token prompt: two SLP steps, the last 22 tokens (< 32) on the main path
+    cfg.prefix_cache = false;
+    Scheduler sched(main_path, /*eos_token=*/-1, cfg, &long_path);
+    std::vector<std::future<Out>> fs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto out = std::make_shared<Out>();
+      auto done = std::make_shared<std::promise<Out>>();
+      fs.push_back(done->get_future());
+      GenerationRequest r;
+      r.id = "r" + std::to_string(i);
+      r.prompt = prompts[i];
+      r.sampling.temperature = 0.0;
+      r.sampling.max_tokens = max_tokens[i];
+      r.callbacks.on_token = [out](const TokenOutput& t) {
+        out->tokens.push_back(t.token);
+        return true;
+      };
+      r.callbacks.on_finish = [out, done](FinishReason reason, const std::string& error) {
+        out->reason = reason;
+        out->error = error;
+        done->set_value(*out);
+      };
+      sched.submit(std::move(r));
+    }
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto& f : fs) {
+      EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+      const Out o = f.get();
+      EXPECT_EQ(o.reason, FinishReason::kLength) << o.error;
+      tokens.push_back(o.tokens);
+    }
+    EXPECT_TRUE(sched.wait_idle(10));
+    return tokens;
+  };
+  const std::vector<std::vector<int32_t>> prompts = {random_tokens(150, 21), random_tokens(9, 22), random_tokens(13, 23)};
+  const std::vector<int> lengths = {8, 24, 24};
+  // One device: the reference tokens.
+  std::vector<std::vector<int32_t>> one_gpu;
+  {
+    auto model = make_model();
+    HybridExecutor hy(model, *model_->pool, hybrid_options());
+    SlpExecutor slp(model, slp_options());
+    one_gpu = run_all(hy, slp, prompts, lengths);
+  }
+  auto main_model = make_model(false);
+  GpuModelOptions o;
+  o.device = 1;
+  o.kv_block_tokens = 16;
+  o.prefill_weights = true;
+  o.mirror_kv = &main_model->kv_cache();
+  auto side = std::make_shared<GpuModel>(*model_->store, o);
+  EXPECT_EQ(&side->kv_cache(), &main_model->kv_cache());
+  HybridExecutor hy(main_model, *model_->pool, hybrid_options());
+  PeerKvExecutor peer(std::make_unique<SlpExecutor>(side, slp_options()), side, main_model);
+  EXPECT_STREQ(peer.name(), "slp@gpu1");
+  // The long prompt alone, then with the short ones decoding beside it.
+  const auto alone = run_all(hy, peer, {prompts[0]}, {lengths[0]});
+  EXPECT_EQ(alone[0], one_gpu[0]);
+  const auto together = run_all(hy, peer, prompts, lengths);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i], one_gpu[i]) << "request " << i;
+  const PeerKvExecutor::Traffic t = peer.traffic();
+  const size_t row_bytes = static_cast<size_t>((512 + 64) * 2 * main_model->config().num_hidden_layers);
+  EXPECT_EQ(t.bytes_out, 2 * 128 * row_bytes);  // each run's SLP rows went back once
+  EXPECT_EQ(t.bytes_in, 2 * 64 * row_bytes);    // each run's second step took the first step's rows
+  EXPECT_EQ(main_model->kv_cache().free_blocks(), main_model->kv_cache().total_blocks());
+  // A model that does not mirror the main pool is refused.
+  try {
+    PeerKvExecutor bad(std::make_unique<SlpExecutor>(make_model(), slp_options()), make_model(), main_model);
+    FAIL() << "accepted a model over another pool";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
   }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "hymoe/engine/expert_stream.h"
@@ -36,6 +37,11 @@ struct GpuModelOptions {
   // kv_b in FP8 as well (DevLayer::kv_b): stream-loading prefill expands the prompt's keys and
   // values with it (naive MLA); the decode paths use W_UK / W_UV only.
   bool prefill_weights = false;
+  // Another model's KV pool (on another device) whose blocks this model mirrors: kv_cache() is
+  // that pool's bookkeeping (block ids, tables, prefix cache), the rows are this device's own
+  // memory of the same size (kv_cache_bytes unused). A second executor on this device writes a
+  // prompt's KV here under the shared block ids; copy_kv_rows moves them to the other device.
+  KvCache* mirror_kv = nullptr;
 };
 
 // An FP8 matrix on the device in the checkpoint's layout (scales [ceil(n/128), ceil(k/128)]).
@@ -97,9 +103,14 @@ class GpuModel {
   gpu::MemoryBudget& budget() { return budget_; }
   GpuPlacement& placement() { return placement_; }
   const GpuPlacement& placement() const { return placement_; }
-  KvCache& kv_cache() { return *kv_; }
-  // Layer li's part of the latent KV pool: [blocks * block_tokens, kv_lora_rank + rope] BF16.
+  KvCache& kv_cache() { return kv_mirrored_ ? *kv_mirrored_ : *kv_; }
+  // Layer li's part of this device's latent KV rows: [blocks * block_tokens, kv_lora_rank + rope]
+  // BF16.
   gpu::Bf16* cache_layer(int64_t li) const;
+  // Copies pool rows (kv_row_runs; every layer's) from this model's KV memory to `to`'s, the
+  // other device's model over the same pool (one mirrors the other): one peer copy a run and
+  // layer, enqueued on `stream`. Returns the bytes copied.
+  size_t copy_kv_rows(const GpuModel& to, std::span<const KvRowRun> runs, cudaStream_t stream) const;
 
   const DevLayer& layer(int64_t li) const { return layers_[static_cast<size_t>(li)]; }
   // MoE layer li's grouped top-k (noaux_tc, the config's groups, normalisation and scaling) of
@@ -140,7 +151,8 @@ class GpuModel {
   std::vector<DevLayer> layers_;
   gpu::DeviceBuffer embed_, lm_head_, final_norm_;
   gpu::DeviceBuffer kv_memory_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvCache> kv_;      // the pool's bookkeeping, unless it is mirrored:
+  KvCache* kv_mirrored_ = nullptr;   // GpuModelOptions::mirror_kv
 };
 
 }  // namespace hymoe

@@ -138,4 +138,12 @@ class KvCache {
   std::unordered_map<uint64_t, int32_t> index_;  // chain key -> block
 };
 
+// Rows of the pool (in every layer's part: row = block * block_tokens + offset) that hold tokens
+// [begin, end) of `table`, merged where consecutive blocks follow each other: what a copy of a
+// sequence's KV between two devices' pools of the same shape moves.
+struct KvRowRun {
+  int64_t row = 0, count = 0;
+};
+std::vector<KvRowRun> kv_row_runs(const BlockTable& table, int64_t begin, int64_t end, int64_t block_tokens);
+
 }  // namespace hymoe

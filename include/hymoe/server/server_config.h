@@ -50,6 +50,10 @@ struct ServerConfig {
   // beside the CPU experts' reads) are paced to hold the decode steps' time per token under
   // tpot_slo_ms (CopyPacer); 0 = 1.5x the decode step measured with no prefill beside it.
   // slp_pacing false: never paced.
+  // The GPU stream-loading prefill runs on: -1 = gpu_device (one GPU shared with decode);
+  // another device = two-GPU P/D (decode on gpu_device, long prompts on this one, their KV
+  // copied device to device).
+  int32_t slp_device = -1;
   double tpot_slo_ms = 0;
   bool slp_pacing = true;
   // With stream-loading prefill on and threads = 0: cores left out of the CPU experts' pool for
