@@ -7,30 +7,22 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <iostream>
 #include <limits>
 #include <numeric>
 #include <random>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include "hymoe/common/error.h"
+#include "../rank_threads.h"
+#include "../test_seed.h"
 
 namespace hymoe {
 namespace {
 
-// The seed of this run (HYMOE_TEST_SEED replays one), printed so a failure can be replayed.
-uint32_t test_seed() {
-  static const uint32_t seed = [] {
-    const char* env = std::getenv("HYMOE_TEST_SEED");
-    const uint32_t s = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
-    std::cout << "context_parallel_test seed " << s << " (HYMOE_TEST_SEED replays it)\n";
-    return s;
-  }();
-  return seed;
-}
+// A fresh seed, printed (HYMOE_TEST_SEED replays it: ../test_seed.h).
+uint32_t fresh_seed() { return static_cast<uint32_t>(test::test_seed()); }
 
 std::vector<float> random_floats(std::mt19937& rng, size_t n, float scale = 1.0f) {
   std::uniform_real_distribution<float> d(-scale, scale);
@@ -39,27 +31,10 @@ std::vector<float> random_floats(std::mt19937& rng, size_t n, float scale = 1.0f
   return v;
 }
 
-// Runs fn(rank) on `ranks` threads; rethrows the first exception (after joining all).
-template <typename Fn>
-void on_ranks(int ranks, Fn fn) {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+using test::on_ranks;
 
 TEST(InProcessGroup, CollectivesMoveTheRightBytes) {
-  std::mt19937 rng(test_seed());
+  std::mt19937 rng(fresh_seed());
   for (int ranks : {1, 2, 3, 4}) {
     InProcessGroup group(ranks);
     const size_t n = 37;
@@ -224,7 +199,7 @@ void attend_partial(const float* q, const int64_t* qpos, int64_t nq, const float
 }
 
 TEST(StripedAttention, MatchesOneRanksCausalAttention) {
-  std::mt19937 rng(test_seed() + 1);
+  std::mt19937 rng(fresh_seed());
   const int64_t heads = 3, dim = 8;
   const size_t kv_row = static_cast<size_t>(2 * heads * dim);
   for (int ranks : {1, 2, 3, 4}) {
@@ -339,7 +314,7 @@ struct ToyMoe {
 };
 
 TEST(SmallEp, SmallEpAndExpertParallelMatchOneProcess) {
-  std::mt19937 rng(test_seed() + 2);
+  std::mt19937 rng(fresh_seed());
   const ToyMoe moe(rng);
   const size_t h = static_cast<size_t>(moe.hidden);
   for (int ranks : {1, 2, 3, 4}) {
@@ -404,7 +379,7 @@ TEST(SmallEp, SmallEpAndExpertParallelMatchOneProcess) {
 }
 
 TEST(SmallEp, AFailedRankFailsItsPeersInsteadOfHangingThem) {
-  std::mt19937 rng(test_seed() + 3);
+  std::mt19937 rng(fresh_seed());
   const ToyMoe moe(rng);
   const ZigzagStripes z{40, 2};
   InProcessGroup group(2, 600.0);

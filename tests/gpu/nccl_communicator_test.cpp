@@ -7,10 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <iostream>
 #include <limits>
 #include <random>
 #include <thread>
@@ -22,36 +19,15 @@
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
 #include "hymoe/gpu/device.h"
+#include "../rank_threads.h"
+#include "../test_seed.h"
 
 namespace hymoe {
 namespace {
 
-uint32_t seed() {
-  static const uint32_t s = [] {
-    const char* env = std::getenv("HYMOE_TEST_SEED");
-    const uint32_t v = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
-    std::cout << "nccl_communicator_test seed " << v << " (HYMOE_TEST_SEED replays it)\n";
-    return v;
-  }();
-  return s;
-}
+uint32_t seed() { return static_cast<uint32_t>(test::test_seed()); }
 
-template <typename Fn>
-void on_ranks(int ranks, Fn fn) {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+using test::on_ranks;
 
 void upload(const std::vector<float>& host, gpu::DeviceBuffer& dev) {
   HYMOE_CUDA_CHECK(cudaMemcpy(dev.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
