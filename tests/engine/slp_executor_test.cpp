@@ -91,6 +91,40 @@ class SlpExecutorTest : public ::testing::Test {
     auto all = model_->reference->forward(t, reference::MlaForm::kAbsorbed);
     return {all.end() - kVocab, all.end()};
   }
+  // A greedy request through the scheduler; take() waits for it (bounded) and expects it to end
+  // at its length.
+  struct Greedy {
+    std::vector<int32_t> tokens;
+    FinishReason reason = FinishReason::kError;
+    std::string error;
+  };
+  static std::future<Greedy> submit_greedy(Scheduler& sched, const std::string& id, const std::vector<int32_t>& prompt,
+                                           int max_tokens) {
+    auto out = std::make_shared<Greedy>();
+    auto done = std::make_shared<std::promise<Greedy>>();
+    GenerationRequest r;
+    r.id = id;
+    r.prompt = prompt;
+    r.sampling.temperature = 0.0;
+    r.sampling.max_tokens = max_tokens;
+    r.callbacks.on_token = [out](const TokenOutput& t) {
+      out->tokens.push_back(t.token);
+      return true;
+    };
+    r.callbacks.on_finish = [out, done](FinishReason reason, const std::string& error) {
+      out->reason = reason;
+      out->error = error;
+      done->set_value(*out);
+    };
+    sched.submit(std::move(r));
+    return done->get_future();
+  }
+  static std::vector<int32_t> take(std::future<Greedy>& f) {
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+    Greedy o = f.get();
+    EXPECT_EQ(o.reason, FinishReason::kLength) << o.error;
+    return o.tokens;
+  }
   // The prompt through `ex` in steps of the given sizes; the last step's logits.
   static std::vector<float> prefill(Executor& ex, BlockTable& table, const std::vector<int32_t>& tokens,
                                     std::initializer_list<size_t> steps) {
@@ -331,37 +365,10 @@ TEST_F(SlpExecutorTest, SchedulerRunsLongPromptsOnSlpBesideHybridDecodes) {
   cfg.long_prefill_chunk = slp.max_tokens();
   cfg.prefix_cache = false;
   Scheduler sched(hy, /*eos_token=*/-1, cfg, &slp);
-  struct Out {
-    std::vector<int32_t> tokens;
-    FinishReason reason = FinishReason::kError;
-    std::string error;
-  };
   auto submit = [&](const std::string& id, const std::vector<int32_t>& prompt, int max_tokens) {
-    auto out = std::make_shared<Out>();
-    auto done = std::make_shared<std::promise<Out>>();
-    GenerationRequest r;
-    r.id = id;
-    r.prompt = prompt;
-    r.sampling.temperature = 0.0;
-    r.sampling.max_tokens = max_tokens;
-    r.callbacks.on_token = [out](const TokenOutput& t) {
-      out->tokens.push_back(t.token);
-      return true;
-    };
-    r.callbacks.on_finish = [out, done](FinishReason reason, const std::string& error) {
-      out->reason = reason;
-      out->error = error;
-      done->set_value(*out);
-    };
-    sched.submit(std::move(r));
-    return done->get_future();
+    return submit_greedy(sched, id, prompt, max_tokens);
   };
-  auto get = [](std::future<Out>& f) {
-    EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
-    Out o = f.get();
-    EXPECT_EQ(o.reason, FinishReason::kLength) << o.error;
-    return o.tokens;
-  };
+  auto get = [](std::future<Greedy>& f) { return take(f); };
   const auto longer = random_tokens(150, 11);
   const std::vector<std::vector<int32_t>> shorter = {random_tokens(9, 12), random_tokens(14, 13), random_tokens(5, 14)};
   auto f = submit("long-alone", longer, 8);
@@ -374,7 +381,7 @@ TEST_F(SlpExecutorTest, SchedulerRunsLongPromptsOnSlpBesideHybridDecodes) {
     short_alone.push_back(get(g));
   }
   EXPECT_EQ(slp.profile().tokens, slp_tokens);  // short prompts stay on the hybrid path
-  std::vector<std::future<Out>> fs;
+  std::vector<std::future<Greedy>> fs;
   for (size_t i = 0; i < shorter.size(); ++i) fs.push_back(submit("short" + std::to_string(i), shorter[i], 24));
   auto fl = submit("long", longer, 8);
   for (size_t i = 0; i < shorter.size(); ++i) EXPECT_EQ(get(fs[i]), short_alone[i]) << "short request " << i;
@@ -399,11 +406,6 @@ TEST_F(SlpExecutorTest, SchedulerRunsLongPromptsOnSlpBesideHybridDecodes) {
 // requests decoding beside it; every block is free afterwards.
 TEST_F(SlpExecutorTest, TwoGpusPrefillOnOneAndDecodeOnTheOther) {
   if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices";
-  struct Out {
-    std::vector<int32_t> tokens;
-    FinishReason reason = FinishReason::kError;
-    std::string error;
-  };
   auto run_all = [&](Executor& main_path, Executor& long_path, const std::vector<std::vector<int32_t>>& prompts,
                      const std::vector<int>& max_tokens) {
     SchedulerConfig cfg;
@@ -413,34 +415,11 @@ TEST_F(SlpExecutorTest, TwoGpusPrefillOnOneAndDecodeOnTheOther) {
     cfg.long_prefill_chunk = 64;  // a 150-token prompt: two SLP steps, the last 22 tokens (< 32) on the main path
     cfg.prefix_cache = false;
     Scheduler sched(main_path, /*eos_token=*/-1, cfg, &long_path);
-    std::vector<std::future<Out>> fs;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      auto out = std::make_shared<Out>();
-      auto done = std::make_shared<std::promise<Out>>();
-      fs.push_back(done->get_future());
-      GenerationRequest r;
-      r.id = "r" + std::to_string(i);
-      r.prompt = prompts[i];
-      r.sampling.temperature = 0.0;
-      r.sampling.max_tokens = max_tokens[i];
-      r.callbacks.on_token = [out](const TokenOutput& t) {
-        out->tokens.push_back(t.token);
-        return true;
-      };
-      r.callbacks.on_finish = [out, done](FinishReason reason, const std::string& error) {
-        out->reason = reason;
-        out->error = error;
-        done->set_value(*out);
-      };
-      sched.submit(std::move(r));
-    }
+    std::vector<std::future<Greedy>> fs;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      fs.push_back(submit_greedy(sched, "r" + std::to_string(i), prompts[i], max_tokens[i]));
     std::vector<std::vector<int32_t>> tokens;
-    for (auto& f : fs) {
-      EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
-      const Out o = f.get();
-      EXPECT_EQ(o.reason, FinishReason::kLength) << o.error;
-      tokens.push_back(o.tokens);
-    }
+    for (auto& f : fs) tokens.push_back(take(f));
     EXPECT_TRUE(sched.wait_idle(10));
     return tokens;
   };
