@@ -145,7 +145,7 @@ void ServerConfig::validate() const {
   check(slp_threshold >= 0, "slp_threshold", "must be >= 0 (0 = no stream-loading prefill)");
   check(slp_threshold == 0 || slp_max_tokens >= slp_threshold, "slp_max_tokens", "must be >= slp_threshold");
   check(slp_device >= -1, "slp_device", "must be -1 (the decode GPU) or a CUDA device");
-  check(tpot_slo_ms >= 0, "tpot_slo_ms", "must be >= 0 (0 = 1.5x the decode step measured alone)");
+  check(tpot_slo_ms >= 0, "tpot_slo_ms", "must be >= 0 (0 = 1.1x the decode step measured alone)");
   check(slp_host_cores >= 0, "slp_host_cores", "must be >= 0");
   check(decode_prefill_chunk >= 1, "decode_prefill_chunk", "must be >= 1");
   check(max_context >= 0, "max_context", "must be >= 0");
@@ -215,7 +215,7 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
       "HYMOE_SLP_DEVICE");
   opt("--tpot-slo-ms", c.tpot_slo_ms,
       "Hybrid backend: while requests decode beside a stream-loading prefill, pace its expert copies to hold the "
-      "decode time per token under this (0 = 1.5x the decode step measured with no prefill beside it)",
+      "decode time per token under this (0 = 1.1x the decode step measured with no prefill beside it)",
       "HYMOE_TPOT_SLO_MS");
   app.add_flag("--slp-pacing,!--no-slp-pacing", c.slp_pacing,
                "Hybrid backend: pace stream-loading prefill's copies while requests decode (on by default)")

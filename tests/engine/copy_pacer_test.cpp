@@ -97,7 +97,9 @@ TEST(CopyPacer, NoPacingWithoutALongPrefillOrWhenNothingDecodes) {
 }
 
 TEST(CopyPacer, AutoObjectiveFollowsTheSoloStepPerBatchSize) {
-  CopyPacer p;  // auto: 1.5 x the solo step
+  CopyPacerOptions o;
+  o.auto_factor = 1.5;  // auto: 1.5 x the solo step
+  CopyPacer p(o);
   EXPECT_EQ(p.objective_s(1), 0.0);
   double t = 0;
   // Unknown objective: a slow step beside a long prefill changes nothing.

@@ -48,7 +48,7 @@ struct ServerConfig {
   int64_t slp_max_tokens = 32768;
   // While decodes run beside a stream-loading prefill, its expert copies (which read host DRAM
   // beside the CPU experts' reads) are paced to hold the decode steps' time per token under
-  // tpot_slo_ms (CopyPacer); 0 = 1.5x the decode step measured with no prefill beside it.
+  // tpot_slo_ms (CopyPacer); 0 = 1.1x the decode step measured with no prefill beside it.
   // slp_pacing false: never paced.
   // The GPU stream-loading prefill runs on: -1 = gpu_device (one GPU shared with decode);
   // another device = two-GPU P/D (decode on gpu_device, long prompts on this one, their KV
