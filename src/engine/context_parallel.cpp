@@ -34,6 +34,24 @@ int64_t ZigzagStripes::row_of(int rank, int64_t local) const {
   return local < s[0].size() ? s[0].begin + local : s[1].begin + (local - s[0].size());
 }
 
+std::vector<ZigzagStripes::Block> ZigzagStripes::attention_blocks(int q_rank, int k_rank) const {
+  std::vector<Block> blocks;
+  const auto qs = of(q_rank), ks = of(k_rank);
+  int64_t q_local = 0;
+  for (const RowRange& q : qs) {
+    int64_t k_local = 0;
+    for (const RowRange& k : ks) {
+      // Stripes are whole chunks: a key stripe is the query stripe itself, wholly before it or
+      // wholly after it (nothing visible).
+      if (q.size() > 0 && k.size() > 0 && k.begin <= q.begin)
+        blocks.push_back({q_local, q.size(), k_local, k.size(), q.begin - k.begin});
+      k_local += k.size();
+    }
+    q_local += q.size();
+  }
+  return blocks;
+}
+
 void merge_attention_partials(float* out_a, float* lse_a, const float* out_b, const float* lse_b, int64_t rows,
                               int64_t heads, int64_t dim) {
   const float ninf = -std::numeric_limits<float>::infinity();

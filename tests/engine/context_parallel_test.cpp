@@ -198,60 +198,111 @@ void attend_partial(const float* q, const int64_t* qpos, int64_t nq, const float
   }
 }
 
+// The kernel's semantics for a block: q rows against k rows, query i seeing keys j <= past + i.
+void attend_window(const float* q, int64_t nq, const float* kv, int64_t nk, int64_t past, int64_t heads, int64_t dim,
+                   float* out, float* lse) {
+  std::vector<int64_t> qpos(static_cast<size_t>(nq)), kpos(static_cast<size_t>(nk));
+  for (int64_t i = 0; i < nq; ++i) qpos[static_cast<size_t>(i)] = past + i;
+  for (int64_t j = 0; j < nk; ++j) kpos[static_cast<size_t>(j)] = j;
+  attend_partial(q, qpos.data(), nq, kv, kpos.data(), nk, heads, dim, out, lse);
+}
+
 TEST(StripedAttention, MatchesOneRanksCausalAttention) {
   std::mt19937 rng(fresh_seed());
   const int64_t heads = 3, dim = 8;
   const size_t kv_row = static_cast<size_t>(2 * heads * dim);
   for (int ranks : {1, 2, 3, 4}) {
     for (int64_t rows : {1, 5, 16, 101, 130}) {
-      const auto q = random_floats(rng, static_cast<size_t>(rows * heads * dim), 2.0f);
-      const auto kv = random_floats(rng, static_cast<size_t>(rows) * kv_row);
-      std::vector<int64_t> pos(static_cast<size_t>(rows));
-      std::iota(pos.begin(), pos.end(), 0);
-      std::vector<float> want(static_cast<size_t>(rows * heads * dim)), want_lse(static_cast<size_t>(rows * heads));
-      attend_partial(q.data(), pos.data(), rows, kv.data(), pos.data(), rows, heads, dim, want.data(), want_lse.data());
+      for (bool by_blocks : {false, true}) {
+        const auto q = random_floats(rng, static_cast<size_t>(rows * heads * dim), 2.0f);
+        const auto kv = random_floats(rng, static_cast<size_t>(rows) * kv_row);
+        std::vector<int64_t> pos(static_cast<size_t>(rows));
+        std::iota(pos.begin(), pos.end(), 0);
+        std::vector<float> want(static_cast<size_t>(rows * heads * dim)), want_lse(static_cast<size_t>(rows * heads));
+        attend_partial(q.data(), pos.data(), rows, kv.data(), pos.data(), rows, heads, dim, want.data(), want_lse.data());
 
+        const ZigzagStripes z{rows, ranks};
+        InProcessGroup group(ranks);
+        std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+        on_ranks(ranks, [&](int r) {
+          const int64_t n = z.local_rows(r);
+          std::vector<int64_t> qpos(static_cast<size_t>(n));
+          std::vector<float> my_q(static_cast<size_t>(n * heads * dim));
+          std::vector<float> my_kv(static_cast<size_t>(n) * kv_row);
+          for (int64_t i = 0; i < n; ++i) {
+            qpos[static_cast<size_t>(i)] = z.row_of(r, i);
+            std::copy_n(q.begin() + qpos[static_cast<size_t>(i)] * heads * dim, heads * dim, my_q.begin() + i * heads * dim);
+            std::copy_n(kv.begin() + qpos[static_cast<size_t>(i)] * static_cast<int64_t>(kv_row), kv_row,
+                        my_kv.begin() + i * static_cast<int64_t>(kv_row));
+          }
+          std::vector<float> out(my_q.size(), 0.0f), lse(static_cast<size_t>(n * heads), -std::numeric_limits<float>::infinity());
+          std::vector<float> part(out.size()), part_lse(lse.size());
+          const size_t ring_bytes = static_cast<size_t>(z.max_local_rows()) * kv_row * sizeof(float);
+          std::vector<std::byte> ring0(ring_bytes), ring1(ring_bytes);
+          std::vector<int> order;
+          striped_attention_ring(
+              group.rank(r), z, kv_row * sizeof(float), std::as_bytes(std::span<const float>(my_kv)),
+              {std::span<std::byte>(ring0), std::span<std::byte>(ring1)},
+              [&](std::span<const std::byte> block, int source) {
+                order.push_back(source);
+                const int64_t nk = z.local_rows(source);
+                ASSERT_EQ(block.size(), static_cast<size_t>(nk) * kv_row * sizeof(float));
+                std::vector<int64_t> kpos(static_cast<size_t>(nk));
+                for (int64_t j = 0; j < nk; ++j) kpos[static_cast<size_t>(j)] = z.row_of(source, j);
+                std::vector<float> keys(static_cast<size_t>(nk) * kv_row);
+                std::memcpy(keys.data(), block.data(), block.size());
+                if (by_blocks) {
+                  // The windowed kernel's blocks (attention_blocks), each merged in: what a device
+                  // attend runs.
+                  for (const ZigzagStripes::Block& b : z.attention_blocks(r, source)) {
+                    std::vector<float> bo(static_cast<size_t>(b.q_rows * heads * dim)), bl(static_cast<size_t>(b.q_rows * heads));
+                    attend_window(my_q.data() + b.q_begin * heads * dim, b.q_rows,
+                                  keys.data() + b.k_begin * static_cast<int64_t>(kv_row), b.k_rows, b.past, heads, dim,
+                                  bo.data(), bl.data());
+                    merge_attention_partials(out.data() + b.q_begin * heads * dim, lse.data() + b.q_begin * heads,
+                                             bo.data(), bl.data(), b.q_rows, heads, dim);
+                  }
+                  return;
+                }
+                attend_partial(my_q.data(), qpos.data(), n, keys.data(), kpos.data(), nk, heads, dim, part.data(),
+                               part_lse.data());
+                merge_attention_partials(out.data(), lse.data(), part.data(), part_lse.data(), n, heads, dim);
+              });
+          ASSERT_EQ(static_cast<int>(order.size()), ranks);
+          for (int s = 0; s < ranks; ++s) EXPECT_EQ(order[static_cast<size_t>(s)], (r - s + ranks) % ranks);
+          for (int64_t i = 0; i < n; ++i)
+            std::copy_n(out.begin() + i * heads * dim, heads * dim, got.begin() + qpos[static_cast<size_t>(i)] * heads * dim);
+        });
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5f) << "value " << i << " of " << rows << " rows on " << ranks << " ranks"
+                                              << (by_blocks ? ", by blocks" : "");
+      }
+    }
+  }
+}
+
+TEST(ZigzagStripes, AttentionBlocksCoverExactlyTheVisibleKeys) {
+  for (int ranks : {1, 2, 3, 4}) {
+    for (int64_t rows : {1, 7, 64, 101}) {
       const ZigzagStripes z{rows, ranks};
-      InProcessGroup group(ranks);
-      std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
-      on_ranks(ranks, [&](int r) {
-        const int64_t n = z.local_rows(r);
-        std::vector<int64_t> qpos(static_cast<size_t>(n));
-        std::vector<float> my_q(static_cast<size_t>(n * heads * dim));
-        std::vector<float> my_kv(static_cast<size_t>(n) * kv_row);
-        for (int64_t i = 0; i < n; ++i) {
-          qpos[static_cast<size_t>(i)] = z.row_of(r, i);
-          std::copy_n(q.begin() + qpos[static_cast<size_t>(i)] * heads * dim, heads * dim, my_q.begin() + i * heads * dim);
-          std::copy_n(kv.begin() + qpos[static_cast<size_t>(i)] * static_cast<int64_t>(kv_row), kv_row,
-                      my_kv.begin() + i * static_cast<int64_t>(kv_row));
+      for (int qr = 0; qr < ranks; ++qr) {
+        // Visible (query row, key row) pairs by the blocks, against causality by prompt rows.
+        std::vector<int> seen(static_cast<size_t>(rows * rows), 0);
+        for (int kr = 0; kr < ranks; ++kr) {
+          for (const ZigzagStripes::Block& b : z.attention_blocks(qr, kr)) {
+            ASSERT_GE(b.past, 0);
+            for (int64_t i = 0; i < b.q_rows; ++i)
+              for (int64_t j = 0; j < b.k_rows && j <= b.past + i; ++j)
+                ++seen[static_cast<size_t>(z.row_of(qr, b.q_begin + i) * rows + z.row_of(kr, b.k_begin + j))];
+          }
         }
-        std::vector<float> out(my_q.size(), 0.0f), lse(static_cast<size_t>(n * heads), -std::numeric_limits<float>::infinity());
-        std::vector<float> part(out.size()), part_lse(lse.size());
-        const size_t ring_bytes = static_cast<size_t>(z.max_local_rows()) * kv_row * sizeof(float);
-        std::vector<std::byte> ring0(ring_bytes), ring1(ring_bytes);
-        std::vector<int> order;
-        striped_attention_ring(
-            group.rank(r), z, kv_row * sizeof(float), std::as_bytes(std::span<const float>(my_kv)),
-            {std::span<std::byte>(ring0), std::span<std::byte>(ring1)},
-            [&](std::span<const std::byte> block, int source) {
-              order.push_back(source);
-              const int64_t nk = z.local_rows(source);
-              ASSERT_EQ(block.size(), static_cast<size_t>(nk) * kv_row * sizeof(float));
-              std::vector<int64_t> kpos(static_cast<size_t>(nk));
-              for (int64_t j = 0; j < nk; ++j) kpos[static_cast<size_t>(j)] = z.row_of(source, j);
-              std::vector<float> keys(static_cast<size_t>(nk) * kv_row);
-              std::memcpy(keys.data(), block.data(), block.size());
-              attend_partial(my_q.data(), qpos.data(), n, keys.data(), kpos.data(), nk, heads, dim, part.data(),
-                             part_lse.data());
-              merge_attention_partials(out.data(), lse.data(), part.data(), part_lse.data(), n, heads, dim);
-            });
-        ASSERT_EQ(static_cast<int>(order.size()), ranks);
-        for (int s = 0; s < ranks; ++s) EXPECT_EQ(order[static_cast<size_t>(s)], (r - s + ranks) % ranks);
-        for (int64_t i = 0; i < n; ++i)
-          std::copy_n(out.begin() + i * heads * dim, heads * dim, got.begin() + qpos[static_cast<size_t>(i)] * heads * dim);
-      });
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5f) << "value " << i << " of " << rows << " rows on " << ranks << " ranks";
+        for (int64_t l = 0; l < z.local_rows(qr); ++l) {
+          const int64_t qrow = z.row_of(qr, l);
+          for (int64_t k = 0; k < rows; ++k)
+            ASSERT_EQ(seen[static_cast<size_t>(qrow * rows + k)], k <= qrow ? 1 : 0)
+                << "query row " << qrow << ", key row " << k << ", " << rows << " rows on " << ranks << " ranks";
+        }
+      }
     }
   }
 }

@@ -50,6 +50,16 @@ struct ZigzagStripes {
   int64_t max_local_rows() const;
   // The prompt row of rank r's local row i (its first stripe's rows, then its second's).
   int64_t row_of(int rank, int64_t local) const;
+
+  // The attention of rank q_rank's queries over rank k_rank's KV rows as blocks a windowed causal
+  // kernel runs (mla_prefill's key windows: query i at position past + i sees keys j <= past + i):
+  // one per (query stripe, key stripe) pair whose keys are not all in the queries' future, in
+  // local row offsets; past = the query stripe's first row - the key stripe's (0 on the diagonal,
+  // >= k_rows where every key is visible). Empty stripes give no block.
+  struct Block {
+    int64_t q_begin = 0, q_rows = 0, k_begin = 0, k_rows = 0, past = 0;
+  };
+  std::vector<Block> attention_blocks(int q_rank, int k_rank) const;
 };
 
 // Log-sum-exp merge of two partial attention outputs over disjoint key sets: for each of `rows`
