@@ -2,11 +2,13 @@
 // advancing it by the chosen token, on DeepSeek-V3's tokenizer (~129K tokens), stepping through a
 // JSON document tokenized by the same tokenizer: once as response_format json_object, once as
 // json_schema with a schema the document conforms to (every property required, in order; an
-// enum, a nullable, nested objects and arrays, a $ref). Beside it, in the same run, the sampler's
-// own time per step on the same logits row (T 1): the work every sampled step pays anyway.
+// enum, a nullable, nested objects and arrays, a $ref), and once as a forced tool call
+// (tool_choice required over 8 tools, DeepSeek-V3's markup with one item of the document as the
+// arguments of a tool whose parameters are the item's schema). Beside it, in the same run, the
+// sampler's own time per step on the same logits row (T 1): the work every sampled step pays anyway.
 //   hymoe-bench-json-mask --model DIR [--repeat N]
 // Prints a summary line and one JSON object per mode: {name (json_mask_step |
-// json_schema_mask_step), steps, value (mean mask + accept, us a step), unit, median_us, p99_us,
+// json_schema_mask_step | tool_call_mask_step), steps, value (mean mask + accept, us a step), unit, median_us, p99_us,
 // max_us, string_us, structure_us, ceiling (sampler us a step), ratio, build_ms}.
 #include <algorithm>
 #include <chrono>
@@ -22,6 +24,7 @@
 #include "hymoe/engine/sampler.h"
 #include "hymoe/server/json_constraint.h"
 #include "hymoe/server/runtime.h"
+#include "hymoe/server/tool_calls.h"
 #include "hymoe/tokenizer/tokenizer.h"
 
 namespace {
@@ -127,26 +130,44 @@ int main(int argc, char** argv) {
                 tok->vocab_size(), rows, text.size(), ids.size(), repeat);
 
     const auto compiled = hymoe::server::compile_json_schema(schema());
-    for (const bool with_schema : {false, true}) {
+    // The forced tool call: 8 tools, get_item's parameters the item schema.
+    auto item_schema = schema()["$defs"]["item"];
+    std::vector<hymoe::server::ForcedTool> tools;
+    for (const char* name : {"get_weather", "search", "send_email", "get", "get_items", "lookup", "run_code"}) {
+      tools.push_back({name, nullptr});
+    }
+    tools.push_back({"get_item", hymoe::server::compile_json_schema(item_schema)});
+    const auto grammar = hymoe::server::tool_call_grammar(
+        hymoe::server::ToolCallFormat::kDeepSeekV3, tools, INT32_MAX,
+        [&](std::string_view m) -> std::optional<int32_t> { return tok->special_token_id(m); });
+    const std::string call_text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_item\n```json\n" +
+                                  nlohmann::ordered_json::parse(text)["item_3"].dump() +
+                                  "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    const std::vector<int32_t> call_ids = tok->encode(call_text, /*add_special=*/false);
+    for (const int mode : {0, 1, 2}) {
+      const bool with_schema = mode == 1;
+      const char* mode_name = mode == 0 ? "json_object" : mode == 1 ? "json_schema" : "tool_call";
+      const std::vector<int32_t>& ids_of = mode == 2 ? call_ids : ids;
+      std::shared_ptr<hymoe::TokenConstraintFactory> factory;
+      if (mode == 2) factory = std::make_shared<hymoe::server::JsonSequenceConstraintFactory>(vocab, false, grammar);
+      else factory = std::make_shared<hymoe::server::JsonConstraintFactory>(vocab, false, with_schema ? compiled : nullptr);
       std::vector<double> steps, in_string, structure;
       for (int r = 0; r < repeat; ++r) {
-        hymoe::server::JsonConstraintFactory factory(vocab, false, with_schema ? compiled : nullptr);
-        auto c = factory.start();
+        auto c = factory->start();
         bool quoted = false;  // inside a string before this token (a rough split of the states)
-        for (size_t i = 0; i <= ids.size(); ++i) {
+        for (size_t i = 0; i <= ids_of.size(); ++i) {
           std::copy(base.begin(), base.end(), row.begin());
-          const int32_t t = i < ids.size() ? ids[i] : eos;
+          const int32_t t = i < ids_of.size() ? ids_of[i] : eos;
           const auto s0 = Clock::now();
           c->mask(row);
           if (!c->accept(t)) {
-            std::fprintf(stderr, "json mask bench: token %d at %zu refused (%s)\n", t, i,
-                         with_schema ? "json_schema" : "json_object");
+            std::fprintf(stderr, "json mask bench: token %d at %zu refused (%s)\n", t, i, mode_name);
             return 1;
           }
           const double us = us_since(s0);
           steps.push_back(us);
           (quoted ? in_string : structure).push_back(us);
-          if (i < ids.size()) {
+          if (i < ids_of.size()) {
             // Inside a string after an odd number of unescaped quotes (a backslash before a quote
             // read as an escape: enough to split the timings).
             const auto b = tok->token_bytes(t);
@@ -159,10 +180,10 @@ int main(int argc, char** argv) {
       const double mean = mean_of(steps);
       std::printf("%s: %.1f us a step mean (median %.1f, p99 %.1f, max %.1f; inside strings %.1f, structure %.1f); "
                   "sampler alone (T 1) %.1f us a step: mask / sampler %.2f; tables built in %.1f ms\n",
-                  with_schema ? "json_schema mask" : "json_object mask", mean, percentile(steps, 0.5),
+                  (std::string(mode_name) + " mask").c_str(), mean, percentile(steps, 0.5),
                   percentile(steps, 0.99), percentile(steps, 1.0), mean_of(in_string), mean_of(structure),
                   sampler_mean, mean / sampler_mean, build_ms);
-      nlohmann::json out = {{"name", with_schema ? "json_schema_mask_step" : "json_mask_step"},
+      nlohmann::json out = {{"name", mode == 0 ? "json_mask_step" : std::string(mode_name) + "_mask_step"},
                             {"steps", steps.size()}, {"value", mean}, {"unit", "us"},
                             {"median_us", percentile(steps, 0.5)}, {"p99_us", percentile(steps, 0.99)},
                             {"max_us", percentile(steps, 1.0)}, {"string_us", mean_of(in_string)},

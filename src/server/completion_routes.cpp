@@ -15,6 +15,7 @@
 #include "hymoe/server/api_error.h"
 #include "hymoe/server/generation.h"
 #include "hymoe/server/http_server.h"
+#include "hymoe/server/json_constraint.h"
 #include "hymoe/server/openai_request.h"
 #include "hymoe/server/tool_calls.h"
 #include "hymoe/tokenizer/chat_template.h"
@@ -344,6 +345,23 @@ void apply_response_format(const ServedModel& m, const ResponseFormat& format, b
   sampling.constraint = std::make_shared<JsonConstraintFactory>(m.json_mode, in_reasoning, format.schema);
 }
 
+// tool_choice required / a named function: the output is forced to be tool calls in the model's
+// format (tool_call_grammar). Not forced where the model has no tool-call format or no JSON mode
+// tables: the parse alone then honours the choice, as with auto.
+void apply_forced_tools(const ServedModel& m, const ToolChoice& choice, const ToolCallParserOptions& parse,
+                        bool in_reasoning, SamplingParams& sampling) {
+  if (choice.forced.empty() || parse.format == ToolCallFormat::kNone || !m.json_mode) return;
+  std::vector<ForcedTool> tools;
+  for (const auto& f : choice.forced) tools.push_back({f.name, f.parameters});
+  const auto token_of = [&](std::string_view marker) -> std::optional<int32_t> {
+    const auto id = m.tokenizer->special_token_id(marker);
+    if (id && *id >= 0 && *id < m.tokenizer->vocab_size()) return static_cast<int32_t>(*id);
+    return std::nullopt;
+  };
+  sampling.constraint = std::make_shared<JsonSequenceConstraintFactory>(
+      m.json_mode, in_reasoning, tool_call_grammar(parse.format, tools, parse.max_calls, token_of));
+}
+
 // Collects every choice (non-streamed responses): held choices are released as soon as choice
 // 0's prompt is cached, then each is read to its end. A failed choice cancels the others and
 // fails the request.
@@ -402,8 +420,8 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   go.split_reasoning = config.reasoning_parser != "none";
   go.starts_in_reasoning = go.split_reasoning && prompt_opens_thinking(prompt);
   if (use_tools) {
-    // required and a named function are honoured by the parse only (no constrained decoding):
-    // a named choice takes calls of that function alone, the rest stays content.
+    // required and a named function: forced by constrained decoding (apply_forced_tools), and a
+    // named choice's parse takes calls of that function alone.
     go.tool_calls.format = tool_call_format(config, *m.chat_template);
     go.tool_calls.id_prefix = "call_" + go.id.substr(std::string_view("chatcmpl-").size()) + "_";
     if (r.tool_choice.mode == ToolChoice::Mode::kFunction) go.tool_calls.only_name = r.tool_choice.function;
@@ -415,6 +433,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
   }
   go.prompt_tokens = static_cast<int64_t>(ids.size());
   apply_response_format(m, r.response_format, go.starts_in_reasoning, r.sampling);
+  apply_forced_tools(m, r.tool_choice, go.tool_calls, go.starts_in_reasoning, r.sampling);
   ResponseHead head{go.id, m.name, static_cast<int64_t>(std::time(nullptr))};
   Choices choices = start_choices(m, metrics, go, std::move(ids), r.sampling, r.n);
 

@@ -1,6 +1,7 @@
 #include "hymoe/server/json_constraint.h"
 
 #include <algorithm>
+#include <concepts>
 #include <limits>
 #include <string_view>
 
@@ -27,14 +28,23 @@ struct CloseMatcher {
   }
 };
 
-// Machine: JsonPrefixMachine (json_object) or JsonSchemaMachine (json_schema); `fresh` is its
-// start state, copied where the answer begins.
+// A machine with whole-token symbols besides bytes (JsonSequenceMachine): its tokens are allowed
+// beside the tokens whose bytes it takes, and it may go on after a point where it could end.
+template <class Machine>
+concept TokenSymbols = requires(Machine m, const Machine& c, int32_t id) {
+  { m.feed_token(id) } -> std::same_as<bool>;
+  c.tokens([](int32_t) {});
+};
+
+// Machine: JsonPrefixMachine (json_object), JsonSchemaMachine (json_schema) or JsonSequenceMachine
+// (a grammar such as a forced tool call); `fresh` is its start state, copied where the answer
+// begins.
 template <class Machine>
 class JsonConstraint final : public TokenConstraint {
  public:
-  JsonConstraint(std::shared_ptr<const JsonModeVocab> vocab, std::shared_ptr<const JsonSchema> schema,
-                 const Machine& fresh, bool in_reasoning)
-      : vocab_(std::move(vocab)), schema_(std::move(schema)), fresh_(fresh), machine_(fresh), masked_for_(fresh),
+  JsonConstraint(std::shared_ptr<const JsonModeVocab> vocab, std::shared_ptr<const void> keep, const Machine& fresh,
+                 bool in_reasoning)
+      : vocab_(std::move(vocab)), keep_(std::move(keep)), fresh_(fresh), machine_(fresh), masked_for_(fresh),
         in_reasoning_(in_reasoning) {}
 
   void mask(std::span<float> logits) override {
@@ -50,8 +60,9 @@ class JsonConstraint final : public TokenConstraint {
       }
       return;
     }
-    if (machine_.complete()) {
-      const float end = eos < n ? logits[eos] : kRefused;
+    const bool end_ok = machine_.complete();
+    const float end = eos < n ? logits[eos] : kRefused;
+    if (end_ok && !TokenSymbols<Machine>) {
       std::fill(logits.begin(), logits.end(), kRefused);
       if (eos < n) logits[eos] = end;
       return;
@@ -60,6 +71,11 @@ class JsonConstraint final : public TokenConstraint {
     // leave it as it was: recomputed only when the state changed since the last step.
     if (allowed_.empty() || !(machine_ == masked_for_)) {
       v.mask.allowed(machine_, allowed_);
+      if constexpr (TokenSymbols<Machine>) {
+        machine_.tokens([&](int32_t id) {
+          if (static_cast<size_t>(id) < allowed_.size()) allowed_[static_cast<size_t>(id)] = 1;
+        });
+      }
       masked_for_ = machine_;
     }
     const size_t m = std::min(n, allowed_.size());
@@ -67,7 +83,7 @@ class JsonConstraint final : public TokenConstraint {
       if (!allowed_[i]) logits[i] = kRefused;
     }
     std::fill(logits.begin() + static_cast<ptrdiff_t>(m), logits.end(), kRefused);
-    if (eos < n) logits[eos] = kRefused;  // the object is not whole yet
+    if (eos < n) logits[eos] = end_ok ? end : kRefused;  // the end only once the text is whole
   }
 
   bool accept(int32_t token) override {
@@ -87,7 +103,12 @@ class JsonConstraint final : public TokenConstraint {
       close_ = close;
       return true;
     }
-    if (bytes.empty() || machine_.complete()) return false;
+    if constexpr (TokenSymbols<Machine>) {
+      if (machine_.feed_token(token)) return true;
+    } else if (machine_.complete()) {
+      return false;
+    }
+    if (bytes.empty()) return false;
     return machine_.feed(bytes);
   }
 
@@ -104,7 +125,7 @@ class JsonConstraint final : public TokenConstraint {
   }
 
   std::shared_ptr<const JsonModeVocab> vocab_;
-  std::shared_ptr<const JsonSchema> schema_;  // what a JsonSchemaMachine points into (else null)
+  std::shared_ptr<const void> keep_;  // what the machine points into (a schema or grammar; else null)
   Machine fresh_;
   Machine machine_;
   Machine masked_for_;  // the state allowed_ was computed for (when not empty)
@@ -143,6 +164,11 @@ std::unique_ptr<TokenConstraint> JsonConstraintFactory::start() const {
   }
   return std::make_unique<JsonConstraint<JsonPrefixMachine>>(vocab_, nullptr, JsonPrefixMachine(vocab_->options),
                                                              in_reasoning_);
+}
+
+std::unique_ptr<TokenConstraint> JsonSequenceConstraintFactory::start() const {
+  return std::make_unique<JsonConstraint<JsonSequenceMachine>>(vocab_, grammar_, JsonSequenceMachine(*grammar_),
+                                                               in_reasoning_);
 }
 
 }  // namespace hymoe::server

@@ -429,6 +429,26 @@ void read_tools(const json& j, ChatCompletionRequest& r) {
     r.tool_choice = choice;
   }
   r.parallel_tool_calls = read_bool(j, "parallel_tool_calls", true);
+  if (r.tool_choice.mode == ToolChoice::Mode::kRequired || r.tool_choice.mode == ToolChoice::Mode::kFunction) {
+    // The forced calls' arguments are decoded against the parameters' schemas.
+    for (size_t k = 0; k < r.tools.size(); ++k) {
+      const auto& fn = r.tools[k]["function"];
+      ToolChoice::Forced f{fn["name"].get<std::string>(), nullptr};
+      if (r.tool_choice.mode == ToolChoice::Mode::kFunction && f.name != r.tool_choice.function) continue;
+      if (auto s = fn.find("parameters"); s != fn.end() && !s->is_null()) {
+        try {
+          f.parameters = compile_json_schema(*s);
+        } catch (const JsonSchemaError& e) {
+          if (fn.value("strict", json(false)) == json(true)) {
+            const std::string p = fmt::format("tools[{}].function.parameters", k);
+            fail(fmt::format("{}: {}", p, e.what()), p, e.unsupported() ? "unsupported" : nullptr);
+          }
+          // Not strict: any JSON object.
+        }
+      }
+      r.tool_choice.forced.push_back(std::move(f));
+    }
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,6 +22,7 @@
 #include "hymoe/server/generation.h"
 #include "hymoe/server/json_constraint.h"
 #include "hymoe/server/runtime.h"
+#include "hymoe/server/tool_calls.h"
 #include "json_schema_validator.h"
 
 namespace hymoe::server {
@@ -38,6 +40,7 @@ uint32_t seed() {
 struct Outcome {
   std::string content, reasoning;
   std::vector<TokenLogprob> logprobs;
+  std::vector<ToolCall> calls;
   FinishReason reason = FinishReason::kError;
   std::string error;
   int64_t tokens = 0;
@@ -94,6 +97,7 @@ class JsonModeTiny : public ::testing::Test {
       o.content += d.content;
       o.reasoning += d.reasoning;
       for (auto& lp : d.logprobs) o.logprobs.push_back(std::move(lp));
+      for (auto& c : d.tool_calls) o.calls.push_back(std::move(c));
       if (d.finished) {
         o.reason = d.reason;
         o.error = d.error;
@@ -308,6 +312,91 @@ TEST_F(JsonModeTiny, SchemaOutputsValidateAcrossSeedsAndTemperatures) {
     }
   }
   std::printf("json schema: %d of %d outputs ended and validated, %d cut by max_tokens\n", stopped, total, cut);
+  EXPECT_GT(stopped, total / 4);
+}
+
+// Forced tool calls (tool_choice required / a named function) in DeepSeek-V3's format with its
+// real markers: every output that ends is nothing but calls of the given tools whose arguments
+// validate, read back through Generation's tool-call parse as the routes read them.
+TEST_F(JsonModeTiny, ForcedToolCallsParseBackAcrossSeeds) {
+  const char* kParams[][2] = {
+      {"get_weather", R"({"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},
+                          "required":["city"],"additionalProperties":false})"},
+      {"search", R"({"type":"object","properties":{"q":{"type":"string"},"n":{"enum":[1,2,3]}},
+                     "required":["q","n"],"additionalProperties":false})"},
+  };
+  std::vector<int32_t> closers;
+  for (const char* t : {"\"", "}", ",", "{"}) closers.push_back(rt_->tokenizer->encode(t, false).at(0));
+  const auto section_end = rt_->tokenizer->special_token_id("<｜tool▁calls▁end｜>");
+  ASSERT_TRUE(section_end);
+  auto token_of = [&](std::string_view m) -> std::optional<int32_t> { return rt_->tokenizer->special_token_id(m); };
+  std::mt19937 rng(seed() + 46);
+  int stopped = 0, total = 0, calls = 0;
+  struct Mode {
+    bool named;  // tool_choice {"function": {"name": "search"}}; else required
+    bool parallel;
+  };
+  for (const Mode mode : {Mode{false, true}, Mode{false, false}, Mode{true, false}, Mode{true, true}}) {
+    std::vector<ForcedTool> tools;
+    std::map<std::string, nlohmann::ordered_json> docs;
+    for (const auto& [name, params] : kParams) {
+      if (mode.named && std::string(name) != "search") continue;
+      docs[name] = nlohmann::ordered_json::parse(params);
+      tools.push_back({name, compile_json_schema(docs[name])});
+    }
+    const auto grammar = tool_call_grammar(ToolCallFormat::kDeepSeekV3, tools, mode.parallel ? INT32_MAX : 1, token_of);
+    std::vector<std::pair<std::string, std::shared_ptr<Generation>>> batch;
+    int i = 0;
+    for (double t : {0.0, 0.7, 1.5}) {
+      for (bool bias : {true, true, false}) {
+        SamplingParams s;
+        s.temperature = t;
+        s.seed = rng();
+        s.max_tokens = 96;
+        if (bias) {
+          for (int32_t id : closers) s.logit_bias.emplace_back(id, 8.0f);
+          s.logit_bias.emplace_back(*section_end, 4.0f);
+          std::sort(s.logit_bias.begin(), s.logit_bias.end());
+        }
+        s.constraint = std::make_shared<JsonSequenceConstraintFactory>(rt_->json_mode, false, grammar);
+        GenerationOptions go;
+        go.id = fmt::format("tools-{}-{}-{}", mode.named, mode.parallel, i++);
+        go.tool_calls.format = ToolCallFormat::kDeepSeekV3;
+        if (mode.named) go.tool_calls.only_name = "search";
+        if (!mode.parallel) go.tool_calls.max_calls = 1;
+        auto gen = std::make_shared<Generation>(*rt_->tokenizer, go, nullptr);
+        GenerationRequest r;
+        r.id = go.id;
+        r.prompt = rt_->tokenizer->encode("Call a tool.", /*add_special=*/true);
+        r.sampling = std::move(s);
+        r.callbacks = gen->callbacks(gen);
+        batch.emplace_back(fmt::format("named {} parallel {} T {} bias {} seed {}", mode.named, mode.parallel, t, bias,
+                                       *r.sampling.seed),
+                           gen);
+        rt_->scheduler->submit(std::move(r));
+      }
+    }
+    for (auto& [what, gen] : batch) {
+      const Outcome o = collect(*gen);
+      ++total;
+      ASSERT_TRUE(o.reason == FinishReason::kStop || o.reason == FinishReason::kLength) << what << ": " << o.error;
+      if (o.reason != FinishReason::kStop) continue;
+      ++stopped;
+      EXPECT_EQ(o.content, "") << what;
+      ASSERT_FALSE(o.calls.empty()) << what << ": " << o.content;
+      if (!mode.parallel) {
+        EXPECT_EQ(o.calls.size(), 1u) << what;
+      }
+      for (const ToolCall& c : o.calls) {
+        ++calls;
+        ASSERT_TRUE(docs.count(c.name)) << what << ": " << c.name;
+        nlohmann::ordered_json args;
+        ASSERT_NO_THROW(args = nlohmann::ordered_json::parse(c.arguments)) << what << ": " << c.arguments;
+        EXPECT_TRUE(testing_schema::validate(args, docs[c.name], docs[c.name])) << what << ": " << c.arguments;
+      }
+    }
+  }
+  std::printf("forced tool calls: %d of %d outputs ended, %d calls\n", stopped, total, calls);
   EXPECT_GT(stopped, total / 4);
 }
 

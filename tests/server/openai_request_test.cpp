@@ -203,6 +203,22 @@ TEST(ChatRequest, ToolsToolChoiceAndToolMessages) {
   EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kFunction);
   EXPECT_EQ(r.tool_choice.function, "search");
   EXPECT_EQ(parse_chat_request(body(R"(,"tool_choice":"none")")).tool_choice.mode, ToolChoice::Mode::kNone);
+  // Forced calls carry their functions' compiled parameters (null: any object).
+  EXPECT_TRUE(parse_chat_request(body("")).tool_choice.forced.empty());
+  ASSERT_EQ(r.tool_choice.forced.size(), 1u);
+  EXPECT_EQ(r.tool_choice.forced[0].name, "search");
+  EXPECT_EQ(r.tool_choice.forced[0].parameters, nullptr);
+  r = parse_chat_request(body(R"(,"tool_choice":"required")"));
+  ASSERT_EQ(r.tool_choice.forced.size(), 2u);
+  EXPECT_EQ(r.tool_choice.forced[0].name, "get_weather");
+  EXPECT_NE(r.tool_choice.forced[0].parameters, nullptr);
+  // Parameters outside the supported subset: any object, unless the function is strict (a 400).
+  const std::string odd = R"({"model":"m",)" + user + R"(,"tool_choice":"required","tools":[{"type":"function",
+      "function":{"name":"f","parameters":{"type":"object","properties":{"s":{"type":"string","pattern":"^a"}}})";
+  r = parse_chat_request(odd + "}}]}");
+  ASSERT_EQ(r.tool_choice.forced.size(), 1u);
+  EXPECT_EQ(r.tool_choice.forced[0].parameters, nullptr);
+  expect_param_error(chat, odd + R"(,"strict":true}}]})", "tools[0].function.parameters");
   // No tools: none by default, and none is the only choice.
   const std::string plain = R"({"model":"m",)" + user;
   EXPECT_EQ(parse_chat_request(plain + "}").tool_choice.mode, ToolChoice::Mode::kNone);

@@ -27,6 +27,7 @@
 #include "hymoe/engine/token_constraint.h"
 #include "hymoe/server/json_grammar.h"
 #include "hymoe/server/json_schema.h"
+#include "hymoe/server/json_sequence.h"
 
 namespace hymoe::server {
 
@@ -55,6 +56,23 @@ class JsonConstraintFactory final : public TokenConstraintFactory {
  private:
   std::shared_ptr<const JsonModeVocab> vocab_;
   std::shared_ptr<const JsonSchema> schema_;
+  bool in_reasoning_;
+};
+
+// A JsonSequenceGrammar's output (a forced tool call: tool_calls.h) as a constraint: bytes as in
+// JSON mode, plus the grammar's whole-token symbols (a model's markers, special or not), and
+// end-of-sequence only where the grammar may end. The reasoning rule is JSON mode's.
+class JsonSequenceConstraintFactory final : public TokenConstraintFactory {
+ public:
+  JsonSequenceConstraintFactory(std::shared_ptr<const JsonModeVocab> vocab, bool in_reasoning,
+                                std::shared_ptr<const JsonSequenceGrammar> grammar)
+      : vocab_(std::move(vocab)), grammar_(std::move(grammar)), in_reasoning_(in_reasoning) {}
+
+  std::unique_ptr<TokenConstraint> start() const override;
+
+ private:
+  std::shared_ptr<const JsonModeVocab> vocab_;
+  std::shared_ptr<const JsonSequenceGrammar> grammar_;
   bool in_reasoning_;
 };
 

@@ -32,10 +32,19 @@ struct RequestLimits {
 
 // tool_choice: what the model may do with `tools`. The default is kAuto with tools, kNone
 // without.
+// kRequired and kFunction are forced by constrained decoding (tool_calls.h, tool_call_grammar).
 struct ToolChoice {
   enum class Mode { kNone, kAuto, kRequired, kFunction };
   Mode mode = Mode::kNone;
   std::string function;  // kFunction: the function's name (one of `tools`)
+  // kRequired: every tool; kFunction: the named one. Each with its `parameters` compiled
+  // (json_schema.h); null (any JSON object) where it declares none, or where they are outside the
+  // supported subset and the function is not `strict` (strict: a 400 instead).
+  struct Forced {
+    std::string name;
+    std::shared_ptr<const JsonSchema> parameters;
+  };
+  std::vector<Forced> forced;
 };
 
 // response_format. kJsonObject: the output is one JSON object; kJsonSchema: one that conforms to

@@ -21,12 +21,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hymoe/server/json_grammar.h"
+
 namespace hymoe::server {
+
+class JsonSchema;
+class JsonSequenceGrammar;
 
 enum class ToolCallFormat { kNone, kDeepSeekV3, kDeepSeekV31, kKimiK2 };
 
@@ -90,5 +97,27 @@ class ToolCallParser {
   bool section_taken_ = false;  // a call of the open section was taken (its end marker is consumed)
   int32_t next_index_ = 0;
 };
+
+// ---- Forced tool calls (tool_choice "required" or a named function) ----
+//
+// The output is nothing but tool calls in the format's own markup, as the chat template writes an
+// assistant's calls: the section's begin marker, one call (max_calls 1, parallel_tool_calls=false)
+// or more, the section's end marker, then end-of-sequence. Each call names one of `tools` and its
+// arguments are a JSON object conforming to that tool's parameters (json_schema.h), with none of
+// the format's markers inside (they would end the call early when parsed back). DeepSeek-V3's
+// calls are "function<sep>NAME\n```json\nARGS\n```", joined by "\n"; Kimi-K2's header is
+// "functions.NAME:IDX" with IDX 1 to 6 digits (the model's own call counter). A marker that is one
+// token of the vocabulary is that token only (token_of gives its id), else its text. Every output
+// that ends parses back through ToolCallParser into calls of `tools` with valid arguments.
+
+struct ForcedTool {
+  std::string name;                              // a valid function name (openai_request.cpp checks)
+  std::shared_ptr<const JsonSchema> parameters;  // null: any JSON object
+};
+
+// Throws Error(kInvalidArgument) for kNone or no tools. max_calls: 1, or more for any number.
+std::shared_ptr<const JsonSequenceGrammar> tool_call_grammar(
+    ToolCallFormat format, const std::vector<ForcedTool>& tools, int32_t max_calls,
+    const std::function<std::optional<int32_t>(std::string_view)>& token_of, JsonGrammarOptions options = {});
 
 }  // namespace hymoe::server

@@ -54,7 +54,9 @@ function checkMessage(choice, names) {
     assert.ok(names.includes(c.function.name), c.function.name);
     assert.equal(typeof JSON.parse(c.function.arguments), 'object');
   }
-  assert.equal(choice.finish_reason === 'tool_calls', (m.tool_calls ?? []).length > 0);
+  // A cut by max_tokens may follow whole calls (finish_reason length, the calls kept).
+  if (choice.finish_reason === 'tool_calls') assert.ok((m.tool_calls ?? []).length > 0);
+  if (choice.finish_reason === 'stop') assert.equal((m.tool_calls ?? []).length, 0);
 }
 
 test('a history with tool calls renders like the reference apply_chat_template', async () => {
@@ -88,6 +90,49 @@ test('tools requests through the SDK get well-formed answers, streamed or not', 
     assert.equal(done.choices[0].message.content ?? '', whole.choices[0].message.content ?? '');
     assert.deepEqual(done.choices[0].message.tool_calls ?? [], whole.choices[0].message.tool_calls ?? []);
     assert.equal(done.choices[0].finish_reason, whole.choices[0].finish_reason);
+  }
+});
+
+// tool_choice required and a named function are forced by constrained decoding: whatever the
+// random weights prefer, the answer is tool calls (finish_reason "tool_calls") of the allowed
+// functions with arguments that match their parameters, or a cut by max_tokens. A logit_bias
+// towards the tokens that close strings and objects and the section's end marker makes most
+// answers end within max_tokens (the bias cannot bring back a token the constraint refuses).
+test('tool_choice required and a named function force tool calls, streamed or not', async () => {
+  const ids = async (text) => (await (await post('/tokenize', { prompt: text, add_special_tokens: false })).json()).tokens;
+  const logit_bias = {};
+  for (const t of ['"', '}', ',', '{']) logit_bias[(await ids(t))[0]] = 8;
+  logit_bias[(await ids('<｜tool▁calls▁end｜>'))[0]] = 4;
+  const checkArgs = (call) => {
+    const args = JSON.parse(call.function.arguments);
+    assert.equal(typeof args, 'object');
+    if (call.function.name === 'get_weather') {
+      assert.equal(typeof args.city, 'string', call.function.arguments);
+      assert.ok(args.days === undefined || Number.isInteger(args.days), call.function.arguments);
+      assert.deepEqual(Object.keys(args).filter((k) => k !== 'city' && k !== 'days'), []);
+    }
+  };
+  const choices = [['required', ['get_weather', 'search'], true], ['required', ['get_weather', 'search'], false],
+                   [{ type: 'function', function: { name: 'get_weather' } }, ['get_weather'], false]];
+  for (const [tool_choice, names, parallel_tool_calls] of choices) {
+    for (const stream of [false, true]) {
+      let called = 0;
+      for (let seed = 0; seed < 6 && called < 2; seed++) {
+        const params = { model: 'tiny', messages: history.slice(0, 2), tools, tool_choice, parallel_tool_calls,
+                         max_tokens: 96, seed, temperature: seed % 2 ? 0.7 : 0, logit_bias };
+        const done = stream ? await client().chat.completions.stream(params).finalChatCompletion()
+                            : await client().chat.completions.create(params);
+        const choice = done.choices[0];
+        assert.ok(['tool_calls', 'length'].includes(choice.finish_reason), choice.finish_reason);
+        checkMessage(choice, names);
+        if (choice.finish_reason !== 'tool_calls') continue;
+        called++;
+        assert.ok(!choice.message.content, choice.message.content);
+        if (!parallel_tool_calls) assert.equal(choice.message.tool_calls.length, 1);
+        for (const call of choice.message.tool_calls) checkArgs(call);
+      }
+      assert.ok(called > 0, `no answer of ${JSON.stringify(tool_choice)} (stream ${stream}) ended within max_tokens`);
+    }
   }
 });
 
