@@ -13,14 +13,8 @@ static_assert(sizeof(JsonPrefixMachine) <= 24, "the sampler copies one machine p
 constexpr std::string_view kLiterals[] = {"true", "false", "null"};
 
 bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-int hex_value(uint8_t c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+constexpr JsonScalarLexer::NumberRules kAnyNumber{};  // JSON's numbers, no digit limits
 
 }  // namespace
 
@@ -62,25 +56,17 @@ bool JsonPrefixMachine::begin_value(uint8_t c) {
   switch (c) {
     case '{': return push(true);
     case '[': return push(false);
-    case '"': mode_ = Mode::kString; in_key_ = false; return true;
-    case '-': mode_ = Mode::kNumMinus; return true;
-    case '0': mode_ = Mode::kNumZero; return true;
+    case '"': mode_ = Mode::kScalar; lex_.begin_string(); in_key_ = false; return true;
     case 't': case 'f': case 'n':
       mode_ = Mode::kLiteral;
-      sub_ = c == 't' ? 0 : c == 'f' ? 1 : 2;
-      hex_ = 1;
+      lit_ = c == 't' ? 0 : c == 'f' ? 1 : 2;
+      lit_pos_ = 1;
       return true;
     default:
-      if (c >= '1' && c <= '9') { mode_ = Mode::kNumInt; return true; }
-      return false;
+      if (!lex_.begin_number(c)) return false;
+      mode_ = Mode::kScalar;
+      return true;
   }
-}
-
-// A number ends at the first byte that cannot extend it; that byte is then read after the value
-// (whitespace counted there).
-bool JsonPrefixMachine::end_number(uint8_t c) {
-  mode_ = Mode::kAfterValue;
-  return step(c);
 }
 
 bool JsonPrefixMachine::step(uint8_t c) {
@@ -98,7 +84,7 @@ bool JsonPrefixMachine::step(uint8_t c) {
       return c == '{' && push(true);
     case Mode::kObjectFirst:
     case Mode::kObjectKey:
-      if (c == '"') { mode_ = Mode::kString; in_key_ = true; return true; }
+      if (c == '"') { mode_ = Mode::kScalar; lex_.begin_string(); in_key_ = true; return true; }
       if (c == '}' && mode_ == Mode::kObjectFirst) break;  // close below
       return false;
     case Mode::kColon:
@@ -120,104 +106,21 @@ bool JsonPrefixMachine::step(uint8_t c) {
     case Mode::kDone:
       return false;
 
-    case Mode::kString:
-      if (need_low_ && c != '\\') return false;
-      if (c == '"') { mode_ = in_key_ ? Mode::kColon : Mode::kAfterValue; return true; }
-      if (c == '\\') { mode_ = Mode::kEscape; return true; }
-      if (c < 0x20) return false;
-      if (c < 0x80) return true;
-      // The first byte of a multi-byte character fixes how many follow and the range of the
-      // next one (no overlong forms, no UTF-16 surrogates, nothing past U+10FFFF).
-      lo_ = 0x80;
-      hi_ = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) {
-        sub_ = 1;
-      } else if (c >= 0xE0 && c <= 0xEF) {
-        sub_ = 2;
-        if (c == 0xE0) lo_ = 0xA0;  // not overlong
-        if (c == 0xED) hi_ = 0x9F;  // not a surrogate
-      } else if (c >= 0xF0 && c <= 0xF4) {
-        sub_ = 3;
-        if (c == 0xF0) lo_ = 0x90;  // not overlong
-        if (c == 0xF4) hi_ = 0x8F;  // not past U+10FFFF
-      } else {
-        return false;
+    case Mode::kScalar:
+      switch (lex_.step(c, kAnyNumber)) {
+        case JsonScalarLexer::Result::kMore: return true;
+        case JsonScalarLexer::Result::kEnd: mode_ = in_key_ ? Mode::kColon : Mode::kAfterValue; return true;
+        // A number ends at the first byte that cannot extend it; that byte is then read after the
+        // value (whitespace counted there).
+        case JsonScalarLexer::Result::kEndBefore: mode_ = Mode::kAfterValue; return step(c);
+        case JsonScalarLexer::Result::kRefused: return false;
       }
-      mode_ = Mode::kUtf8;
-      return true;
-    case Mode::kUtf8:
-      if (c < lo_ || c > hi_) return false;
-      lo_ = 0x80;
-      hi_ = 0xBF;
-      if (--sub_ == 0) mode_ = Mode::kString;
-      return true;
-    case Mode::kEscape:
-      if (need_low_ && c != 'u') return false;
-      switch (c) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-          mode_ = Mode::kString;
-          return true;
-        case 'u':
-          mode_ = Mode::kHex;
-          sub_ = 0;
-          hex_ = 0;
-          return true;
-        default: return false;
-      }
-    case Mode::kHex: {
-      const int d = hex_value(c);
-      if (d < 0) return false;
-      // A surrogate must come as a pair (\uD800-\uDBFF then \uDC00-\uDFFF), as strict parsers
-      // require; decided on the first two digits.
-      if (sub_ == 0 && need_low_ && d != 0xD) return false;
-      if (sub_ == 1) {
-        const int high_byte = (hex_ << 4) | d;
-        const bool low = high_byte >= 0xDC && high_byte <= 0xDF;
-        if (need_low_ != low) return false;
-      }
-      hex_ = static_cast<uint16_t>((hex_ << 4) | d);
-      if (++sub_ == 4) {
-        need_low_ = !need_low_ && hex_ >= 0xD800 && hex_ <= 0xDBFF;
-        mode_ = Mode::kString;
-      }
-      return true;
-    }
-
-    case Mode::kNumMinus:
-      if (c == '0') { mode_ = Mode::kNumZero; return true; }
-      if (c >= '1' && c <= '9') { mode_ = Mode::kNumInt; return true; }
       return false;
-    case Mode::kNumZero:
-    case Mode::kNumInt:
-      if (is_digit(c)) return mode_ == Mode::kNumInt;  // no leading zeros
-      if (c == '.') { mode_ = Mode::kNumDot; return true; }
-      if (c == 'e' || c == 'E') { mode_ = Mode::kNumExp; return true; }
-      return end_number(c);
-    case Mode::kNumDot:
-      if (!is_digit(c)) return false;
-      mode_ = Mode::kNumFrac;
-      return true;
-    case Mode::kNumFrac:
-      if (is_digit(c)) return true;
-      if (c == 'e' || c == 'E') { mode_ = Mode::kNumExp; return true; }
-      return end_number(c);
-    case Mode::kNumExp:
-      if (c == '+' || c == '-') { mode_ = Mode::kNumExpSign; return true; }
-      if (!is_digit(c)) return false;
-      mode_ = Mode::kNumExpDigits;
-      return true;
-    case Mode::kNumExpSign:
-      if (!is_digit(c)) return false;
-      mode_ = Mode::kNumExpDigits;
-      return true;
-    case Mode::kNumExpDigits:
-      if (is_digit(c)) return true;
-      return end_number(c);
 
     case Mode::kLiteral: {
-      const std::string_view lit = kLiterals[sub_];
-      if (c != static_cast<uint8_t>(lit[hex_])) return false;
-      if (++hex_ == static_cast<uint16_t>(lit.size())) mode_ = Mode::kAfterValue;
+      const std::string_view lit = kLiterals[lit_];
+      if (c != static_cast<uint8_t>(lit[lit_pos_])) return false;
+      if (++lit_pos_ == lit.size()) mode_ = Mode::kAfterValue;
       return true;
     }
   }

@@ -19,14 +19,6 @@ constexpr uint8_t kMaxIntDigits = 18;
 constexpr uint8_t kMaxExpDigits = 2;
 
 bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
-
-int hex_value(uint8_t c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -113,23 +105,19 @@ bool JsonSchemaMachine::begin_value(int32_t id, uint8_t c) {
     case Kind::kArray: return c == '[' && push(id, Mode::kArrayFirst);
     case Kind::kString:
       if (c != '"') return false;
-      mode_ = Mode::kString;
-      in_key_ = false;
+      mode_ = Mode::kScalar;
+      lex_.begin_string();
       return true;
     case Kind::kAny:  // a string or a number (containers and literals were mapped above)
     case Kind::kNumber:
     case Kind::kInteger:
       if (n->kind == Kind::kAny && c == '"') {
-        mode_ = Mode::kString;
-        in_key_ = false;
+        mode_ = Mode::kScalar;
+        lex_.begin_string();
         return true;
       }
-      integer_ = n->kind == Kind::kInteger;
-      sub_ = 1;  // integer digits read (kNumInt)
-      if (c == '-') mode_ = Mode::kNumMinus;
-      else if (c == '0') mode_ = Mode::kNumZero;
-      else if (c >= '1' && c <= '9') mode_ = Mode::kNumInt;
-      else return false;
+      if (!lex_.begin_number(c, n->kind == Kind::kInteger)) return false;
+      mode_ = Mode::kScalar;
       return true;
     case Kind::kEnum:
       mode_ = Mode::kLiteral;
@@ -175,8 +163,8 @@ bool JsonSchemaMachine::step(uint8_t c) {
         return true;
       }
       if (!key_possible(f)) return false;
-      mode_ = Mode::kString;
-      in_key_ = true;
+      mode_ = Mode::kKeyScalar;
+      lex_.begin_string();
       return true;
     }
     case Mode::kColon:
@@ -263,102 +251,22 @@ bool JsonSchemaMachine::step(uint8_t c) {
       return true;
     }
 
-    case Mode::kString:
-      if (need_low_ && c != '\\') return false;
-      if (c == '"') {
-        if (in_key_) {
-          value_node_ = static_cast<uint16_t>(schema_->node(frames_[depth_ - 1].node).child);
-          mode_ = Mode::kColon;
-        } else {
-          mode_ = Mode::kAfterValue;
-        }
-        return true;
-      }
-      if (c == '\\') { mode_ = Mode::kEscape; return true; }
-      if (c < 0x20) return false;
-      if (c < 0x80) return true;
-      lo_ = 0x80;
-      hi_ = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) {
-        sub_ = 1;
-      } else if (c >= 0xE0 && c <= 0xEF) {
-        sub_ = 2;
-        if (c == 0xE0) lo_ = 0xA0;
-        if (c == 0xED) hi_ = 0x9F;
-      } else if (c >= 0xF0 && c <= 0xF4) {
-        sub_ = 3;
-        if (c == 0xF0) lo_ = 0x90;
-        if (c == 0xF4) hi_ = 0x8F;
-      } else {
-        return false;
-      }
-      mode_ = Mode::kUtf8;
-      return true;
-    case Mode::kUtf8:
-      if (c < lo_ || c > hi_) return false;
-      lo_ = 0x80;
-      hi_ = 0xBF;
-      if (--sub_ == 0) mode_ = Mode::kString;
-      return true;
-    case Mode::kEscape:
-      if (need_low_ && c != 'u') return false;
-      switch (c) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-          mode_ = Mode::kString;
+    case Mode::kScalar:
+    case Mode::kKeyScalar:
+      switch (lex_.step(c, JsonScalarLexer::NumberRules{kMaxIntDigits, kMaxExpDigits})) {
+        case JsonScalarLexer::Result::kMore: return true;
+        case JsonScalarLexer::Result::kEnd:  // a string's closing quote
+          if (mode_ == Mode::kKeyScalar) {
+            value_node_ = static_cast<uint16_t>(schema_->node(frames_[depth_ - 1].node).child);
+            mode_ = Mode::kColon;
+          } else {
+            mode_ = Mode::kAfterValue;
+          }
           return true;
-        case 'u':
-          mode_ = Mode::kHex;
-          sub_ = 0;
-          hex_ = 0;
-          return true;
-        default: return false;
+        case JsonScalarLexer::Result::kEndBefore: return end_scalar(c);
+        case JsonScalarLexer::Result::kRefused: return false;
       }
-    case Mode::kHex: {
-      const int d = hex_value(c);
-      if (d < 0) return false;
-      if (sub_ == 0 && need_low_ && d != 0xD) return false;
-      if (sub_ == 1) {
-        const int high_byte = (hex_ << 4) | d;
-        const bool low = high_byte >= 0xDC && high_byte <= 0xDF;
-        if (need_low_ != low) return false;
-      }
-      hex_ = static_cast<uint16_t>((hex_ << 4) | d);
-      if (++sub_ == 4) {
-        need_low_ = !need_low_ && hex_ >= 0xD800 && hex_ <= 0xDBFF;
-        mode_ = Mode::kString;
-      }
-      return true;
-    }
-
-    case Mode::kNumMinus:
-      if (c == '0') { mode_ = Mode::kNumZero; return true; }
-      if (c >= '1' && c <= '9') { mode_ = Mode::kNumInt; return true; }
       return false;
-    case Mode::kNumZero:
-    case Mode::kNumInt:
-      if (is_digit(c)) return mode_ == Mode::kNumInt && sub_++ < kMaxIntDigits;
-      if (c == '.' && !integer_) { mode_ = Mode::kNumDot; return true; }
-      if ((c == 'e' || c == 'E') && !integer_) { mode_ = Mode::kNumExp; return true; }
-      return end_scalar(c);
-    case Mode::kNumDot:
-      if (!is_digit(c)) return false;
-      mode_ = Mode::kNumFrac;
-      return true;
-    case Mode::kNumFrac:
-      if (is_digit(c)) return true;
-      if (c == 'e' || c == 'E') { mode_ = Mode::kNumExp; return true; }
-      return end_scalar(c);
-    case Mode::kNumExp:
-      if (c == '+' || c == '-') { mode_ = Mode::kNumExpSign; return true; }
-      [[fallthrough]];
-    case Mode::kNumExpSign:
-      if (!is_digit(c)) return false;
-      mode_ = Mode::kNumExpDigits;
-      sub_ = 1;  // exponent digits read
-      return true;
-    case Mode::kNumExpDigits:
-      if (is_digit(c)) return sub_++ < kMaxExpDigits;
-      return end_scalar(c);
   }
   // A closing bracket: it must match the innermost container, whose required parts are there.
   if (depth_ == 0) return false;

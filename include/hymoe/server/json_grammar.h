@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "hymoe/server/json_lexer.h"
+
 namespace hymoe::server {
 
 struct JsonGrammarOptions {
@@ -64,38 +66,24 @@ class JsonPrefixMachine {
     kArrayFirst,    // after '[': a value or ']'
     kAfterValue,    // after a value in a container: ',' or the container's closing bracket
     kDone,          // the top-level object closed: whitespace only
-    kString,        // inside a string (in_key_: a key)
-    kEscape,        // after '\' in a string
-    kHex,           // inside \uXXXX: sub_ digits read, hex_ their value
-    kUtf8,          // inside a multi-byte UTF-8 character: sub_ bytes left, next in [lo_, hi_]
-    kNumMinus,      // '-': a digit must follow
-    kNumZero,       // a leading 0: '.', 'e' or the end, no more digits
-    kNumInt,        // integer digits
-    kNumDot,        // '.': a digit must follow
-    kNumFrac,       // fraction digits
-    kNumExp,        // 'e': a sign or a digit must follow
-    kNumExpSign,    // exponent sign: a digit must follow
-    kNumExpDigits,  // exponent digits
-    kLiteral,       // inside true / false / null: literal sub_, hex_ bytes matched
+    kScalar,        // inside a string (in_key_: a key) or a number: lex_ reads it
+    kLiteral,       // inside true / false / null: literal lit_, lit_pos_ bytes matched
   };
 
   // One byte on *this; false leaves *this partly changed (feed() steps a copy).
   bool step(uint8_t c);
   bool begin_value(uint8_t c);
-  bool end_number(uint8_t c);
   bool push(bool object);
 
   uint64_t objects_ = 0;  // bit i: container i (0 = outermost) is an object, else an array
-  uint16_t hex_ = 0;      // kHex: the code unit so far; kLiteral: bytes matched
+  JsonScalarLexer lex_;
   Mode mode_ = Mode::kStart;
-  uint8_t sub_ = 0;       // kHex: digits read; kUtf8: bytes left; kLiteral: which literal
-  uint8_t lo_ = 0, hi_ = 0;  // kUtf8: range of the next continuation byte
+  uint8_t lit_ = 0, lit_pos_ = 0;
   uint8_t depth_ = 0;
   uint8_t max_depth_ = 32;
   uint8_t ws_run_ = 0;    // consecutive whitespace bytes just read outside strings
   uint8_t max_ws_ = 4;
   bool in_key_ = false;   // the string being read is an object key
-  bool need_low_ = false; // a \uD800-\uDBFF escape was read: \uDC00-\uDFFF must follow
 };
 
 // The vocabulary as byte strings, sorted once so that one pass per step shares the work of

@@ -48,6 +48,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "hymoe/server/json_grammar.h"
+#include "hymoe/server/json_lexer.h"
 
 namespace hymoe::server {
 
@@ -159,8 +160,8 @@ class JsonSchemaMachine {
     kStart, kObjectFirst, kObjectKey, kColon, kValue, kArrayFirst, kAfterValue, kDone,  // structure
     kKey,        // a declared property's key: keys_ the candidates, pos_ bytes matched
     kLiteral,    // an enum value: literals [lit_lo_, lit_hi_), pos_ bytes matched
-    kString, kEscape, kHex, kUtf8,
-    kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits,
+    kScalar,     // inside a string value or a number: lex_ reads it
+    kKeyScalar,  // inside a key of an object without declared properties: lex_ reads it
   };
   struct Frame {
     uint16_t node;
@@ -183,12 +184,10 @@ class JsonSchemaMachine {
   std::array<Frame, JsonSchema::kMaxDepth> frames_{};
   uint16_t value_node_ = 0;      // the node of the value that kValue begins
   uint16_t pos_ = 0;
-  uint16_t hex_ = 0;
+  JsonScalarLexer lex_;
   Mode mode_ = Mode::kStart;
   uint8_t depth_ = 0;
-  uint8_t sub_ = 0, lo_ = 0, hi_ = 0;
   uint8_t ws_run_ = 0, max_ws_ = 4;
-  bool in_key_ = false, need_low_ = false, integer_ = false;
 };
 
 }  // namespace hymoe::server
