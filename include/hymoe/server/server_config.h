@@ -57,8 +57,10 @@ struct ServerConfig {
   double tpot_slo_ms = 0;
   bool slp_pacing = true;
   // With stream-loading prefill on and threads = 0: cores left out of the CPU experts' pool for
-  // SLP's host threads (loader, unloader, the long path's model thread) and the engine loop.
-  int32_t slp_host_cores = 2;
+  // SLP's host threads (loader, unloader, the long path's model thread) and the engine loop. 0
+  // (every core to the pool, as measured so far) until bench-pd shows that leaving some helps:
+  // SLP's host threads sleep in their long waits, and fewer pool threads slow every decode step.
+  int32_t slp_host_cores = 0;
   int32_t gpu_expert_layers = -1;    // hybrid: MoE layers whose routed experts go to the GPU where
                                      // memory is left (-1 as many as fit, 0 none)
   int32_t threads = 0;               // compute threads; 0 = all hardware threads
