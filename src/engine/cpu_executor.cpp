@@ -22,21 +22,6 @@ namespace hymoe {
 
 using engine::room;
 
-namespace {
-
-// The checkpoint's YaRN settings (config.json's rope_scaling) as the RoPE kernel takes them.
-std::optional<kernels::YarnParams> yarn_params(const std::optional<YarnScaling>& y) {
-  if (!y) return std::nullopt;
-  return kernels::YarnParams{.factor = y->factor,
-                             .original_max_position_embeddings = y->original_max_position_embeddings,
-                             .beta_fast = y->beta_fast,
-                             .beta_slow = y->beta_slow,
-                             .mscale = y->mscale,
-                             .mscale_all_dim = y->mscale_all_dim};
-}
-
-}  // namespace
-
 struct CpuExecutor::Buffers {
   std::vector<float> h, xf, qa, q, kva, attn, proj, gate, up, router, rweights, tmp, ckv;
   std::vector<uint16_t> xb, qab, attnb, act;
@@ -58,7 +43,7 @@ CpuExecutor::CpuExecutor(const WeightStore& store, cpu::ThreadPool& pool, const 
                        .block_tokens = options.kv_block_tokens},
           options.kv_cache_bytes),
       rope_(kernels::RopeTable::make(static_cast<int>(config_.qk_rope_head_dim), config_.rope_theta,
-                                     yarn_params(config_.rope_scaling))),
+                                     config_.rope_scaling)),
       softmax_scale_(static_cast<float>(config_.softmax_scale())),
       buf_(std::make_unique<Buffers>()) {
   weights_.config = &config_;

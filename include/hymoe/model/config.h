@@ -9,17 +9,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "hymoe/kernels/rope.h"
+
 namespace hymoe {
 
-// rope_scaling of type "yarn".
-struct YarnScaling {
-  double factor = 40.0;
-  int64_t original_max_position_embeddings = 4096;
-  double beta_fast = 32.0;
-  double beta_slow = 1.0;
-  double mscale = 1.0;
-  double mscale_all_dim = 1.0;
-};
+// rope_scaling of type "yarn": the RoPE kernel's own parameter view (as Fp8Matrix is the FP8
+// kernels' view), so the config's values go to the kernel as they are.
+using YarnScaling = kernels::YarnParams;
 
 // quantization_config: fp8 e4m3 with [128, 128] weight blocks is the only supported form.
 struct Fp8Quantization {
