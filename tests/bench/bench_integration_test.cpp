@@ -246,6 +246,32 @@ TEST_F(BenchBinary, ScenariosShowPrefillStallingDecode) {
   EXPECT_TRUE(sc[2]["metrics"].contains("mean_ttft_ms"));
   EXPECT_TRUE(fs::exists(dir_ / "s.interference.svg"));
   EXPECT_NE(output_.find("Mixed prefill/decode scenarios"), std::string::npos);
+  // Total latency against one after the other: 1 x solo P e2e + b x solo D e2e.
+  EXPECT_NE(output_.find("Total latency against one after the other"), std::string::npos);
+  const double p_e2e = sc[0]["requests"][0]["e2el_ms"].get<double>();
+  const double d_e2e = sc[1]["requests"][0]["e2el_ms"].get<double>();
+  EXPECT_TRUE(sc[0]["sequential_ms"].is_null());
+  EXPECT_NEAR(sc[2]["sequential_ms"].get<double>(), p_e2e + d_e2e, 1e-6);
+  EXPECT_NEAR(sc[3]["sequential_ms"].get<double>(), 2 * d_e2e, 1e-6);
+  for (int i : {2, 3})
+    EXPECT_NEAR(sc[i]["wall_over_sequential"].get<double>(),
+                sc[i]["wall_ms"].get<double>() / sc[i]["sequential_ms"].get<double>(), 1e-9);
+
+  // The trade-off chart from the saved result: one labelled 1P+1D point; no server needed.
+  const std::string chart = (dir_ / "tradeoff.svg").string();
+  ASSERT_EQ(run("--tradeoff-chart " + chart + " --tradeoff-result 'paced=" +
+                (dir_ / "s.json").string() + "'"),
+            0)
+      << output_;
+  EXPECT_NE(output_.find("Trade-off chart (1 settings) written to " + chart), std::string::npos)
+      << output_;
+  std::ifstream svg_in(chart);
+  std::stringstream svg;
+  svg << svg_in.rdbuf();
+  EXPECT_NE(svg.str().find(">paced</text>"), std::string::npos);
+  EXPECT_EQ(run("--tradeoff-chart " + chart), 2) << output_;
+  EXPECT_EQ(run("--tradeoff-chart " + chart + " --tradeoff-result a=/nonexistent/r.json"), 1);
+  EXPECT_NE(output_.find("cannot read /nonexistent/r.json"), std::string::npos) << output_;
 }
 
 TEST_F(BenchBinary, ReadyCheckWaitsForALoadingServer) {

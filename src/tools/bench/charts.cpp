@@ -18,7 +18,7 @@ constexpr const char* kPurple = "#9467bd";
 
 svg::Series cdf_series(std::vector<double> values_s, const char* name, const char* color) {
   std::sort(values_s.begin(), values_s.end());
-  svg::Series s{name, color, {}, true};
+  svg::Series s{name, color, {}, true, {}};
   const double n = static_cast<double>(values_s.size());
   for (std::size_t i = 0; i < values_s.size(); ++i) {
     s.points.emplace_back(values_s[i] * 1000, static_cast<double>(i) / n);
@@ -33,8 +33,8 @@ std::string timeline_chart(const std::string& title, const std::vector<RequestOu
                            const GoodputSlo& slo) {
   svg::Panel ttft{"TTFT per request", "request start (s)", "TTFT (ms)", {}, slo.ttft_ms, "SLO"};
   svg::Panel tpot{"TPOT per request", "request start (s)", "TPOT (ms)", {}, slo.tpot_ms, "SLO"};
-  svg::Series ok_ttft{"", kBlue, {}, false}, ok_tpot{"", kOrange, {}, false};
-  svg::Series failed{"failed", kRed, {}, false};
+  svg::Series ok_ttft{"", kBlue, {}, false, {}}, ok_tpot{"", kOrange, {}, false, {}};
+  svg::Series failed{"failed", kRed, {}, false, {}};
   for (const auto& o : outputs) {
     if (!o.success) {
       failed.points.emplace_back(o.start_time, 0.0);
@@ -70,7 +70,7 @@ std::string cdf_chart(const std::string& title, const std::vector<RequestOutput>
   };
   // SLOs as vertical lines are drawn as two-point series.
   auto vline = [](svg::Panel& p, std::optional<double> ms) {
-    if (ms) p.series.push_back({"SLO", kRed, {{*ms, 0.0}, {*ms, 1.0}}, true});
+    if (ms) p.series.push_back({"SLO", kRed, {{*ms, 0.0}, {*ms, 1.0}}, true, {}});
   };
   vline(panels[0], slo.ttft_ms);
   vline(panels[1], slo.tpot_ms);

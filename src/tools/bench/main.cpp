@@ -20,6 +20,7 @@
 #include "scenarios.h"
 #include "tokenizer_counter.h"
 #include "trace.h"
+#include "tradeoff.h"
 
 namespace hymoe::bench {
 namespace {
@@ -137,8 +138,18 @@ nlohmann::json metrics_json(const RunSettings& st, const std::vector<RequestOutp
   return build_result_json(st, metrics, outputs, duration);
 }
 
+// --tradeoff-chart: one SVG from saved scenario results; no server involved.
+int draw_tradeoff_chart(const Options& o) {
+  std::vector<TradeoffInput> inputs;
+  for (const auto& arg : o.tradeoff_results) inputs.push_back(parse_tradeoff_input(arg));
+  const int n = write_tradeoff_chart(o.tradeoff_chart, inputs);
+  fmt::print("Trade-off chart ({} settings) written to {}\n", n, o.tradeoff_chart);
+  return 0;
+}
+
 int run(const Options& o) {
   log::set_level(o.log_level);
+  if (!o.tradeoff_chart.empty()) return draw_tradeoff_chart(o);
   const EndpointConfig base_cfg = endpoint_config(o);
   RunSettings st;
   st.date = now_stamp();

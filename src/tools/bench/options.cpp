@@ -125,6 +125,14 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   app.add_flag("--no-charts", o.no_charts, "Do not write SVG charts beside the JSON")->group(rp);
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|off")->group(rp);
 
+  auto* tc = "Trade-off chart (reads saved results, sends nothing)";
+  app.add_option("--tradeoff-chart", o.tradeoff_chart,
+                 "Write one SVG of prefill TTFT against decode TPOT / solo, one point per "
+                 "--tradeoff-result (from its 1P+1D and 1P+2D scenarios), and exit")->group(tc);
+  app.add_option("--tradeoff-result", o.tradeoff_results,
+                 "LABEL=FILE: a --scenario result JSON of one server setting (repeat per setting; "
+                 "FILE alone: label = file stem)")->group(tc);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -144,6 +152,18 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
   if (o.backend == "vllm") o.backend = "openai";
   if (o.multi_turn > 0 && (!o.trace.empty() || !o.scenario.empty())) {
     std::fprintf(stderr, "--multi-turn excludes --trace and --scenario\n");
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  if (o.tradeoff_chart.empty() != o.tradeoff_results.empty()) {
+    std::fprintf(stderr, "--tradeoff-chart OUT.svg and --tradeoff-result LABEL=FILE go together\n");
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  if (!o.tradeoff_chart.empty() &&
+      (!o.trace.empty() || !o.scenario.empty() || o.multi_turn > 0)) {
+    std::fprintf(stderr, "--tradeoff-chart reads saved results: it excludes --trace, --scenario "
+                         "and --multi-turn\n");
     *exit_code = 2;
     return std::nullopt;
   }

@@ -66,6 +66,9 @@ struct Options {
   bool disable_tqdm = false;
   bool no_charts = false;
   std::string log_level = "warn";
+  // Trade-off chart from saved scenario results (tradeoff.h): nothing is sent to a server.
+  std::string tradeoff_chart;                 // SVG to write
+  std::vector<std::string> tradeoff_results;  // LABEL=FILE (or FILE), one per server setting
 };
 
 // Parses argv. Returns nullopt after printing help or a usage error; *exit_code then holds the

@@ -83,12 +83,68 @@ std::optional<double> tpot_in_window(const RequestOutput& d, double w0, double w
   return sum / n;
 }
 
+void score_scenario(ScenarioResult& res, SoloBaselines& solo) {
+  if (res.requests.empty()) return;
+  // The prefill window: first P start to the last P first token.
+  std::optional<double> w0, w1;
+  for (const auto& r : res.requests) {
+    if (r.role != 'P' || !r.output.success) continue;
+    w0 = std::min(w0.value_or(r.output.start_time), r.output.start_time);
+    w1 = std::max(w1.value_or(0.0), r.output.start_time + r.output.ttft);
+  }
+  for (auto& r : res.requests) {
+    if (!r.output.success) continue;
+    r.tpot_s = request_tpot(r.output);
+    if (r.role == 'D' && w0) r.tpot_in_prefill_s = tpot_in_window(r.output, *w0, *w1);
+  }
+  // Baselines come from the solo runs (1P, 1D), the first time they succeed.
+  const bool ok = std::all_of(res.requests.begin(), res.requests.end(),
+                              [](const ScenarioRequest& r) { return r.output.success; });
+  const RequestOutput& first = res.requests[0].output;
+  if (res.spec.prefills == 1 && res.spec.decodes == 0 && ok && !solo.p_ttft_s) {
+    solo.p_ttft_s = first.ttft;
+    solo.p_e2e_s = first.latency;
+  }
+  if (res.spec.prefills == 0 && res.spec.decodes == 1 && ok && !solo.d_tpot_s) {
+    solo.d_ttft_s = first.ttft;
+    solo.d_tpot_s = res.requests[0].tpot_s;
+    solo.d_e2e_s = first.latency;
+  }
+  for (auto& r : res.requests) {
+    if (!r.output.success) continue;
+    const auto solo_ttft = r.role == 'P' ? solo.p_ttft_s : solo.d_ttft_s;
+    if (solo_ttft && *solo_ttft > 0) r.ttft_ratio = r.output.ttft / *solo_ttft;
+    if (r.role == 'D' && solo.d_tpot_s && *solo.d_tpot_s > 0)
+      r.tpot_ratio = r.tpot_in_prefill_s.value_or(r.tpot_s) / *solo.d_tpot_s;
+    if (r.role == 'P' && r.ttft_ratio)
+      res.prefill_ttft_ratio = std::max(res.prefill_ttft_ratio.value_or(0.0), *r.ttft_ratio);
+    if (r.role == 'D' && r.tpot_ratio)
+      res.decode_tpot_ratio = std::max(res.decode_tpot_ratio.value_or(0.0), *r.tpot_ratio);
+  }
+  // Total latency against the same requests one after the other. A failed request has no end,
+  // so the wall time needs every request.
+  if (ok) {
+    double start = first.start_time, end = first.start_time + first.latency;
+    for (const auto& r : res.requests) {
+      start = std::min(start, r.output.start_time);
+      end = std::max(end, r.output.start_time + r.output.latency);
+    }
+    res.wall_s = end - start;
+  }
+  const int a = res.spec.prefills, b = res.spec.decodes;
+  if (a + b > 1 && (a == 0 || solo.p_e2e_s) && (b == 0 || solo.d_e2e_s)) {
+    res.sequential_s = a * solo.p_e2e_s.value_or(0.0) + b * solo.d_e2e_s.value_or(0.0);
+    if (res.wall_s && *res.sequential_s > 0)
+      res.wall_over_sequential = *res.wall_s / *res.sequential_s;
+  }
+}
+
 std::vector<ScenarioResult> run_scenarios(const OpenAiClient& base,
                                           const std::vector<ScenarioSpec>& specs,
                                           const ScenarioConfig& cfg,
                                           const PromptBuilder& prompts) {
   std::vector<ScenarioResult> results;
-  std::optional<double> solo_p_ttft, solo_d_ttft, solo_d_tpot;
+  SoloBaselines solo;
   std::size_t prompt_index = 0;  // every request gets fresh prompt text (no prefix reuse)
 
   for (const auto& spec : specs) {
@@ -155,36 +211,7 @@ std::vector<ScenarioResult> run_scenarios(const OpenAiClient& base,
     for (auto& t : threads) t.join();
     res.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
 
-    // The prefill window: first P start to the last P first token.
-    std::optional<double> w0, w1;
-    for (const auto& r : res.requests) {
-      if (r.role != 'P' || !r.output.success) continue;
-      w0 = std::min(w0.value_or(r.output.start_time), r.output.start_time);
-      w1 = std::max(w1.value_or(0.0), r.output.start_time + r.output.ttft);
-    }
-    for (auto& r : res.requests) {
-      if (!r.output.success) continue;
-      r.tpot_s = request_tpot(r.output);
-      if (r.role == 'D' && w0) r.tpot_in_prefill_s = tpot_in_window(r.output, *w0, *w1);
-    }
-    // Baselines come from the solo runs (1P, 1D), the first time they succeed.
-    if (spec.prefills == 1 && spec.decodes == 0 && res.requests[0].output.success && !solo_p_ttft)
-      solo_p_ttft = res.requests[0].output.ttft;
-    if (spec.prefills == 0 && spec.decodes == 1 && res.requests[0].output.success && !solo_d_tpot) {
-      solo_d_ttft = res.requests[0].output.ttft;
-      solo_d_tpot = res.requests[0].tpot_s;
-    }
-    for (auto& r : res.requests) {
-      if (!r.output.success) continue;
-      const auto solo_ttft = r.role == 'P' ? solo_p_ttft : solo_d_ttft;
-      if (solo_ttft && *solo_ttft > 0) r.ttft_ratio = r.output.ttft / *solo_ttft;
-      if (r.role == 'D' && solo_d_tpot && *solo_d_tpot > 0)
-        r.tpot_ratio = r.tpot_in_prefill_s.value_or(r.tpot_s) / *solo_d_tpot;
-      if (r.role == 'P' && r.ttft_ratio)
-        res.prefill_ttft_ratio = std::max(res.prefill_ttft_ratio.value_or(0.0), *r.ttft_ratio);
-      if (r.role == 'D' && r.tpot_ratio)
-        res.decode_tpot_ratio = std::max(res.decode_tpot_ratio.value_or(0.0), *r.tpot_ratio);
-    }
+    score_scenario(res, solo);
     results.push_back(std::move(res));
   }
   return results;
@@ -216,6 +243,9 @@ nlohmann::json scenario_json(const ScenarioResult& r) {
           {"duration", r.duration_s},
           {"prefill_ttft_ratio", opt(r.prefill_ttft_ratio)},
           {"decode_tpot_ratio", opt(r.decode_tpot_ratio)},
+          {"wall_ms", opt_ms(r.wall_s)},
+          {"sequential_ms", opt_ms(r.sequential_s)},
+          {"wall_over_sequential", opt(r.wall_over_sequential)},
           {"requests", reqs}};
 }
 
@@ -237,6 +267,20 @@ std::string format_scenarios(const std::vector<ScenarioResult>& results) {
                          num(q.tpot_in_prefill_s, 1000, "{:.2f}"), num(q.ttft_ratio, 1, "{:.3f}"),
                          num(q.tpot_ratio, 1, "{:.3f}"), o.success ? "ok" : o.error);
     }
+  }
+  // Mixed scenarios: wall time against the same requests one after the other.
+  bool header = false;
+  for (const auto& r : results) {
+    if (r.spec.prefills + r.spec.decodes <= 1) continue;
+    if (!header) {
+      out += fmt::format("{:-^78}\n", " Total latency against one after the other ");
+      out += fmt::format("{:<8} {:>12} {:>22} {:>12}\n", "scenario", "wall ms",
+                         "sequential (solo) ms", "wall / seq");
+      header = true;
+    }
+    out += fmt::format("{:<8} {:>12} {:>22} {:>12}\n", r.spec.name, num(r.wall_s, 1000, "{:.1f}"),
+                       num(r.sequential_s, 1000, "{:.1f}"),
+                       num(r.wall_over_sequential, 1, "{:.3f}"));
   }
   out += std::string(78, '=') + "\n";
   return out;

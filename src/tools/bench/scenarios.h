@@ -7,7 +7,9 @@
 // (the 1P and 1D scenarios, run first when not listed): the interference ratio. For D requests
 // running beside a prefill, TPOT is also measured inside the prefill window [first P start,
 // last P first token], since that is where a prefill slows decoding; the gap that ends the
-// window is included so a full stall is counted, not hidden.
+// window is included so a full stall is counted, not hidden. A mixed scenario (aP+bD, a+b > 1)
+// also sets its wall time (first request start to last request end) against running the same
+// requests one after the other: a x the 1P solo E2E latency + b x the 1D solo E2E latency.
 #pragma once
 
 #include <optional>
@@ -57,13 +59,29 @@ struct ScenarioResult {
   std::vector<ScenarioRequest> requests;
   std::optional<double> prefill_ttft_ratio;  // worst P ttft ratio
   std::optional<double> decode_tpot_ratio;   // worst D tpot ratio
+  std::optional<double> wall_s;              // first start to last end; only if every request ok
+  std::optional<double> sequential_s;        // mixed: a x solo P e2e + b x solo D e2e
+  std::optional<double> wall_over_sequential;  // wall_s / sequential_s (< 1: overlap pays)
 };
+
+// The baselines every scenario is compared with: the first successful 1P and 1D runs.
+struct SoloBaselines {
+  std::optional<double> p_ttft_s, p_e2e_s;            // 1P
+  std::optional<double> d_ttft_s, d_tpot_s, d_e2e_s;  // 1D
+};
+
+// Fills a finished scenario's figures from its requests' outputs (role, index and output set;
+// times relative to one clock): each request's TPOT and, for D beside a P, its TPOT in the
+// prefill window; the ratios against `solo`; the wall time and, for a mixed scenario, the
+// sequential sum and its ratio. A successful 1P or 1D sets its half of `solo` when still unset,
+// before the ratios, so a solo run's ratio is 1. Pure: no clock, no I/O.
+void score_scenario(ScenarioResult& res, SoloBaselines& solo);
 
 // Mean of D's inter-token gaps that end inside (w0, w1], plus the first gap ending after w1;
 // nullopt when D has no gap ending after w0.
 std::optional<double> tpot_in_window(const RequestOutput& d, double w0, double w1);
 
-// Runs every scenario in order and fills in the ratios against the 1P/1D baselines.
+// Runs every scenario in order and scores each against the 1P/1D baselines (score_scenario).
 std::vector<ScenarioResult> run_scenarios(const OpenAiClient& client,
                                           const std::vector<ScenarioSpec>& specs,
                                           const ScenarioConfig& config,
@@ -72,7 +90,8 @@ std::vector<ScenarioResult> run_scenarios(const OpenAiClient& client,
 // Per-scenario JSON (requests with ratios); metrics in vLLM's schema are added by the caller.
 nlohmann::json scenario_json(const ScenarioResult& r);
 
-// A text table of the scenarios.
+// A text table of the scenarios' requests, then the mixed scenarios' wall time against the
+// sequential sum of their solo latencies.
 std::string format_scenarios(const std::vector<ScenarioResult>& results);
 
 }  // namespace hymoe::bench

@@ -145,8 +145,17 @@ std::string render_panels(const std::string& title, const std::vector<Panel>& pa
       } else {
         for (const auto& [x, y] : s.points)
           if (std::isfinite(x) && std::isfinite(y))
-            out += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='2.2' fill='{}' "
-                               "fill-opacity='0.7'/>\n", px(x), py(y), s.color);
+            out += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{}' fill='{}' "
+                               "fill-opacity='0.7'/>\n", px(x), py(y),
+                               s.labels.empty() ? "2.2" : "3.5", s.color);
+      }
+      for (std::size_t k = 0; k < s.labels.size() && k < s.points.size(); ++k) {
+        const auto [x, y] = s.points[k];
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        const bool right_half = px(x) > x0 + w / 2;  // keep the text inside the plot
+        out += fmt::format("<text x='{:.1f}' y='{:.1f}' text-anchor='{}' font-size='10' "
+                           "fill='{}'>{}</text>\n", px(x) + (right_half ? -5 : 5), py(y) - 5,
+                           right_half ? "end" : "start", s.color, escape(s.labels[k]));
       }
       if (!s.name.empty()) {
         out += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='10' height='10' fill='{}'/>"

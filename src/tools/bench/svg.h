@@ -14,6 +14,7 @@ struct Series {
   std::string color;                               // CSS color
   std::vector<std::pair<double, double>> points;   // (x, y); non-finite points are skipped
   bool line = false;                               // polyline (true) or dots (false)
+  std::vector<std::string> labels;                 // empty, or one per point: text beside it
 };
 
 struct Panel {
