@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -181,11 +183,25 @@ TEST_F(JsonModeTiny, OutputAlwaysParsesAcrossSeedsAndTemperatures) {
 }
 
 // max_tokens ends a JSON output like any other: finish reason length, the text a valid prefix.
+// Every token holding a '}' is biased away (the bias comes after the mask), so that no seed can
+// close the object ("{", "}", end) inside the 3 tokens and finish with stop instead.
 TEST_F(JsonModeTiny, MaxTokensCutsWithLength) {
   SamplingParams s;
   s.temperature = 1.0;
   s.seed = seed();
   s.max_tokens = 3;
+  const tokenizer::Tokenizer& tok = *rt_->tokenizer;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.is_special(id)) continue;
+    std::string_view bytes;
+    try {
+      bytes = tok.token_bytes(id);
+    } catch (const std::exception&) {
+      continue;  // an id the vocabulary leaves undefined
+    }
+    if (bytes.find('}') != std::string_view::npos) s.logit_bias.emplace_back(id, -100.0f);
+  }
+  ASSERT_FALSE(s.logit_bias.empty());
   const Outcome o = collect(*submit("Give me JSON", s, false, "json-len"));
   EXPECT_EQ(o.reason, FinishReason::kLength);
   EXPECT_EQ(o.tokens, 3);
