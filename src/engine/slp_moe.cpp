@@ -103,7 +103,12 @@ void SlpMoe::reset_times() { impl_->times = {}; }
 void SlpMoe::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
   HYMOE_CHECK(p.tokens >= 1 && p.tokens <= max_tokens_ && p.x && p.topk_ids && p.topk_weights && p.out,
               kInvalidArgument, "SLP MoE: {} tokens (1..{}) or a null pointer", p.tokens, max_tokens_);
-  impl_->run(p, streamer, ring, stream);
+  const int64_t E = impl_->E, end = p.expert_end < 0 ? E : p.expert_end;
+  HYMOE_CHECK(p.expert_begin >= 0 && p.expert_begin < end && end <= E, kInvalidArgument,
+              "SLP MoE: experts [{}, {}) of {}", p.expert_begin, end, E);
+  Params q = p;
+  q.expert_end = end;
+  impl_->run(q, streamer, ring, stream);
 }
 
 void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRing& ring, cudaStream_t stream) {
@@ -139,8 +144,9 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
   std::vector<gpu::ExpertWeight> gw(static_cast<size_t>(E), ring.gate(0)), uw(static_cast<size_t>(E), ring.up(0)),
       dw(static_cast<size_t>(E), ring.down(0));
   int batch = 0;
-  for (int64_t e0 = 0, e1 = 0; e0 < E; e0 = e1, ++batch) {
-    e1 = std::min<int64_t>(E, e0 + slots);
+  const int64_t first = p.expert_begin, last = p.expert_end;  // the experts computed
+  for (int64_t e0 = first, e1 = first; e0 < last; e0 = e1, ++batch) {
+    e1 = std::min<int64_t>(last, e0 + slots);
     while (e1 - e0 > 1 && off[e1] - off[e0] > batch_rows) --e1;
     HYMOE_CHECK(off[e1] - off[e0] <= batch_rows, kInternal, "SLP MoE: expert {} has {} rows, a batch holds {}", e0,
                 off[e1] - off[e0], batch_rows);
@@ -148,7 +154,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
     // A failure between acquire and release hands the batch's slots back (behind what the stream
     // has enqueued) before it propagates: the ring keeps its length for the next prompt.
     const auto release_acquired = [&] {
-      for (int64_t e = e0; e < acquired; ++e) streamer.release(p.first_item + static_cast<size_t>(e), stream);
+      for (int64_t e = e0; e < acquired; ++e) streamer.release(p.first_item + static_cast<size_t>(e - first), stream);
     };
     try {
       if (p.resident) {
@@ -160,7 +166,7 @@ void SlpMoe::Impl::run(const Params& p, ExpertStreamer& streamer, const ExpertRi
         }
       }
       for (; !p.resident && acquired < e1; ++acquired) {
-        const int slot = streamer.acquire(p.first_item + static_cast<size_t>(acquired), stream);
+        const int slot = streamer.acquire(p.first_item + static_cast<size_t>(acquired - first), stream);
         gw[static_cast<size_t>(acquired)] = ring.gate(slot);
         uw[static_cast<size_t>(acquired)] = ring.up(slot);
         dw[static_cast<size_t>(acquired)] = ring.down(slot);

@@ -54,9 +54,12 @@ class SlpMoe {
     const float* topk_weights = nullptr; // [tokens, top_k] (routed_scaling_factor applied)
     float* out = nullptr;                // [tokens, hidden]: set to sum_k w_k expert_k(x), FP32
     int64_t tokens = 0;                  // 1..max_tokens
-    // This layer's experts in the streamer's schedule: item first_item + e is expert e of this
-    // layer for e < n_routed_experts (every expert, in order; the ones without tokens are
-    // acquired and released unused).
+    // The experts computed: [expert_begin, expert_end) (-1: to the last). The others' rows add
+    // nothing to out (a DSLP rank's share of the experts; SmallEP sums the ranks' outputs).
+    int64_t expert_begin = 0, expert_end = -1;
+    // This layer's experts in the streamer's schedule: item first_item + (e - expert_begin) is
+    // expert e of this layer for e in the range (every one, in order; the ones without tokens
+    // are acquired and released unused).
     size_t first_item = 0;
     // Where the layer's experts are resident on the device (GpuModel's DevExperts::host_views,
     // [3][experts]: gate, up, down): computed there, nothing streamed or acquired.
