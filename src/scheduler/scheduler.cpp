@@ -30,6 +30,7 @@ struct Scheduler::Sequence {
   uint64_t seed = 0;
   std::unique_ptr<TokenConstraint> constraint;  // SamplingParams::constraint's state, or null
   uint64_t order = 0;              // admission order, for preemption (youngest first)
+  uint64_t served = 0;             // the main step that last took a token of it (max_decode_batch)
   bool admitted = false;           // once admitted (preemption does not reset it)
   bool done = false;
   bool in_long = false;            // in the long path's running step (its KV is written there)
@@ -52,6 +53,8 @@ Scheduler::Scheduler(Executor& executor, int32_t eos_token, SchedulerConfig conf
       eos_(eos_token),
       config_(config),
       sampler_(static_cast<int32_t>(executor.config().vocab_size)) {
+  HYMOE_CHECK(config.max_decode_batch >= 0, kInvalidArgument, "scheduler: max_decode_batch {} (0 = no bound)",
+              config.max_decode_batch);
   HYMOE_CHECK(config.max_running > 0 && config.max_prefill_chunk > 0 && config.decode_prefill_chunk > 0,
               kInvalidArgument, "scheduler: max_running and the prefill chunks must be positive");
   max_context_ = config.max_context > 0 ? config.max_context : executor.config().max_position_embeddings;
@@ -327,9 +330,21 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
   std::vector<Sequence*> owners;
   const bool decoding = std::any_of(batch.begin(), batch.end(), [](const Sequence* s) { return s->pending() == 1; });
   int64_t prefill_budget = decoding ? config_.decode_prefill_chunk : config_.max_prefill_chunk;
+  // Past max_decode_batch decodes, those served longest ago (then the oldest) take this step.
+  std::vector<const Sequence*> held;  // decodes left for a later step
+  if (config_.max_decode_batch > 0) {
+    std::vector<Sequence*> ready;
+    for (Sequence* s : batch)
+      if (!s->done && s->pending() == 1) ready.push_back(s);
+    if (ready.size() > static_cast<size_t>(config_.max_decode_batch)) {
+      std::stable_sort(ready.begin(), ready.end(), [](const Sequence* a, const Sequence* b) { return a->served < b->served; });
+      held.assign(ready.begin() + config_.max_decode_batch, ready.end());
+    }
+  }
+  ++main_steps_;
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence* s = batch[i];
-    if (s->done) continue;
+    if (s->done || std::find(held.begin(), held.end(), s) != held.end()) continue;
     const int64_t pending = s->pending();
     const int64_t n = pending == 1 ? 1 : std::min(pending, prefill_budget);
     if (n <= 0) continue;  // prefill budget spent this step
@@ -363,6 +378,7 @@ void Scheduler::run_step(std::vector<Sequence*>& batch) {
     item.decode = n == 1 && s->table.tokens >= s->prompt_len;
     items.push_back(item);
     owners.push_back(s);
+    s->served = main_steps_;
   }
   if (items.empty()) return;
 

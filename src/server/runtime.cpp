@@ -218,6 +218,7 @@ std::unique_ptr<Runtime> Runtime::load(const ServerConfig& config) {
   rt->executor = make_executor(config, *rt->store, *rt->pool, rt->long_executor);
   SchedulerConfig sc;
   sc.max_running = config.max_running;
+  sc.max_decode_batch = config.max_decode_batch;
   sc.max_waiting = config.max_waiting;
   sc.max_prefill_chunk = config.max_prefill_chunk;
 #if HYMOE_HAVE_CUDA

@@ -57,6 +57,7 @@ json ServerConfig::to_json() const {
           {"kv_cache_bytes", kv_cache_bytes},
           {"amx_decode_gemv", amx_decode_gemv},
           {"max_running", max_running},
+          {"max_decode_batch", max_decode_batch},
           {"max_waiting", max_waiting},
           {"max_prefill_chunk", max_prefill_chunk},
           {"decode_prefill_chunk", decode_prefill_chunk},
@@ -74,7 +75,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   static const char* kKeys[] = {"model", "served_model_name", "load_format", "preset", "dummy_layers",
                                 "load_mode", "tokenizer", "host", "port", "api_keys", "cors_origins",
                                 "max_body_bytes", "http_threads", "backend", "gpu_memory_limit", "gpu_device", "dual_microbatch", "tuned_decode_attention", "slp_threshold", "slp_max_tokens", "slp_device", "tpot_slo_ms", "slp_pacing", "slp_host_cores", "gpu_expert_layers", "threads", "kv_cache_bytes", "amx_decode_gemv",
-                                "max_running", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "prefix_cache", "max_context",
+                                "max_running", "max_decode_batch", "max_waiting", "max_prefill_chunk", "decode_prefill_chunk", "prefix_cache", "max_context",
                                 "default_max_tokens", "reasoning_parser", "tool_call_parser", "drain_timeout_s", "log_level"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -110,6 +111,7 @@ void ServerConfig::merge_json(const json& j, const std::string& source) {
   take(j, "kv_cache_bytes", kv_cache_bytes, source);
   take(j, "amx_decode_gemv", amx_decode_gemv, source);
   take(j, "max_running", max_running, source);
+  take(j, "max_decode_batch", max_decode_batch, source);
   take(j, "max_waiting", max_waiting, source);
   take(j, "max_prefill_chunk", max_prefill_chunk, source);
   take(j, "decode_prefill_chunk", decode_prefill_chunk, source);
@@ -140,6 +142,7 @@ void ServerConfig::validate() const {
   check(threads >= 0, "threads", "must be >= 0");
   check(kv_cache_bytes > 0, "kv_cache_bytes", "must be positive");
   check(max_running >= 1, "max_running", "must be >= 1");
+  check(max_decode_batch >= 0, "max_decode_batch", "must be >= 0 (0 = every running sequence)");
   check(max_waiting >= 1, "max_waiting", "must be >= 1");
   check(max_prefill_chunk >= 1, "max_prefill_chunk", "must be >= 1");
   check(slp_threshold >= 0, "slp_threshold", "must be >= 0 (0 = no stream-loading prefill)");
@@ -234,7 +237,11 @@ void add_server_options(CLI::App& app, ServerConfig& c, std::string& config_file
       "Dense weights' decode GEMVs on AMX where the CPU has it (faster from ~4 concurrent sequences, "
       "slower at 1-2)",
       "HYMOE_AMX_DECODE_GEMV");
-  opt("--max-running", c.max_running, "Sequences decoded together", "HYMOE_MAX_RUNNING");
+  opt("--max-running", c.max_running, "Requests admitted at once (the long-prompt path's included)", "HYMOE_MAX_RUNNING");
+  opt("--max-decode-batch", c.max_decode_batch,
+      "Decode tokens an engine step takes at most; beyond it the requests served longest ago go first "
+      "(0 = every running request)",
+      "HYMOE_MAX_DECODE_BATCH");
   opt("--max-waiting", c.max_waiting, "Queued requests before 429", "HYMOE_MAX_WAITING");
   opt("--max-prefill-chunk", c.max_prefill_chunk, "Prompt tokens per engine step", "HYMOE_MAX_PREFILL_CHUNK");
   opt("--decode-prefill-chunk", c.decode_prefill_chunk, "Prompt tokens per step while other requests decode",

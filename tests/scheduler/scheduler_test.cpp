@@ -230,6 +230,55 @@ TEST(Scheduler, ManyConcurrentRequestsBatchAndStayCorrect) {
   EXPECT_EQ(ex.kv_cache().free_blocks(), 256);
 }
 
+// max_decode_batch: no step takes more decodes than the bound, every request still gets its
+// exact tokens, and a decoding sequence waits at most ceil(decoding / bound) steps for its next
+// token (the ones served longest ago go first); the prefill chunks beside do not count.
+TEST(Scheduler, DecodeBatchBoundServesEveryDecodeInTurn) {
+  ToyExecutor ex(256, 4);
+  std::promise<void> open;
+  ex.gate = open.get_future().share();
+  std::mutex mu;
+  std::map<const BlockTable*, std::vector<int64_t>> decode_steps;  // per sequence: the steps it decoded in
+  int64_t step = 0, max_decodes = 0;
+  ex.on_step = [&](std::span<const StepItem> items) {
+    std::lock_guard lock(mu);
+    ++step;
+    int64_t n = 0;
+    for (const StepItem& it : items) {
+      if (!it.decode) continue;
+      ++n;
+      decode_steps[it.table].push_back(step);
+    }
+    max_decodes = std::max(max_decodes, n);
+  };
+  SchedulerConfig cfg;
+  cfg.max_running = 8;
+  cfg.max_decode_batch = 2;
+  Scheduler s(ex, kEos, cfg);
+  std::vector<std::future<Result>> futures;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 5; ++i) {
+    prompts.push_back({(i * 7 + 1) % kVocab, (i * 11 + 2) % kVocab, (i * 3 + 5) % kVocab});
+    futures.push_back(run(s, "d" + std::to_string(i), prompts.back(), 12 + i));
+  }
+  open.set_value();
+  for (int i = 0; i < 5; ++i) {
+    auto r = futures[static_cast<size_t>(i)].get();
+    EXPECT_EQ(r.reason, FinishReason::kLength) << i;
+    EXPECT_EQ(r.tokens, expected(prompts[static_cast<size_t>(i)], 12 + i)) << i;
+  }
+  EXPECT_TRUE(s.wait_idle(5));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(max_decodes, 2);
+  ASSERT_EQ(decode_steps.size(), 5u);
+  for (const auto& [table, steps] : decode_steps) {
+    for (size_t k = 1; k < steps.size(); ++k) EXPECT_LE(steps[k] - steps[k - 1], 3) << "a decode waited too long";
+  }
+  SchedulerConfig bad;
+  bad.max_decode_batch = -1;
+  EXPECT_THROW(Scheduler(ex, kEos, bad), Error);
+}
+
 TEST(Scheduler, PreemptsUnderKvPressureAndRecomputes) {
   ToyExecutor ex(10, 4);  // 40 tokens of KV for 4 sequences wanting ~30 each
   std::promise<void> open;

@@ -51,6 +51,20 @@ TEST(ServerConfig, FlagsBeatEnvironmentBeatsFile) {
   EXPECT_EQ(c.api_keys, std::vector<std::string>{"k1"});
 }
 
+TEST(ServerConfig, MaxDecodeBatchFromFileEnvironmentAndFlag) {
+  EXPECT_EQ(parse({"--model", "/m"}).max_decode_batch, 0);  // no bound unless asked
+  TempFile f(R"({"max_decode_batch": 4})");
+  EXPECT_EQ(parse({"--config", f.path.string(), "--model", "/m"}).max_decode_batch, 4);
+  ::setenv("HYMOE_MAX_DECODE_BATCH", "6", 1);
+  const int32_t from_env = parse({"--config", f.path.string(), "--model", "/m"}).max_decode_batch;
+  const int32_t from_flag = parse({"--model", "/m", "--max-decode-batch", "3"}).max_decode_batch;
+  ::unsetenv("HYMOE_MAX_DECODE_BATCH");
+  EXPECT_EQ(from_env, 6);
+  EXPECT_EQ(from_flag, 3);
+  TempFile bad(R"({"max_decode_batch": -2})");
+  EXPECT_THROW(parse({"--config", bad.path.string(), "--model", "/m"}).validate(), Error);
+}
+
 TEST(ServerConfig, AmxDecodeGemvFromFileEnvironmentAndFlag) {
   EXPECT_FALSE(parse({"--model", "/m"}).amx_decode_gemv);  // off unless asked
   TempFile on(R"({"amx_decode_gemv": true})");

@@ -70,7 +70,13 @@ struct GenerationRequest {
 };
 
 struct SchedulerConfig {
-  int32_t max_running = 8;           // sequences decoded together
+  int32_t max_running = 8;           // sequences admitted at once (the long path's included)
+  // Decode tokens a main step takes at most (0: every running sequence's). Beyond it the
+  // sequences served longest ago go first (ties: the oldest), so none waits more than
+  // ceil(decoding / max_decode_batch) steps for its next token. A step's time grows with its
+  // batch (more experts read): this bounds the decodes' step time while more requests stay
+  // admitted, e.g. prompts on the long path.
+  int32_t max_decode_batch = 0;
   int32_t max_waiting = 256;         // queue bound; beyond it submit() throws kResourceExhausted
   int64_t max_prefill_chunk = 512;   // prompt tokens per step while nothing is decoding
   // Prompt tokens per step while other sequences are decoding: a step's time is the decode
@@ -166,6 +172,7 @@ class Scheduler {
   const int32_t eos_;
   const SchedulerConfig config_;
   int64_t max_context_ = 0;
+  uint64_t main_steps_ = 0;  // main-path steps run (loop thread)
   Sampler sampler_;
 
   mutable std::mutex mutex_;

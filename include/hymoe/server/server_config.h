@@ -67,6 +67,7 @@ struct ServerConfig {
   int64_t kv_cache_bytes = 1ll << 30;
   bool amx_decode_gemv = false;      // dense weights' decode GEMVs on AMX (CpuExecutorOptions)
   int32_t max_running = 8;
+  int32_t max_decode_batch = 0;      // decode tokens a step (SchedulerConfig; 0 = every running one)
   int32_t max_waiting = 256;
   int64_t max_prefill_chunk = 512;
   int64_t decode_prefill_chunk = 64;  // prompt tokens per step while others decode
