@@ -1,7 +1,7 @@
 // The seam between scheduling and computing: an Executor runs the model over a step, a batch of
 // (sequence, token span) items, prefill chunks and single decode tokens mixed. Each backend
-// (CpuExecutor; later HybridExecutor, SlpExecutor, DslpExecutor) implements it; the scheduler
-// picks one per step and the server never sees which.
+// (CpuExecutor, HybridExecutor, SlpExecutor, PeerKvExecutor; DSLP's next) implements it; the
+// scheduler runs each step on its main executor or its long path and the server never sees which.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // GpuModel: the model's device half, built once and shared by the GPU executors (the hybrid
-// executor's decode and short prefill now; stream-loading prefill next): everything but the
+// executor's decode and short prefill, stream-loading prefill): everything but the
 // routed experts resident under a memory budget, the latent KV pool in device memory, and -
 // where the budget has room left - whole MoE layers' routed experts. The host weights stay in the
 // WeightStore, which must outlive the model.

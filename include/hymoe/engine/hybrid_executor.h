@@ -12,6 +12,10 @@
 // left, the routed experts of whole MoE layers go to the device too and are computed there. The
 // device model may be shared with other GPU executors (one copy of the weights, one KV pool).
 //
+// Precision as the CPU engine's: linear layers take BF16 activations and give FP32; norms, RoPE,
+// absorption, softmax and the attention output stay FP32; values are rounded to BF16 only where a
+// linear layer or the cache reads them.
+//
 // Built only with CUDA (HYMOE_HAVE_CUDA); the header itself needs no CUDA headers.
 #pragma once
 
@@ -40,7 +44,10 @@ struct HybridExecutorOptions {
   bool shift_decode = true;
   // With two or more tokens decoding, split the step into two micro-batches on their own CUDA
   // streams, interleaved so that one's GPU part runs while the CPU computes the other's routed
-  // experts (run_layers_interleaved). Results do not change (each row's arithmetic is the same).
+  // experts (run_layers_interleaved). Lane A takes the first half of the decode rows, lane B the
+  // rest and the prompt rows, each with its own scratch and pinned hand-off buffers; the residual
+  // stream and the plan are shared (disjoint rows). Results do not change (each row's arithmetic
+  // is the same).
   bool dual_microbatch = true;
   // Routed experts of whole MoE layers on the GPU where the budget has room for them after the
   // resident set, the KV pool and the step buffers (those layers then need no hand-off and the

@@ -18,6 +18,10 @@
 // A hit is exact, not probabilistic: the key is only an index; a match also compares the
 // block's tokens and requires that its parent is the very block (same incarnation) matched
 // before it. The cache is only block ids, so it serves a device pool the same way.
+// Numerics: prompt tokens take one kernel path however they are chunked, so a request served from
+// cached prompt blocks gets bitwise the logits of a cold run. Blocks of generated tokens were
+// written by the decode kernels, which sum in another order: a later turn that takes them agrees
+// with a cold run to summation order, not bitwise.
 #pragma once
 
 #include <cstddef>
@@ -81,7 +85,9 @@ class KvCache {
   // runs out.
   bool reserve(BlockTable& table, int64_t tokens);
   // Drops the table's reference on every block (a block no table holds goes back to the free
-  // list, or, when cached, to the LRU end of the evictable ones) and clears the table.
+  // list, or, when cached, to the LRU end of the evictable ones) and clears the table. Last block
+  // first, so that a sequence's tail is evicted before its head, which other prompts are likelier
+  // to share.
   void release(BlockTable& table);
 
   // ---- prefix cache

@@ -1,6 +1,6 @@
 // The model's layer sequence, written once: every executor runs the same stages in the same order
 // and supplies the stage operations for its placement (CPU kernels; GPU kernels with the routed
-// experts on the CPU; later weights streamed to the GPU). The step's state (residual stream,
+// experts on the CPU; routed experts streamed to the GPU). The step's state (residual stream,
 // activations, KV cache) lives in the executor; stages communicate through it.
 #pragma once
 

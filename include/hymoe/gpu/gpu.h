@@ -27,6 +27,15 @@
 //   mla_prefill.h  MLA prefill attention, causal, chunked prefill over a cache
 //   moe.h          MoE prefill: expert offsets, permute, grouped FP8 GEMM, weighted un-permute
 //   sampling.h     sampling with the CPU sampler's semantics and seeded draw
+// Included on their own (not by this header):
+//   layer_kernels.h  the GPU layer path's small kernels (hybrid executor, SLP): FP32 residual
+//                  stream, dense GEMVs, latent cache rows, generic MLA attention, moe_gemv
+//   mla_decode_plan.h  a decode step's work list for batches of mixed lengths
+//   mla_prefill_cudnn.h  MLA prefill by cuDNN's fused flash attention (cuDNN loaded at run time)
+//   upload.h       small host-to-device uploads as kernels (not queued behind the copy engines)
+//   host_register.h  cudaHostRegister over host memory (stream-loaded weights at the pinned rate)
+//   expert_tensor_maps.h, wgmma_layout.h  host-side layout logic of the wgmma kernels, tested on
+//                  the CPU
 #pragma once
 
 #include "hymoe/gpu/activation.h"

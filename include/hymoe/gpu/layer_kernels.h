@@ -1,4 +1,4 @@
-// The small kernels of the GPU layer path (hybrid decode, later SLP): the FP32 residual stream,
+// The small kernels of the GPU layer path (the hybrid executor and SLP): the FP32 residual stream,
 // dense (BF16-weight) GEMVs with FP32 in and out (router, lm_head), latent cache writes, and the
 // absorbed MLA attention for any dimensions (the tuned mla_decode covers 512 + 64 only).
 // Activations are rounded to BF16 where the CPU engine rounds them (a linear layer's input, the

@@ -1,12 +1,13 @@
 // The scheduler: a queue of generation requests keyed by id feeding one engine loop.
 // Each loop iteration admits waiting requests while KV blocks and batch slots allow, builds one
-// step (one decode token for every running sequence plus prefill chunks of at most
-// max_prefill_chunk tokens, or decode_prefill_chunk when anything is decoding), runs it on the
-// Executor, samples, and reports each token through the request's callbacks. A request's
-// constraint (SamplingParams::constraint) masks its logits before sampling and follows the chosen
-// tokens; a token it refuses ends the request with kError. When a decode step cannot get a KV
-// block, the youngest running sequence is preempted (its blocks freed, its tokens recomputed
-// later). Cancelling a request frees its KV blocks at the start of the next iteration.
+// step (one decode token for every running sequence, at most max_decode_batch of them, plus
+// prefill chunks of at most max_prefill_chunk tokens, or decode_prefill_chunk when anything is
+// decoding), runs it on the Executor, samples, and reports each token through the request's
+// callbacks. A request's constraint (SamplingParams::constraint) masks its logits before sampling
+// and follows the chosen tokens; a token it refuses ends the request with kError. When a decode
+// step cannot get a KV block, the youngest running sequence is preempted (its blocks freed, its
+// tokens recomputed later). Cancelling a request frees its KV blocks at the start of the next
+// iteration.
 // Prefix caching (SchedulerConfig::prefix_cache): at admission a sequence takes the cached KV
 // blocks its tokens start with (never its last token, whose logits it needs) and prefills only
 // the rest; after every step its newly completed blocks (prompt and generated tokens alike) are
@@ -16,7 +17,9 @@
 // of at least long_prefill_threshold pending tokens run on it, on a thread of its own, while the
 // loop keeps stepping decodes and short prompts on the main executor. Both executors write the
 // same KvCache; the loop keeps all KV bookkeeping (a sequence on the long path holds its blocks
-// and is left out of the main steps, preemption and release until its step returns).
+// and is left out of the main steps, preemption and release until its step returns). Prompts
+// for a busy long path wait for it rather than run on the main executor: the threshold is the
+// measured crossover, past which the hybrid path's CPU experts take longer than its next step.
 #pragma once
 
 #include <condition_variable>

@@ -69,7 +69,10 @@ struct ChatCompletionRequest {
   bool parallel_tool_calls = true;
   ResponseFormat response_format;   // json_object/json_schema only with tool_choice none (or no tools)
   SamplingParams sampling;
-  int32_t n = 1;               // choices, each its own sequence (seed + i when a seed is given)
+  // Choices, each its own sequence (seed + i when a seed is given). The route holds choices
+  // 1..n-1 until choice 0 has its first token (or ends), when its prompt's full blocks are in the
+  // prefix cache, so that the others prefill only the last partial block.
+  int32_t n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;

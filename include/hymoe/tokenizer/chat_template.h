@@ -30,7 +30,10 @@ TemplateFamily detect_template_family(std::string_view source);
 
 struct ChatRenderOptions {
   bool add_generation_prompt = true;
-  nlohmann::ordered_json tools;  // null or an OpenAI `tools` array, exposed as `tools`
+  // Null or an OpenAI `tools` array, exposed as `tools`. A template that does not use it
+  // (DeepSeek-V3's, V3.1's) renders no tools: the client describes them in a system message, or
+  // a tools-aware chat_template.jinja goes in the model directory (load() prefers it).
+  nlohmann::ordered_json tools;
   // Extra template variables (e.g. {"thinking": true} for DeepSeek-V3.1).
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
