@@ -25,30 +25,22 @@ class InProcessCommunicator final : public Communicator {
 
   void all_gather(const void* send, void* recv, size_t bytes) override {
     const std::vector<detail::Post>& posts = arrive({kAllGather, send, bytes, -1, {}, {}});
-    std::string error;
-    for (int r = 0; r < s_.n; ++r) {
-      if (posts[r].send_bytes != bytes) {
-        error = fmt::format("all_gather: rank {} sends {} bytes, rank {} expects {}", r, posts[r].send_bytes, rank_, bytes);
-        break;
-      }
-      if (bytes) std::memcpy(static_cast<std::byte*>(recv) + static_cast<size_t>(r) * bytes, posts[r].send, bytes);
+    const std::string error = detail::check_all_gather(posts, rank_, bytes);
+    if (error.empty() && bytes) {
+      for (size_t r = 0; r < posts.size(); ++r)
+        std::memcpy(static_cast<std::byte*>(recv) + r * bytes, posts[r].send, bytes);
     }
     leave(error);
   }
 
   void reduce_scatter_sum(const float* send, float* recv, size_t count) override {
     const std::vector<detail::Post>& posts = arrive({kReduceScatter, send, count * sizeof(float), -1, {}, {}});
-    std::string error;
-    for (int r = 0; r < s_.n && error.empty(); ++r) {
-      if (posts[r].send_bytes != count * sizeof(float))
-        error = fmt::format("reduce_scatter_sum: rank {} sends {} floats a rank, rank {} expects {}", r,
-                            posts[r].send_bytes / sizeof(float), rank_, count);
-    }
+    const std::string error = detail::check_reduce_scatter(posts, rank_, count);
     if (error.empty()) {
       const size_t base = static_cast<size_t>(rank_) * count;
       for (size_t i = 0; i < count; ++i) {
         float sum = static_cast<const float*>(posts[0].send)[base + i];
-        for (int r = 1; r < s_.n; ++r) sum += static_cast<const float*>(posts[r].send)[base + i];
+        for (int r = 1; r < s_.n; ++r) sum += static_cast<const float*>(posts[static_cast<size_t>(r)].send)[base + i];
         recv[i] = sum;
       }
     }
@@ -59,38 +51,21 @@ class InProcessCommunicator final : public Communicator {
     check_peer(to, "send_recv's destination");
     check_peer(from, "send_recv's source");
     const std::vector<detail::Post>& posts = arrive({kSendRecv, send, send_bytes, to, {}, {}});
-    std::string error;
-    const detail::Post& p = posts[static_cast<size_t>(from)];
-    if (p.to != rank_) {
-      error = fmt::format("send_recv: rank {} receives from rank {}, which sends to rank {}", rank_, from, p.to);
-    } else if (p.send_bytes != recv_bytes) {
-      error = fmt::format("send_recv: rank {} sends {} bytes to rank {}, which expects {}", from, p.send_bytes, rank_,
-                          recv_bytes);
-    } else if (recv_bytes) {
-      std::memcpy(recv, p.send, recv_bytes);
-    }
+    const std::string error = detail::check_send_recv(posts, rank_, from, recv_bytes);
+    if (error.empty() && recv_bytes) std::memcpy(recv, posts[static_cast<size_t>(from)].send, recv_bytes);
     leave(error);
   }
 
   void all_to_all_v(const void* send, std::span<const size_t> send_counts, std::span<const size_t> send_offsets,
                     void* recv, std::span<const size_t> recv_counts, std::span<const size_t> recv_offsets) override {
-    const size_t n = static_cast<size_t>(s_.n);
-    HYMOE_CHECK(send_counts.size() == n && send_offsets.size() == n && recv_counts.size() == n &&
-                    recv_offsets.size() == n,
-                kInvalidArgument, "all_to_all_v: counts and offsets need {} values each (one a rank)", n);
+    detail::check_all_to_all_spans(static_cast<size_t>(s_.n), send_counts, send_offsets, recv_counts, recv_offsets);
     const std::vector<detail::Post>& posts = arrive({kAllToAll, send, 0, -1, send_counts, send_offsets});
-    std::string error;
-    for (size_t r = 0; r < n; ++r) {
-      const detail::Post& p = posts[r];
-      const size_t bytes = p.send_counts[static_cast<size_t>(rank_)];
-      if (bytes != recv_counts[r]) {
-        error = fmt::format("all_to_all_v: rank {} sends {} bytes to rank {}, which expects {}", r, bytes, rank_,
-                            recv_counts[r]);
-        break;
-      }
-      if (bytes)
+    const std::string error = detail::check_all_to_all(posts, rank_, recv_counts);
+    for (size_t r = 0; error.empty() && r < posts.size(); ++r) {
+      if (recv_counts[r])
         std::memcpy(static_cast<std::byte*>(recv) + recv_offsets[r],
-                    static_cast<const std::byte*>(p.send) + p.send_offsets[static_cast<size_t>(rank_)], bytes);
+                    static_cast<const std::byte*>(posts[r].send) + posts[r].send_offsets[static_cast<size_t>(rank_)],
+                    recv_counts[r]);
     }
     leave(error);
   }

@@ -49,15 +49,9 @@ class DeviceCommunicator final : public Communicator {
   void all_gather(const void* send, void* recv, size_t bytes) override {
     call("all_gather", [&] {
       const auto& posts = arrive({kAllGather, send, bytes, -1, {}, {}});
-      std::string error;
-      for (int r = 0; r < g_.n && error.empty(); ++r) {
-        if (posts[static_cast<size_t>(r)].send_bytes != bytes)
-          error = fmt::format("all_gather: rank {} sends {} bytes, rank {} expects {}", r,
-                              posts[static_cast<size_t>(r)].send_bytes, rank_, bytes);
-      }
+      const std::string error = detail::check_all_gather(posts, rank_, bytes);
       if (error.empty()) {
-        for (int r = 0; r < g_.n; ++r)
-          copy_from(posts[static_cast<size_t>(r)], static_cast<std::byte*>(recv) + static_cast<size_t>(r) * bytes, 0, bytes);
+        for (size_t r = 0; r < posts.size(); ++r) copy_from(posts[r], static_cast<std::byte*>(recv) + r * bytes, 0, bytes);
       }
       leave(error);
     });
@@ -67,18 +61,13 @@ class DeviceCommunicator final : public Communicator {
     call("reduce_scatter_sum", [&] {
       const size_t bytes = count * sizeof(float);
       const auto& posts = arrive({kReduceScatter, send, bytes, -1, {}, {}});
-      std::string error;
-      for (int r = 0; r < g_.n && error.empty(); ++r) {
-        if (posts[static_cast<size_t>(r)].send_bytes != bytes)
-          error = fmt::format("reduce_scatter_sum: rank {} sends {} floats a rank, rank {} expects {}", r,
-                              posts[static_cast<size_t>(r)].send_bytes / sizeof(float), rank_, count);
-      }
+      const std::string error = detail::check_reduce_scatter(posts, rank_, count);
       if (error.empty() && count) {
         // recv = slice of rank 0, then + slice of rank 1, + ...: FP32 adds in rank order.
         const size_t offset = static_cast<size_t>(rank_) * bytes;
         copy_from(posts[0], recv, offset, bytes);
-        for (int r = 1; r < g_.n; ++r) {
-          const detail::Post& p = posts[static_cast<size_t>(r)];
+        for (size_t r = 1; r < posts.size(); ++r) {
+          const detail::Post& p = posts[r];
           const float* slice = nullptr;
           if (p.device == st_.device) {
             wait(p);
@@ -103,40 +92,21 @@ class DeviceCommunicator final : public Communicator {
     check_peer(from, "send_recv's source");
     call("send_recv", [&] {
       const auto& posts = arrive({kSendRecv, send, send_bytes, to, {}, {}});
-      std::string error;
-      const detail::Post& p = posts[static_cast<size_t>(from)];
-      if (p.to != rank_) {
-        error = fmt::format("send_recv: rank {} receives from rank {}, which sends to rank {}", rank_, from, p.to);
-      } else if (p.send_bytes != recv_bytes) {
-        error = fmt::format("send_recv: rank {} sends {} bytes to rank {}, which expects {}", from, p.send_bytes, rank_,
-                            recv_bytes);
-      } else {
-        copy_from(p, recv, 0, recv_bytes);
-      }
+      const std::string error = detail::check_send_recv(posts, rank_, from, recv_bytes);
+      if (error.empty()) copy_from(posts[static_cast<size_t>(from)], recv, 0, recv_bytes);
       leave(error);
     });
   }
 
   void all_to_all_v(const void* send, std::span<const size_t> send_counts, std::span<const size_t> send_offsets,
                     void* recv, std::span<const size_t> recv_counts, std::span<const size_t> recv_offsets) override {
-    const size_t n = static_cast<size_t>(g_.n);
-    HYMOE_CHECK(send_counts.size() == n && send_offsets.size() == n && recv_counts.size() == n &&
-                    recv_offsets.size() == n,
-                kInvalidArgument, "all_to_all_v: counts and offsets need {} values each (one a rank)", n);
+    detail::check_all_to_all_spans(static_cast<size_t>(g_.n), send_counts, send_offsets, recv_counts, recv_offsets);
     call("all_to_all_v", [&] {
       const auto& posts = arrive({kAllToAll, send, 0, -1, send_counts, send_offsets});
-      std::string error;
-      for (size_t r = 0; r < n && error.empty(); ++r) {
-        const size_t bytes = posts[r].send_counts[static_cast<size_t>(rank_)];
-        if (bytes != recv_counts[r])
-          error = fmt::format("all_to_all_v: rank {} sends {} bytes to rank {}, which expects {}", r, bytes, rank_,
-                              recv_counts[r]);
-      }
-      if (error.empty()) {
-        for (size_t r = 0; r < n; ++r)
-          copy_from(posts[r], static_cast<std::byte*>(recv) + recv_offsets[r],
-                    posts[r].send_offsets[static_cast<size_t>(rank_)], recv_counts[r]);
-      }
+      const std::string error = detail::check_all_to_all(posts, rank_, recv_counts);
+      for (size_t r = 0; error.empty() && r < posts.size(); ++r)
+        copy_from(posts[r], static_cast<std::byte*>(recv) + recv_offsets[r], posts[r].send_offsets[static_cast<size_t>(rank_)],
+                  recv_counts[r]);
       leave(error);
     });
   }

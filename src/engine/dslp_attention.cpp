@@ -73,7 +73,6 @@ struct DslpAttention::Impl {
   // [k_begin, k_begin + k_rows), query i seeing key j when j <= past + i), window by window, each
   // partial merged into out / lse.
   void attend_block(const Params& p, const gpu::Bf16* kv, const ZigzagStripes::Block& b, cudaStream_t stream) {
-    const int64_t per_head = kvw3 / heads, qk = gpu::kMlaQkDim;
     for (int64_t w0 = 0; w0 < b.k_rows; w0 += window) {
       const int64_t w1 = std::min(b.k_rows, w0 + window);
       // Rows before r0 see none of this window's keys (their causal limit lies before it).
@@ -81,24 +80,10 @@ struct DslpAttention::Impl {
       if (r0 >= b.q_rows) break;
       expand(*p.kv_b, kv, b.k_begin + w0, b.k_begin + w1, stream);
       const int64_t rows = b.q_rows - r0, q_first = b.q_begin + r0;
-      gpu::MlaPrefillParams pp;
-      pp.q = p.q + q_first * heads * qk;
-      pp.k_nope = keys.as<gpu::Bf16>();
-      pp.k_pe = keys.as<gpu::Bf16>() + gpu::kMlaNopeDim;
-      pp.v = keys.as<gpu::Bf16>() + gpu::kMlaQkDim;
-      pp.out = part.as<gpu::Bf16>();
+      gpu::MlaPrefillParams pp = gpu::mla_prefill_over_assembled(
+          p.q + q_first * heads * gpu::kMlaQkDim, keys.as<gpu::Bf16>(), part.as<gpu::Bf16>(), static_cast<int>(rows),
+          static_cast<int>(w1 - w0), static_cast<int>(heads), static_cast<int>(b.past + r0 - w0), p.softmax_scale);
       pp.lse = part_lse.as<float>();
-      pp.tokens = static_cast<int>(rows);
-      pp.kv_tokens = static_cast<int>(w1 - w0);
-      pp.heads = static_cast<int>(heads);
-      pp.past = static_cast<int>(b.past + r0 - w0);
-      pp.q_token_stride = heads * qk;
-      pp.q_head_stride = qk;
-      pp.k_token_stride = pp.k_pe_token_stride = pp.v_token_stride = kvw3;
-      pp.k_head_stride = pp.k_pe_head_stride = pp.v_head_stride = per_head;
-      pp.out_token_stride = heads * vdim;
-      pp.out_head_stride = vdim;
-      pp.softmax_scale = p.softmax_scale;
       gpu::mla_prefill(pp, stream);
       gpu::mla_merge_attention({.out = p.out + q_first * heads * vdim, .lse = lse.as<float>() + q_first, .part = pp.out,
                                 .part_lse = pp.lse, .rows = pp.tokens, .heads = static_cast<int>(heads),

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "hymoe/common/error.h"
 
 namespace hymoe::detail {
@@ -113,5 +115,45 @@ struct Rendezvous {
     for (size_t r = 0; r < done_out.size() && r < posts.size(); ++r) done_out[r] = posts[r].done;
   }
 };
+
+// The checks of a collective's sizes, once every rank has posted (an empty string: they agree;
+// else the mismatch, which fails the group at leave()). Every group runs the same ones.
+inline std::string check_all_gather(const std::vector<Post>& posts, int rank, size_t bytes) {
+  for (size_t r = 0; r < posts.size(); ++r) {
+    if (posts[r].send_bytes != bytes)
+      return fmt::format("all_gather: rank {} sends {} bytes, rank {} expects {}", r, posts[r].send_bytes, rank, bytes);
+  }
+  return {};
+}
+inline std::string check_reduce_scatter(const std::vector<Post>& posts, int rank, size_t count) {
+  for (size_t r = 0; r < posts.size(); ++r) {
+    if (posts[r].send_bytes != count * sizeof(float))
+      return fmt::format("reduce_scatter_sum: rank {} sends {} floats a rank, rank {} expects {}", r,
+                         posts[r].send_bytes / sizeof(float), rank, count);
+  }
+  return {};
+}
+inline std::string check_send_recv(const std::vector<Post>& posts, int rank, int from, size_t recv_bytes) {
+  const Post& p = posts[static_cast<size_t>(from)];
+  if (p.to != rank) return fmt::format("send_recv: rank {} receives from rank {}, which sends to rank {}", rank, from, p.to);
+  if (p.send_bytes != recv_bytes)
+    return fmt::format("send_recv: rank {} sends {} bytes to rank {}, which expects {}", from, p.send_bytes, rank, recv_bytes);
+  return {};
+}
+// Before posting: one count and one offset a rank in each span (kInvalidArgument otherwise).
+inline void check_all_to_all_spans(size_t ranks, std::span<const size_t> send_counts, std::span<const size_t> send_offsets,
+                                   std::span<const size_t> recv_counts, std::span<const size_t> recv_offsets) {
+  HYMOE_CHECK(send_counts.size() == ranks && send_offsets.size() == ranks && recv_counts.size() == ranks &&
+                  recv_offsets.size() == ranks,
+              kInvalidArgument, "all_to_all_v: counts and offsets need {} values each (one a rank)", ranks);
+}
+inline std::string check_all_to_all(const std::vector<Post>& posts, int rank, std::span<const size_t> recv_counts) {
+  for (size_t r = 0; r < posts.size(); ++r) {
+    const size_t bytes = posts[r].send_counts[static_cast<size_t>(rank)];
+    if (bytes != recv_counts[r])
+      return fmt::format("all_to_all_v: rank {} sends {} bytes to rank {}, which expects {}", r, bytes, rank, recv_counts[r]);
+  }
+  return {};
+}
 
 }  // namespace hymoe::detail

@@ -245,25 +245,9 @@ SlpExecutor::Impl::Impl(std::shared_ptr<GpuModel> m, const SlpExecutorOptions& o
 // One attention call: `rows` query rows (from q) at positions past.., over the assembled keys
 // [0, past + rows), into attn.
 gpu::MlaPrefillParams SlpExecutor::Impl::attention_params(int64_t rows, int64_t past) const {
-  const int64_t per_head = kvw3 / heads;
-  gpu::MlaPrefillParams pp;
-  pp.q = q.as<gpu::Bf16>();
-  pp.k_nope = keys.as<gpu::Bf16>();
-  pp.k_pe = keys.as<gpu::Bf16>() + gpu::kMlaNopeDim;
-  pp.v = keys.as<gpu::Bf16>() + gpu::kMlaQkDim;
-  pp.out = attn.as<gpu::Bf16>();
-  pp.tokens = static_cast<int>(rows);
-  pp.kv_tokens = static_cast<int>(past + rows);
-  pp.heads = static_cast<int>(heads);
-  pp.past = static_cast<int>(past);
-  pp.q_token_stride = heads * qk;
-  pp.q_head_stride = qk;
-  pp.k_token_stride = pp.k_pe_token_stride = pp.v_token_stride = kvw3;
-  pp.k_head_stride = pp.k_pe_head_stride = pp.v_head_stride = per_head;
-  pp.out_token_stride = heads * vdim;
-  pp.out_head_stride = vdim;
-  pp.softmax_scale = model->softmax_scale();
-  return pp;
+  return gpu::mla_prefill_over_assembled(q.as<gpu::Bf16>(), keys.as<gpu::Bf16>(), attn.as<gpu::Bf16>(),
+                                         static_cast<int>(rows), static_cast<int>(past + rows), static_cast<int>(heads),
+                                         static_cast<int>(past), model->softmax_scale());
 }
 
 // cuDNN where asked or available and it takes this model's shapes; its kernels are compiled for

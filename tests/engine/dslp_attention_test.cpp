@@ -33,15 +33,6 @@
 namespace hymoe {
 namespace {
 
-void deepseek_attention(ModelConfig& c) {
-  c.kv_lora_rank = 512;
-  c.qk_nope_head_dim = 128;
-  c.qk_rope_head_dim = 64;
-  c.v_head_dim = 128;
-  c.num_attention_heads = 16;
-  c.num_key_value_heads = 16;
-}
-
 std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float sd) {
   std::normal_distribution<float> normal(0.0f, sd);
   std::vector<uint16_t> v(n);
@@ -50,7 +41,7 @@ std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng, float sd) {
 }
 
 void striped_matches_one_attention(int ranks) {
-  test::TinyModel model("hymoe_dslp_attn", 779, 2048, &deepseek_attention);
+  test::TinyModel model("hymoe_dslp_attn", 779, 2048, &test::deepseek_prefill_attention);
   const ModelConfig& c = model.store->config();
   GpuModelOptions mo;
   mo.kv_cache_bytes = 16 << 20;
@@ -78,21 +69,9 @@ void striped_matches_one_attention(int ranks) {
                           .tokens = static_cast<int>(N), .heads = static_cast<int>(H), .nope = 128, .rope = 64,
                           .vdim = static_cast<int>(vd), .lora = static_cast<int>(c.kv_lora_rank), .latent_stride = width},
                          s);
-    gpu::MlaPrefillParams pp;
-    pp.q = dq.as<gpu::Bf16>();
-    pp.k_nope = dkeys.as<gpu::Bf16>();
-    pp.k_pe = dkeys.as<gpu::Bf16>() + 128;
-    pp.v = dkeys.as<gpu::Bf16>() + qk;
-    pp.out = dout.as<gpu::Bf16>();
-    pp.tokens = pp.kv_tokens = static_cast<int>(N);
-    pp.heads = static_cast<int>(H);
-    pp.q_token_stride = H * qk;
-    pp.q_head_stride = qk;
-    pp.k_token_stride = pp.k_pe_token_stride = pp.v_token_stride = kvw3;
-    pp.k_head_stride = pp.k_pe_head_stride = pp.v_head_stride = kvw3 / H;
-    pp.out_token_stride = H * vd;
-    pp.out_head_stride = vd;
-    pp.softmax_scale = gm.softmax_scale();
+    const gpu::MlaPrefillParams pp =
+        gpu::mla_prefill_over_assembled(dq.as<gpu::Bf16>(), dkeys.as<gpu::Bf16>(), dout.as<gpu::Bf16>(), static_cast<int>(N),
+                                        static_cast<int>(N), static_cast<int>(H), 0, gm.softmax_scale());
     gpu::mla_prefill(pp, s);
     dout.copy_to_host(ref.data(), ref.size() * 2, s);
     s.synchronize();

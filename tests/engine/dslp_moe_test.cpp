@@ -23,6 +23,7 @@
 #include "hymoe/gpu/stream.h"
 #include "../rank_threads.h"
 #include "../test_seed.h"
+#include "engine_test_util.h"
 #include "tiny_model_fixture.h"
 
 namespace hymoe {
@@ -43,17 +44,7 @@ TEST(DslpMoe, TwoRanksOnOneGpuMatchOneSlpMoe) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(N * H));
   for (auto& v : x) v = float_to_bf16(normal(rng));
-  std::vector<int32_t> ids(static_cast<size_t>(N * K));
-  std::vector<float> wts(static_cast<size_t>(N * K));
-  for (int t = 0; t < N; ++t) {
-    std::vector<int32_t> all(static_cast<size_t>(E));
-    for (int e = 0; e < E; ++e) all[static_cast<size_t>(e)] = e;
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int k = 0; k < K; ++k) {
-      ids[static_cast<size_t>(t * K + k)] = all[static_cast<size_t>(k)];
-      wts[static_cast<size_t>(t * K + k)] = 0.1f + 0.9f * static_cast<float>(rng() % 1000) / 1000.0f;
-    }
-  }
+  auto [ids, wts] = test::random_routing(N, E, K, rng);
 
   // One process, every expert: the reference.
   std::vector<float> ref(x.size());

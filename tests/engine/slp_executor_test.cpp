@@ -43,17 +43,9 @@ using test::rel_error;
 
 class SlpExecutorTest : public ::testing::Test {
  protected:
-  static void deepseek_attention(ModelConfig& c) {
-    c.kv_lora_rank = 512;
-    c.qk_nope_head_dim = 128;
-    c.qk_rope_head_dim = 64;
-    c.v_head_dim = 128;
-    c.num_attention_heads = 16;
-    c.num_key_value_heads = 16;
-  }
   static void SetUpTestSuite() {
     if (gpu::device_count() == 0) return;
-    model_ = new test::TinyModel("hymoe_slp_exec", 20261209, kVocab, &deepseek_attention);
+    model_ = new test::TinyModel("hymoe_slp_exec", 20261209, kVocab, &test::deepseek_prefill_attention);
   }
   static void TearDownTestSuite() { delete model_; }
   void SetUp() override {

@@ -19,6 +19,7 @@
 #include "hymoe/gpu/cublaslt.h"
 #include "hymoe/gpu/device.h"
 #include "hymoe/gpu/stream.h"
+#include "engine_test_util.h"
 #include "tiny_model_fixture.h"
 
 namespace hymoe {
@@ -73,17 +74,7 @@ TEST(SlpMoe, StreamedExpertsMatchTheReferenceWhateverTheRingLength) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(T * H));
   for (auto& v : x) v = float_to_bf16(normal(rng));
-  std::vector<int32_t> ids(static_cast<size_t>(T * K));
-  std::vector<float> wts(static_cast<size_t>(T * K));
-  for (int t = 0; t < T; ++t) {
-    std::vector<int32_t> all(static_cast<size_t>(E));
-    for (int e = 0; e < E; ++e) all[static_cast<size_t>(e)] = e;
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int k = 0; k < K; ++k) {
-      ids[static_cast<size_t>(t * K + k)] = all[static_cast<size_t>(k)];
-      wts[static_cast<size_t>(t * K + k)] = 0.1f + 0.9f * static_cast<float>(rng() % 1000) / 1000.0f;
-    }
-  }
+  auto [ids, wts] = test::random_routing(T, E, K, rng);
   gpu::Stream s;
   gpu::DeviceBuffer dx(x.size() * 2), dids(ids.size() * 4), dw(wts.size() * 4), dout(x.size() * 4);
   dx.copy_from_host(x.data(), x.size() * 2, s);

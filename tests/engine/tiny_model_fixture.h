@@ -20,6 +20,17 @@
 
 namespace hymoe::test {
 
+// DeepSeek-V3's attention head shapes on the tiny model (the prefill kernel's: nope 128, rope 64,
+// v 128, lora 512) with 16 heads: a TinyModel `shape` for the GPU prefill paths' tests.
+inline void deepseek_prefill_attention(ModelConfig& c) {
+  c.kv_lora_rank = 512;
+  c.qk_nope_head_dim = 128;
+  c.qk_rope_head_dim = 64;
+  c.v_head_dim = 128;
+  c.num_attention_heads = 16;
+  c.num_key_value_heads = 16;
+}
+
 struct TinyModel {
   // vocab: smaller than the preset's to keep the float64 reference quick (the lm_head path is
   // the same).

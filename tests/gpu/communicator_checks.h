@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "hymoe/engine/communicator.h"
 #include "hymoe/engine/context_parallel.h"
 #include "hymoe/gpu/buffer.h"
 #include "hymoe/gpu/cuda_check.h"
@@ -39,8 +40,7 @@ inline std::vector<float> download(const gpu::DeviceBuffer& dev, size_t n) {
 
 // The collectives on every rank of `group` against host-computed results. exact_sum: the
 // reduce-scatter must equal the rank-order FP32 sum bitwise (NCCL's order is its own).
-template <typename Group>
-void check_collectives(Group& group, bool exact_sum) {
+inline void check_collectives(CommunicatorGroup& group, bool exact_sum) {
   const int ranks = group.size();
   std::mt19937 rng(comm_seed());
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -108,8 +108,7 @@ void check_collectives(Group& group, bool exact_sum) {
 
 // The ring driver over device KV: each rank's attend sees the KV rows of every rank, its own
 // first, each exactly as that rank holds them (rows tagged with their prompt row).
-template <typename Group>
-void check_striped_ring(Group& group) {
+inline void check_striped_ring(CommunicatorGroup& group) {
   const int ranks = group.size();
   const ZigzagStripes z{103, ranks};
   const size_t row_floats = 9;

@@ -50,22 +50,37 @@ class Communicator {
                             std::span<const size_t> recv_offsets) = 0;
 };
 
+// The ranks of one process: InProcessGroup (host memory, threads), DeviceGroup
+// (device_communicator.h: CUDA devices, the same one repeated allowed) and NcclGroup
+// (nccl_communicator.h: one NCCL rank a device). Each rank is driven by its own host thread.
+class CommunicatorGroup {
+ public:
+  virtual ~CommunicatorGroup() = default;
+  virtual int size() const = 0;
+  // The CUDA device of rank r's buffers and stream; -1 for host memory.
+  virtual int device(int r) const = 0;
+  // Throws kInvalidArgument for a rank outside [0, size()).
+  virtual Communicator& rank(int r) = 0;
+  // Fails the group: every rank waiting in a collective (or a device group's synchronize()), and
+  // every later call, throws kUnavailable with `why`. For a rank whose own work failed, so that
+  // its peers do not wait out the timeout. The first reason given stands.
+  virtual void abort(const std::string& why) = 0;
+};
+
 // `ranks` communicators over host memory for threads of one process (rank r's calls from one
 // thread at a time). Every collective is a rendezvous: each rank posts its buffers, then copies
 // what it receives straight from its peers' send buffers, then waits until every peer has done so.
-class InProcessGroup {
+class InProcessGroup final : public CommunicatorGroup {
  public:
   explicit InProcessGroup(int ranks, double timeout_s = 60.0);
-  ~InProcessGroup();
+  ~InProcessGroup() override;
   InProcessGroup(const InProcessGroup&) = delete;
   InProcessGroup& operator=(const InProcessGroup&) = delete;
 
-  int size() const;
-  Communicator& rank(int r);
-  // Fails the group: every rank waiting in a collective, and every later call, throws
-  // kUnavailable with `why`. For a rank whose own work failed, so that its peers do not wait out
-  // the timeout. The first reason given stands.
-  void abort(const std::string& why);
+  int size() const override;
+  int device(int) const override { return -1; }
+  Communicator& rank(int r) override;
+  void abort(const std::string& why) override;
 
   struct Shared;
 

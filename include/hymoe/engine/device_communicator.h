@@ -23,21 +23,20 @@
 
 namespace hymoe {
 
-class DeviceGroup {
+class DeviceGroup final : public CommunicatorGroup {
  public:
   // Throws hymoe::Error kInvalidArgument for an empty list, a device that does not exist or a
   // timeout that is not positive.
   explicit DeviceGroup(std::vector<int> devices, double timeout_s = 60.0);
-  ~DeviceGroup();
+  ~DeviceGroup() override;
   DeviceGroup(const DeviceGroup&) = delete;
   DeviceGroup& operator=(const DeviceGroup&) = delete;
 
-  int size() const;
-  int device(int rank) const;
-  Communicator& rank(int r);
-  // Fails the group: ranks waiting in a collective or in synchronize(), and every later call,
-  // throw kUnavailable with `why` (work already enqueued still runs). The first reason stands.
-  void abort(const std::string& why);
+  int size() const override;
+  int device(int rank) const override;
+  Communicator& rank(int r) override;
+  // Work already enqueued still runs.
+  void abort(const std::string& why) override;
 
   struct Impl;
 

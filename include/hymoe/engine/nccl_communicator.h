@@ -17,21 +17,20 @@
 
 namespace hymoe {
 
-class NcclGroup {
+class NcclGroup final : public CommunicatorGroup {
  public:
   // Throws hymoe::Error: kInvalidArgument for an empty or repeated device list, kUnavailable
   // when NCCL cannot set the ranks up (the message says why).
   explicit NcclGroup(std::vector<int> devices, double timeout_s = 60.0);
-  ~NcclGroup();
+  ~NcclGroup() override;
   NcclGroup(const NcclGroup&) = delete;
   NcclGroup& operator=(const NcclGroup&) = delete;
 
-  int size() const;
-  int device(int rank) const;
-  Communicator& rank(int r);
-  // Aborts every rank's communicator (their enqueued work may never finish); later calls throw
-  // kUnavailable with `why`. The first reason given stands.
-  void abort(const std::string& why);
+  int size() const override;
+  int device(int rank) const override;
+  Communicator& rank(int r) override;
+  // Aborts every rank's communicator (ncclCommAbort: their enqueued work may never finish).
+  void abort(const std::string& why) override;
 
   struct Impl;
 

@@ -55,6 +55,32 @@ struct MlaPrefillParams {
   MlaPrefillImpl impl = MlaPrefillImpl::kAuto;
 };
 
+// The kernel's view of `tokens` queries [tokens, heads, 192] (q_nope | q_pe) at positions past..
+// over keys and values as mla_assemble_kv lays them out ([kv_tokens, heads, 128 | 64 | 128]:
+// k_nope | k_pe | v per head, K read in place), into out [tokens, heads, 128]. No lse.
+inline MlaPrefillParams mla_prefill_over_assembled(const Bf16* q, const Bf16* keys, Bf16* out, int tokens, int kv_tokens,
+                                                   int heads, int past, float softmax_scale) {
+  constexpr int64_t per_head = kMlaQkDim + kMlaVDim;
+  MlaPrefillParams p;
+  p.q = q;
+  p.k_nope = keys;
+  p.k_pe = keys + kMlaNopeDim;
+  p.v = keys + kMlaQkDim;
+  p.out = out;
+  p.tokens = tokens;
+  p.kv_tokens = kv_tokens;
+  p.heads = heads;
+  p.past = past;
+  p.q_token_stride = int64_t{heads} * kMlaQkDim;
+  p.q_head_stride = kMlaQkDim;
+  p.k_token_stride = p.k_pe_token_stride = p.v_token_stride = heads * per_head;
+  p.k_head_stride = p.k_pe_head_stride = p.v_head_stride = per_head;
+  p.out_token_stride = int64_t{heads} * kMlaVDim;
+  p.out_head_stride = kMlaVDim;
+  p.softmax_scale = softmax_scale;
+  return p;
+}
+
 // Strides must keep every row 16-byte aligned (multiples of 8 elements, aligned pointers).
 // The tensor-core kernel uses mma.sync; cuDNN's fused attention or a wgmma kernel is the path
 // to Hopper's BF16 GEMM ceiling.
