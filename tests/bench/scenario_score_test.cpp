@@ -10,6 +10,7 @@
 
 #include "metrics.h"
 #include "scenarios.h"
+#include "../test_seed.h"
 
 namespace hymoe::bench {
 namespace {
@@ -17,10 +18,7 @@ namespace {
 class ScenarioScore : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto seed = std::random_device{}();
-    std::printf("seed %u\n", seed);
-    RecordProperty("seed", std::to_string(seed));
-    rng_.seed(seed);
+    rng_.seed(static_cast<uint32_t>(test::test_seed()));
   }
 
   double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }

@@ -20,6 +20,7 @@
 #include "scenarios.h"
 #include "svg.h"
 #include "tradeoff.h"
+#include "../test_seed.h"
 
 namespace hymoe::bench {
 namespace {
@@ -147,10 +148,7 @@ TEST(XmlCheck, RejectsBrokenDocuments) {
 class Tradeoff : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto seed = std::random_device{}();
-    std::printf("seed %u\n", seed);
-    RecordProperty("seed", std::to_string(seed));
-    rng_.seed(seed);
+    rng_.seed(static_cast<uint32_t>(test::test_seed()));
     dir_ = fs::temp_directory_path() /
            fmt::format("hymoe-tradeoff-test-{}-{}", getpid(),
                        ::testing::UnitTest::GetInstance()->current_test_info()->name());

@@ -6,6 +6,7 @@
 
 #include "hymoe/model/safetensors.h"
 #include "hymoe/model/safetensors_writer.h"
+#include "../test_seed.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -14,8 +15,16 @@ namespace {
 using test::expect_error;
 using test::TempDir;
 
+// The tensors' bytes: one generator, seeded by test::test_seed() at each test's first draw, so a
+// test's draws replay with HYMOE_TEST_SEED whichever tests ran before it.
 std::vector<std::byte> random_bytes(size_t n) {
-  static std::mt19937 rng(std::random_device{}());
+  static std::mt19937 rng;
+  static const ::testing::TestInfo* seeded_for = nullptr;
+  const ::testing::TestInfo* now = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (now != seeded_for) {
+    seeded_for = now;
+    rng.seed(static_cast<uint32_t>(test::test_seed()));
+  }
   std::vector<std::byte> v(n);
   for (auto& b : v) b = static_cast<std::byte>(rng() & 0xFF);
   return v;

@@ -12,6 +12,7 @@
 #include "hymoe/model/safetensors.h"
 #include "hymoe/model/safetensors_writer.h"
 #include "hymoe/model/weight_store.h"
+#include "../test_seed.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -22,7 +23,7 @@ using test::TempDir;
 
 TEST(ModelWeights, BindsTinyDummy) {
   ModelConfig c = preset_config("tiny");
-  auto store = WeightStore::dummy(c, std::random_device{}());
+  auto store = WeightStore::dummy(c, test::test_seed());
   ModelWeights w = ModelWeights::bind(*store);
   ASSERT_EQ(w.layers.size(), 3u);
   EXPECT_EQ(w.config, &store->config());
@@ -77,7 +78,7 @@ void rewrite_shard(const std::filesystem::path& shard,
 
 TEST(ModelWeights, BindErrorsNameTheTensor) {
   TempDir dir;
-  write_random_checkpoint(preset_config("tiny"), dir.path(), {std::random_device{}(), 2, std::nullopt});
+  write_random_checkpoint(preset_config("tiny"), dir.path(), {test::test_seed(), 2, std::nullopt});
   auto config_with = [&](auto mutate) {
     nlohmann::json j = preset_config("tiny").to_json();
     mutate(j);

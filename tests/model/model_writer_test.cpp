@@ -8,6 +8,7 @@
 #include "hymoe/model/model_writer.h"
 #include "hymoe/model/presets.h"
 #include "hymoe/model/weight_store.h"
+#include "../test_seed.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -25,7 +26,7 @@ TEST(ModelWriter, TinyCheckpointOpensAndBinds) {
   test::write_bytes(tok / "tokenizer.json", tj.dump());
   test::write_bytes(tok / "tokenizer_config.json", R"({"chat_template": "{{ x }}"})");
 
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   ModelConfig written = write_random_checkpoint(preset_config("tiny"), dir.path(),
                                                 {seed, 2, tok.path()});
   EXPECT_EQ(written.vocab_size, 130002);
@@ -52,7 +53,7 @@ TEST(ModelWriter, TinyCheckpointOpensAndBinds) {
 
 TEST(ModelWriter, DeterministicPerSeed) {
   TempDir a, b, c;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   write_random_checkpoint(preset_config("tiny", 2), a.path(), {seed, 1, std::nullopt});
   write_random_checkpoint(preset_config("tiny", 2), b.path(), {seed, 2, std::nullopt});
   write_random_checkpoint(preset_config("tiny", 2), c.path(), {seed + 1, 2, std::nullopt});

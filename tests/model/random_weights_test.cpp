@@ -10,6 +10,7 @@
 #include "hymoe/model/checkpoint_layout.h"
 #include "hymoe/model/presets.h"
 #include "hymoe/model/random_weights.h"
+#include "../test_seed.h"
 
 namespace hymoe {
 namespace {
@@ -26,7 +27,7 @@ TEST(RandomWeights, FastEncoderMatchesReference) {
       probes.push_back(-p);
     }
   }
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));
   std::uniform_real_distribution<float> exp_dist(-14.0f, 9.5f);
   for (int i = 0; i < 200000; ++i) {
     const float v = std::exp2(exp_dist(rng)) * (rng() & 1 ? 1.0f : -1.0f);
@@ -61,7 +62,7 @@ TEST(RandomWeights, Fp8StatisticsAndDeterminism) {
     fill_random_weights(targets, seed, threads);
     return std::make_pair(wb, sb);
   };
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = test::test_seed();
   auto [wb, sb] = run(seed, 1);
   auto again = run(seed, 3);
   EXPECT_EQ(wb, again.first);
@@ -145,7 +146,7 @@ std::vector<const RandomKernels*> variants() {
 }
 
 TEST(RandomKernels, EveryVariantMatchesTheScalarReference) {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng = test::make_rng();
   for (const RandomKernels* k : variants()) {
     SCOPED_TRACE(k->isa);
     const int64_t n = 1000 + static_cast<int64_t>(rng() % 1000);  // ragged tails

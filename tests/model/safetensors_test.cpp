@@ -5,6 +5,7 @@
 
 #include "hymoe/model/safetensors.h"
 #include "hymoe/model/safetensors_writer.h"
+#include "../test_seed.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -22,7 +23,7 @@ std::vector<std::byte> random_bytes(size_t n, std::mt19937& rng) {
 
 TEST(Safetensors, WriterReaderRoundTrip) {
   TempDir dir;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));
   std::vector<std::pair<TensorSpec, std::vector<std::byte>>> tensors;
   const std::vector<std::pair<std::string, DType>> kinds = {
       {"a.f8", DType::kF8E4M3}, {"b.bf16", DType::kBF16}, {"c.f16", DType::kF16},
@@ -172,7 +173,7 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
 
 TEST(Safetensors, TruncatedFileNamesTheTensor) {
   TempDir dir;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));
   const auto path = dir / "t.safetensors";
   write_safetensors(path, {{{"first", DType::kF32, {64}}, random_bytes(256, rng)},
                            {{"second", DType::kF32, {64}}, random_bytes(256, rng)}});
@@ -191,7 +192,7 @@ TEST(Safetensors, TruncatedFileNamesTheTensor) {
 // hymoe::Error; it never crashes or throws anything else (the fuzz target goes much further).
 TEST(Safetensors, RandomCorruptionsNeverEscape) {
   TempDir dir;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));
   const auto path = dir / "v.safetensors";
   write_safetensors(path, {{{"a.weight", DType::kBF16, {3, 5}}, random_bytes(30, rng)},
                            {{"b.scale", DType::kF32, {2}}, random_bytes(8, rng)}});

@@ -15,7 +15,8 @@
 
 namespace hymoe::test {
 
-// A fresh folder under the system temp dir, removed with its contents at scope exit.
+// A fresh folder under the system temp dir, removed with its contents at scope exit. Its name is
+// drawn from std::random_device only to be unique (not a test input: no seed to replay).
 class TempDir {
  public:
   TempDir() {

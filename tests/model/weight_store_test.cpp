@@ -14,6 +14,7 @@
 #include "hymoe/model/weight_store.h"
 #include "indexed_store.h"
 #include "posix_file.h"
+#include "../test_seed.h"
 #include "test_util.h"
 
 namespace hymoe {
@@ -22,12 +23,13 @@ namespace {
 using test::expect_error;
 using test::TempDir;
 
-// One tiny checkpoint written for the whole suite (fresh seed each run).
+// One tiny checkpoint written for the whole suite (test::test_seed(): fresh each run, printed,
+// HYMOE_TEST_SEED replays it).
 class WeightStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    seed_ = std::random_device{}();
+    seed_ = test::test_seed();
     write_random_checkpoint(preset_config("tiny"), dir_->path(), {seed_, 2, std::nullopt});
   }
   static void TearDownTestSuite() { delete dir_; }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../test_seed.h"
+
 namespace hymoe::server {
 namespace {
 
@@ -106,11 +108,9 @@ TEST(ChunkedFraming, TheLargestSizeIsAcceptedOneMoreDigitIsNot) {
 }
 
 // Random valid bodies fed in random pieces are accepted; the same body with the CR after a
-// random chunk's data changed to another byte is refused there. Seed printed.
+// random chunk's data changed to another byte is refused there. Seed printed (test::test_seed()).
 TEST(ChunkedFraming, RandomBodiesAndPieces) {
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));
   for (int round = 0; round < 300; ++round) {
     std::string body;
     std::vector<size_t> data_ends;  // index of the CR after each chunk's data
@@ -125,15 +125,15 @@ TEST(ChunkedFraming, RandomBodiesAndPieces) {
     ChunkedFraming f;
     for (size_t off = 0; off < body.size();) {
       const size_t n = std::min<size_t>(body.size() - off, 1 + rng() % 64);
-      ASSERT_TRUE(f.feed(body.data() + off, n)) << "seed " << seed << " round " << round << ": " << f.problem();
+      ASSERT_TRUE(f.feed(body.data() + off, n)) << "round " << round << ": " << f.problem();
       off += n;
     }
-    ASSERT_TRUE(f.done()) << "seed " << seed;
+    ASSERT_TRUE(f.done()) << "round " << round;
     if (data_ends.empty()) continue;
     const size_t at = data_ends[rng() % data_ends.size()];
     body[at] = static_cast<char>('\r' + 1 + rng() % 200);
     ChunkedFraming g;
-    EXPECT_EQ(first_refused(body, g), static_cast<long>(at)) << "seed " << seed << " round " << round;
+    EXPECT_EQ(first_refused(body, g), static_cast<long>(at)) << "round " << round;
   }
 }
 

@@ -36,6 +36,7 @@ std::string base64(const std::string& in) {
 class GenerationToolCalls : public ::testing::Test {
  protected:
   void SetUp() override {
+    // std::random_device only makes the folder's name unique (not a test input: no seed to replay).
     dir_ = std::filesystem::temp_directory_path() /
            ("hymoe-generation-test-" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(dir_);

@@ -4,23 +4,20 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "hymoe/common/error.h"
+#include "../test_seed.h"
 
 namespace hymoe::server {
 namespace {
 
+// One seed for the file's tests (test::test_seed(): printed, HYMOE_TEST_SEED replays it).
 uint32_t seed() {
-  static const uint32_t s = [] {
-    const uint32_t v = std::random_device{}();
-    std::printf("json_grammar_test seed %u\n", v);
-    return v;
-  }();
+  static const uint32_t s = static_cast<uint32_t>(test::test_seed());
   return s;
 }
 

@@ -26,16 +26,14 @@
 #include "hymoe/server/runtime.h"
 #include "hymoe/server/tool_calls.h"
 #include "json_schema_validator.h"
+#include "../test_seed.h"
 
 namespace hymoe::server {
 namespace {
 
+// One seed for the file's tests (test::test_seed(): printed, HYMOE_TEST_SEED replays it).
 uint32_t seed() {
-  static const uint32_t s = [] {
-    const uint32_t v = std::random_device{}();
-    std::printf("json_mode_test seed %u\n", v);
-    return v;
-  }();
+  static const uint32_t s = static_cast<uint32_t>(test::test_seed());
   return s;
 }
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 
 #include "hymoe/server/json_constraint.h"
 #include "json_schema_validator.h"
+#include "../test_seed.h"
 
 namespace hymoe::server {
 namespace {
@@ -25,12 +25,9 @@ using json = nlohmann::ordered_json;
 using testing_schema::resolve;
 using testing_schema::validate;
 
+// One seed for the file's tests (test::test_seed(): printed, HYMOE_TEST_SEED replays it).
 uint32_t seed() {
-  static const uint32_t s = [] {
-    const uint32_t v = std::random_device{}();
-    std::printf("json_schema_test seed %u\n", v);
-    return v;
-  }();
+  static const uint32_t s = static_cast<uint32_t>(test::test_seed());
   return s;
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -20,6 +19,7 @@
 #include "hymoe/server/json_sequence.h"
 #include "hymoe/server/tool_calls.h"
 #include "json_schema_validator.h"
+#include "../test_seed.h"
 
 namespace hymoe::server {
 namespace {
@@ -27,12 +27,9 @@ namespace {
 using json = nlohmann::ordered_json;
 using testing_schema::validate;
 
+// One seed for the file's tests (test::test_seed(): printed, HYMOE_TEST_SEED replays it).
 uint32_t seed() {
-  static const uint32_t s = [] {
-    const uint32_t v = std::random_device{}();
-    std::printf("tool_calls_constraint_test seed %u\n", v);
-    return v;
-  }();
+  static const uint32_t s = static_cast<uint32_t>(test::test_seed());
   return s;
 }
 

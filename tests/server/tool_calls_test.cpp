@@ -2,8 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <random>
+
+#include "../test_seed.h"
 
 namespace hymoe::server {
 namespace {
@@ -90,12 +91,9 @@ void expect_streaming_matches(const ToolCallParserOptions& o, const std::string&
   }
 }
 
+// One seed for the file's tests (test::test_seed(): printed, HYMOE_TEST_SEED replays it).
 uint32_t seed() {
-  static const uint32_t s = [] {
-    const uint32_t v = std::random_device{}();
-    std::printf("tool_calls_test seed %u\n", v);
-    return v;
-  }();
+  static const uint32_t s = static_cast<uint32_t>(test::test_seed());
   return s;
 }
 
