@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "scenarios.h"
 #include "../test_seed.h"
+#include "synthetic_requests.h"
 
 namespace hymoe::bench {
 namespace {
@@ -18,28 +19,12 @@ namespace {
 class ScenarioScore : public ::testing::Test {
  protected:
   void SetUp() override {
-    rng_.seed(static_cast<uint32_t>(test::test_seed()));
+    gen_.seed(static_cast<uint32_t>(hymoe::test::test_seed()));
   }
 
-  double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
-
-  // A successful stream: sent at `start`, first token after ttft, then `tokens - 1` random gaps.
+  double uniform(double lo, double hi) { return gen_.uniform(lo, hi); }
   RequestOutput stream(double start, double ttft, int tokens, double gap_lo, double gap_hi) {
-    RequestOutput o;
-    o.success = true;
-    o.start_time = start;
-    o.ttft = ttft;
-    o.output_tokens = tokens;
-    double t = start + ttft;
-    o.token_times.push_back(t);
-    for (int i = 1; i < tokens; ++i) {
-      const double gap = uniform(gap_lo, gap_hi);
-      o.itl.push_back(gap);
-      t += gap;
-      o.token_times.push_back(t);
-    }
-    o.latency = t - start;
-    return o;
+    return gen_.stream(start, ttft, tokens, gap_lo, gap_hi);
   }
 
   RequestOutput prefill(double start) {
@@ -64,7 +49,7 @@ class ScenarioScore : public ::testing::Test {
     return r;
   }
 
-  std::mt19937 rng_;
+  test::SyntheticRequests gen_;
 };
 
 // Wall time by its definition: first start to last end.

@@ -21,6 +21,7 @@
 #include "svg.h"
 #include "tradeoff.h"
 #include "../test_seed.h"
+#include "synthetic_requests.h"
 
 namespace hymoe::bench {
 namespace {
@@ -148,7 +149,7 @@ TEST(XmlCheck, RejectsBrokenDocuments) {
 class Tradeoff : public ::testing::Test {
  protected:
   void SetUp() override {
-    rng_.seed(static_cast<uint32_t>(test::test_seed()));
+    gen_.seed(static_cast<uint32_t>(hymoe::test::test_seed()));
     dir_ = fs::temp_directory_path() /
            fmt::format("hymoe-tradeoff-test-{}-{}", getpid(),
                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -159,24 +160,9 @@ class Tradeoff : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
-  double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
-
+  double uniform(double lo, double hi) { return gen_.uniform(lo, hi); }
   RequestOutput stream(double start, double ttft, int tokens, double gap_lo, double gap_hi) {
-    RequestOutput o;
-    o.success = true;
-    o.start_time = start;
-    o.ttft = ttft;
-    o.output_tokens = tokens;
-    double t = start + ttft;
-    o.token_times.push_back(t);
-    for (int i = 1; i < tokens; ++i) {
-      const double gap = uniform(gap_lo, gap_hi);
-      o.itl.push_back(gap);
-      t += gap;
-      o.token_times.push_back(t);
-    }
-    o.latency = t - start;
-    return o;
+    return gen_.stream(start, ttft, tokens, gap_lo, gap_hi);
   }
 
   // One server setting's scenarios 1P, 1D, 1P+1D (and 1P+2D), scored as hymoe-bench does;
@@ -244,7 +230,7 @@ class Tradeoff : public ::testing::Test {
     return "no error";
   }
 
-  std::mt19937 rng_;
+  test::SyntheticRequests gen_;
   fs::path dir_;
 };
 
