@@ -426,6 +426,7 @@ void handle_chat(const ServedModel& m, const ServerConfig& config, Metrics& metr
     go.tool_calls.id_prefix = "call_" + go.id.substr(std::string_view("chatcmpl-").size()) + "_";
     if (r.tool_choice.mode == ToolChoice::Mode::kFunction) go.tool_calls.only_name = r.tool_choice.function;
     if (!r.parallel_tool_calls) go.tool_calls.max_calls = 1;
+    go.tool_calls.first_call_index = count_tool_calls(r.messages);  // Kimi-K2's call counter
     for (const auto& marker : tool_call_markers(go.tool_calls.format)) {
       const auto id = m.tokenizer->special_token_id(marker);
       if (id && m.tokenizer->is_special(*id)) go.keep_special.push_back(*id);

@@ -123,8 +123,8 @@ std::optional<ToolCall> ToolCallParser::parse_call(std::string_view body) const 
       args = trim(rest);
       break;
     case ToolCallFormat::kKimiK2: {
-      // functions.NAME:IDX<|tool_call_argument_begin|>ARGS; the template writes the call's id
-      // in the header's place, so the header is the id.
+      // functions.NAME:IDX<|tool_call_argument_begin|>ARGS; the template writes the call's id in
+      // the header's place: the id is functions.NAME:IDX with the conversation's counter (below).
       name = head;
       if (name.starts_with("functions.")) name.remove_prefix(10);
       const size_t colon = name.rfind(':');
@@ -133,7 +133,6 @@ std::optional<ToolCall> ToolCallParser::parse_call(std::string_view body) const 
                       [](char c) { return c >= '0' && c <= '9'; })) {
         name = name.substr(0, colon);
       }
-      call.id = std::string(head);
       args = trim(rest);
       break;
     }
@@ -208,7 +207,9 @@ void ToolCallParser::step(Delta& d) {
     }
     if (call) {
       call->index = next_index_++;
-      if (call->id.empty()) call->id = options_.id_prefix + std::to_string(call->index);
+      call->id = options_.format == ToolCallFormat::kKimiK2
+                     ? "functions." + call->name + ":" + std::to_string(int64_t{options_.first_call_index} + call->index)
+                     : options_.id_prefix + std::to_string(call->index);
       d.calls.push_back(std::move(*call));
       d.call_at.push_back(d.content.size());
       section_taken_ = true;
@@ -241,6 +242,19 @@ ToolCallParser::Delta ToolCallParser::finish() {
   section_taken_ = false;
   state_ = State::kText;
   return d;
+}
+
+int32_t count_tool_calls(const nlohmann::ordered_json& messages) {
+  int64_t n = 0;
+  if (!messages.is_array()) return 0;
+  for (const auto& m : messages) {
+    if (!m.is_object()) continue;
+    const auto role = m.find("role");
+    const auto calls = m.find("tool_calls");
+    if (role != m.end() && *role == "assistant" && calls != m.end() && calls->is_array())
+      n += static_cast<int64_t>(calls->size());
+  }
+  return static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX));
 }
 
 }  // namespace hymoe::server

@@ -153,8 +153,8 @@ TEST(ToolCallParser, DeepSeekV31SingleAndParallel) {
   EXPECT_EQ(parse_whole(o, v3).content, v3);
 }
 
-TEST(ToolCallParser, KimiK2KeepsTheModelsIdAndIndex) {
-  const auto o = opts(ToolCallFormat::kKimiK2);
+TEST(ToolCallParser, KimiK2IdsCountTheConversationsCalls) {
+  auto o = opts(ToolCallFormat::kKimiK2);
   const std::string text = std::string("I'll look it up.") + K_CALLS K_CALL "functions.get_weather:0" K_ARGS +
                            kNestedArgs + K_CALL_END K_CALL "functions.search:1" K_ARGS "{\"q\": \"ü\"}" K_CALL_END
                            K_CALLS_END;
@@ -167,6 +167,28 @@ TEST(ToolCallParser, KimiK2KeepsTheModelsIdAndIndex) {
   EXPECT_EQ(r.calls[1].id, "functions.search:1");
   EXPECT_EQ(r.calls[1].name, "search");
   EXPECT_EQ(r.calls[1].index, 1);
+  // Three calls earlier in the conversation: these are its 4th and 5th, whatever index the model
+  // wrote (a repeated 0 here would collide with the first turn's call id).
+  o.first_call_index = 3;
+  const Parsed later = parse_whole(o, text);
+  ASSERT_EQ(later.calls.size(), 2u);
+  EXPECT_EQ(later.calls[0].id, "functions.get_weather:3");
+  EXPECT_EQ(later.calls[1].id, "functions.search:4");
+  EXPECT_EQ(later.calls[1].index, 1);  // the streamed delta's index stays this output's
+}
+
+TEST(ToolCallParser, CountsTheToolCallsOfAConversation) {
+  const auto messages = nlohmann::ordered_json::parse(R"([
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u", "tool_calls": [{"id": "x"}]},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "a"}, {"id": "b"}]},
+    {"role": "tool", "content": "r", "tool_call_id": "a"},
+    {"role": "assistant", "content": "ok"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c"}]}
+  ])");
+  EXPECT_EQ(count_tool_calls(messages), 3);  // assistant messages only
+  EXPECT_EQ(count_tool_calls(nlohmann::ordered_json::array()), 0);
+  EXPECT_EQ(count_tool_calls(nlohmann::ordered_json()), 0);
 }
 
 TEST(ToolCallParser, MalformedOutputStaysContentByteForByte) {

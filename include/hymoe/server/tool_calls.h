@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "hymoe/server/json_grammar.h"
 
 namespace hymoe::server {
@@ -52,7 +54,7 @@ std::vector<std::string> tool_call_markers(ToolCallFormat f);
 
 struct ToolCall {
   int32_t index = 0;      // position among this output's calls (the streamed delta's index)
-  std::string id;         // Kimi-K2: the model's own "functions.NAME:IDX"; else id_prefix + index
+  std::string id;         // Kimi-K2: "functions.NAME:IDX", IDX the conversation's call counter; else id_prefix + index
   std::string name;
   std::string arguments;  // JSON text exactly as the model wrote it (validated as an object)
 };
@@ -64,7 +66,15 @@ struct ToolCallParserOptions {
   // content.
   std::optional<std::string> only_name;
   int32_t max_calls = INT32_MAX;  // parallel_tool_calls=false: 1; calls past it stay content
+  // Kimi-K2 numbers every tool call of a conversation ("functions.NAME:IDX", the template writes
+  // the id back in the call's place): the calls before this response (count_tool_calls of the
+  // request's messages). A call's id takes first_call_index + its index here, whatever index the
+  // model wrote, so that ids stay unique across the conversation's turns.
+  int32_t first_call_index = 0;
 };
+
+// The tool calls of a chat request's messages (assistant messages' tool_calls arrays).
+int32_t count_tool_calls(const nlohmann::ordered_json& messages);
 
 class ToolCallParser {
  public:
